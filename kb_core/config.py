@@ -1,0 +1,225 @@
+"""Configuration: defaults < TOML file < ``KB_*`` environment < command-line flags.
+
+The file is ``--config PATH``, else ``$KB_CONFIG``, else ``config.toml`` in the platform's config
+directory (if it exists). Environment overrides name a key with double underscores:
+``KB_SEARCH__DEFAULT_K=20``, ``KB_MODELS__LLM__BACKEND=ollama``. ``KB_HOME`` (or ``--kb DIR``)
+chooses the knowledge base directory. :func:`load_config` records where every value came from,
+for ``kb config show``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+import platformdirs
+
+from kb_core.errors import ConfigError
+
+APP = "kb"
+
+
+@attrs.define
+class IngestConfig:
+    """How files become chunks."""
+
+    max_file_bytes: int = 20_000_000
+    chunk_target_tokens: int = 180
+    chunk_max_tokens: int = 256
+    chunk_overlap_tokens: int = 32
+    ignore: list[str] = attrs.field(factory=list)
+    batch_documents: int = 256
+
+
+@attrs.define
+class EmbeddingConfig:
+    """The embedder that vector indexes use (and whose tokenizer sizes chunks)."""
+
+    name: str = "minilm"
+    path: str = ""
+    threads: int = 0
+    batch_size: int = 32
+
+
+@attrs.define
+class LlmConfig:
+    """The language model that answers questions."""
+
+    backend: str = "llamacpp"
+    model: str = ""
+    temperature: float = 0.0
+    seed: int = 0
+    context_tokens: int = 4096
+    max_tokens: int = 384
+    threads: int = 0
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 120.0
+    total_timeout_s: float = 600.0
+
+
+@attrs.define
+class ModelsConfig:
+    """Models by role."""
+
+    embedding: EmbeddingConfig = attrs.field(factory=EmbeddingConfig)
+    llm: LlmConfig = attrs.field(factory=LlmConfig)
+
+
+@attrs.define
+class SearchConfig:
+    """Retrieval defaults."""
+
+    default_k: int = 10
+    mode: str = "hybrid"
+    rrf_k: int = 60
+    fanout: int = 50
+
+
+@attrs.define
+class RagConfig:
+    """The answer pipeline."""
+
+    score_gate: float = 0.3
+    max_context_tokens: int = 2048
+    prompt_template_version: str = "auto"
+    constrained: bool = False
+
+
+@attrs.define
+class IndexesConfig:
+    """Which registered indexes follow the store of record."""
+
+    enabled: list[str] = attrs.field(factory=lambda: ["tantivy", "sqlitevec"])
+
+
+@attrs.define
+class Config:
+    """The effective configuration of one invocation."""
+
+    kb_dir: str = ""
+    ingest: IngestConfig = attrs.field(factory=IngestConfig)
+    models: ModelsConfig = attrs.field(factory=ModelsConfig)
+    search: SearchConfig = attrs.field(factory=SearchConfig)
+    rag: RagConfig = attrs.field(factory=RagConfig)
+    indexes: IndexesConfig = attrs.field(factory=IndexesConfig)
+    backends: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    sources: dict[str, str] = attrs.field(factory=dict, eq=False)
+
+    @property
+    def kb_path(self) -> Path:
+        """The knowledge base directory."""
+        return Path(self.kb_dir)
+
+    def backend_options(self, name: str) -> dict[str, Any]:
+        """The free-form ``[backends.NAME]`` table of a plugin (empty when absent)."""
+        return dict(self.backends.get(name, {}))
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def default_config_path() -> Path:
+    """The platform's config file path (it need not exist)."""
+    return Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+def default_kb_dir() -> Path:
+    """The platform's data directory for the default knowledge base."""
+    return Path(platformdirs.user_data_dir(APP)) / "default"
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and key != "backends" and not prefix.startswith("backends."):
+            flat.update(_flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        data = data.setdefault(part, {})
+    data[leaf] = value
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}", hint="check the path given to --config or KB_CONFIG") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}", hint="fix the file and run again") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def load_config(
+    config_path: str | Path | None = None,
+    kb_dir: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Config:
+    """Build the effective configuration and remember where each value came from."""
+    env = os.environ if environ is None else environ
+    data: dict[str, Any] = _converter.unstructure(Config())
+    data.pop("sources")
+    sources = {key: "default" for key in _flatten(data)}
+
+    explicit = config_path or env.get("KB_CONFIG")
+    path = Path(explicit).expanduser() if explicit else default_config_path()
+    if explicit or path.is_file():
+        for key, value in _flatten(_read_file(path)).items():
+            _set(data, key, value)
+            sources[key] = f"file:{path}"
+
+    for name, raw in sorted(env.items()):
+        if name.startswith("KB_") and "__" in name:
+            key = name[3:].lower().replace("__", ".")
+            _set(data, key, _parse_env_value(raw))
+            sources[key] = f"env:{name}"
+    if env.get("KB_HOME"):
+        data["kb_dir"], sources["kb_dir"] = env["KB_HOME"], "env:KB_HOME"
+
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _set(data, key, value)
+            sources[key] = "flag"
+    if kb_dir is not None:
+        data["kb_dir"], sources["kb_dir"] = str(kb_dir), "flag:--kb"
+    if not data.get("kb_dir"):
+        data["kb_dir"] = str(default_kb_dir())
+    data["kb_dir"] = str(Path(data["kb_dir"]).expanduser().resolve())
+
+    try:
+        config = _converter.structure(data, Config)
+    except cattrs.BaseValidationError as exc:
+        details = "; ".join(_describe(e) for e in cattrs.transform_error(exc))
+        raise ConfigError(f"invalid configuration: {details}", hint="see 'kb config show'") from None
+    config.sources = sources
+    return config
+
+
+def _describe(message: str) -> str:
+    return message.replace("$.", "").replace(" @ $", " at top level")
+
+
+def effective_values(config: Config) -> list[tuple[str, Any, str]]:
+    """(key, value, source) for every setting, sorted by key."""
+    data = _converter.unstructure(config)
+    data.pop("sources")
+    return [(key, value, config.sources.get(key, "default")) for key, value in sorted(_flatten(data).items())]

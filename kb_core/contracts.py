@@ -1,0 +1,113 @@
+"""The four roles a plugin can fill, as Protocols, plus the parser role.
+
+Implementations are registered through the hooks in :mod:`kb_core.hookspecs` and checked by
+the contract test kit in :mod:`kb_core.testing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import attrs
+
+from kb_core.types import Chunk, GenerateRequest, Hit, ModelRef, ParsedDocument, Problem, SearchQuery, StreamEvent
+
+if TYPE_CHECKING:
+    from kb_core.config import Config
+    from kb_core.store import StoreOfRecord
+
+
+@runtime_checkable
+class Parser(Protocol):
+    """Turns the text of one file into a :class:`ParsedDocument`. Must never raise on any text."""
+
+    def parse(self, text: str, path: str) -> ParsedDocument: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into unit-length vectors; counts tokens with the model's own tokenizer."""
+
+    model_ref: ModelRef
+    dimensions: int
+    max_tokens: int
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """An index that follows the store of record. Derived data: it can always be rebuilt.
+
+    ``upsert`` and ``delete`` must be idempotent: the sync engine may replay a batch after a
+    crash. Nothing is durable before ``commit``.
+    """
+
+    name: str
+
+    def upsert(self, chunks: Sequence[Chunk]) -> None: ...
+
+    def delete(self, doc_paths: Sequence[str]) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def count(self) -> int: ...
+
+    def check(self) -> list[Problem]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Finds chunks for a query. Every hit has a score in [0, 1] and a citation."""
+
+    name: str
+    mode: str  # "lexical" or "vector"
+
+    def search(self, query: SearchQuery) -> list[Hit]: ...
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """Generates text as a stream of Token events closed by exactly one Done event.
+
+    Errors during generation end the stream with ``Done(finish_reason="error", error=...)``;
+    errors before it starts (server down, model missing) raise :class:`kb_core.errors.KbError`.
+    """
+
+    model_ref: ModelRef
+    context_tokens: int
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def generate_stream(self, request: GenerateRequest) -> Iterator[StreamEvent]: ...
+
+    def check(self) -> list[Problem]: ...
+
+
+@attrs.frozen
+class IndexContext:
+    """What an index factory receives: where to keep its files and how to reach its peers."""
+
+    name: str
+    directory: Path
+    config: Config
+    store: StoreOfRecord
+    embedder: Embedder | None = None
+
+
+@attrs.frozen
+class ModelContext:
+    """What an embedder or language-model factory receives."""
+
+    config: Config
+    options: dict[str, object] = attrs.field(factory=dict)

@@ -1,0 +1,337 @@
+"""The store of record: one SQLite file (``kb.sqlite3``) that owns identity and content.
+
+Documents are keyed by their path inside the knowledge base; chunks by a deterministic id.
+Every change to a document appends to ``index_outbox`` in the same transaction, and every
+derived index records in ``index_state`` the last outbox entry it applied. That is how an
+interrupted run is detected and completed (see :mod:`kb_core.indexing`).
+
+SQLite comes from ``pysqlite3`` (extension loading, needed by sqlite-vec), in WAL mode so that
+searches keep working while an ingest writes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+try:
+    from pysqlite3 import dbapi2 as sqlite3
+except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
+    import sqlite3  # type: ignore[no-redef]
+
+from kb_core.errors import KbError
+from kb_core.types import Chunk, Document
+
+DB_NAME = "kb.sqlite3"
+
+MIGRATIONS: list[str] = [
+    # 1: documents, chunks, the index outbox and index state
+    """
+    CREATE TABLE documents (
+        path TEXT PRIMARY KEY,
+        content_hash TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL DEFAULT 0,
+        title TEXT NOT NULL DEFAULT '',
+        parser TEXT NOT NULL,
+        source_root TEXT NOT NULL,
+        metadata_json TEXT NOT NULL DEFAULT '{}',
+        chunk_count INTEGER NOT NULL DEFAULT 0,
+        ingested_at TEXT NOT NULL
+    );
+    CREATE INDEX documents_source ON documents(source_root);
+    CREATE TABLE chunks (
+        chunk_id TEXT PRIMARY KEY,
+        doc_path TEXT NOT NULL REFERENCES documents(path) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        heading_path_json TEXT NOT NULL DEFAULT '[]',
+        token_count INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX chunks_doc ON chunks(doc_path, ordinal);
+    CREATE TABLE index_outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        doc_path TEXT NOT NULL
+    );
+    CREATE TABLE index_state (
+        name TEXT PRIMARY KEY,
+        applied_seq INTEGER NOT NULL DEFAULT 0,
+        fingerprint TEXT NOT NULL DEFAULT '',
+        updated_at TEXT NOT NULL
+    );
+    """,
+    # 2: answers (every answer, refusals included) and evaluation runs
+    """
+    CREATE TABLE answers (
+        answer_id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        question TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        grounded INTEGER NOT NULL,
+        refusal_reason TEXT,
+        citations_json TEXT NOT NULL DEFAULT '[]',
+        model_json TEXT NOT NULL DEFAULT '{}',
+        embedding_json TEXT,
+        prompt_template_version TEXT NOT NULL,
+        retrieval_json TEXT NOT NULL DEFAULT '{}',
+        usage_json TEXT NOT NULL DEFAULT '{}',
+        packed_chunks_json TEXT
+    );
+    CREATE TABLE eval_runs (
+        run_id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        config_json TEXT NOT NULL DEFAULT '{}',
+        metrics_json TEXT NOT NULL DEFAULT '{}',
+        report_path TEXT
+    );
+    """,
+]
+
+
+def now_iso() -> str:
+    """The current UTC time as an ISO-8601 string with seconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _row_to_chunk(row: sqlite3.Row) -> Chunk:
+    return Chunk(
+        chunk_id=row["chunk_id"],
+        doc_path=row["doc_path"],
+        ordinal=row["ordinal"],
+        text=row["text"],
+        content_hash=row["content_hash"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        heading_path=tuple(json.loads(row["heading_path_json"])),
+        token_count=row["token_count"],
+    )
+
+
+def _row_to_document(row: sqlite3.Row) -> Document:
+    return Document(
+        path=row["path"],
+        content_hash=row["content_hash"],
+        size=row["size"],
+        title=row["title"],
+        parser=row["parser"],
+        source_root=row["source_root"],
+        metadata=json.loads(row["metadata_json"]),
+        chunk_count=row["chunk_count"],
+        ingested_at=row["ingested_at"],
+    )
+
+
+class StoreOfRecord:
+    """The SQLite store of record of one knowledge base directory."""
+
+    def __init__(self, kb_dir: Path, *, create: bool = True) -> None:
+        self.kb_dir = Path(kb_dir)
+        self.path = self.kb_dir / DB_NAME
+        if not self.path.exists() and not create:
+            raise KbError(f"no knowledge base at {self.kb_dir}", hint="run 'kb init' or 'kb ingest PATH' first")
+        try:
+            self.kb_dir.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise KbError(f"cannot open the knowledge base at {self.kb_dir}: {exc}") from None
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
+
+    # -- schema ---------------------------------------------------------------------------
+
+    @property
+    def schema_version(self) -> int:
+        """The number of migrations applied."""
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        version = self.schema_version
+        if version > len(MIGRATIONS):
+            raise KbError(
+                f"the knowledge base at {self.kb_dir} was written by a newer kb (schema {version})",
+                hint="upgrade kb",
+            )
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            with self.transaction():
+                for statement in filter(str.strip, script.split(";")):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {number}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE), committed on success, rolled back on error."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    # -- documents and chunks ---------------------------------------------------------------
+
+    def document_hashes(self, source_root: str | None = None) -> dict[str, str]:
+        """path -> content hash, for every document (or those of one source root)."""
+        if source_root is None:
+            rows = self.conn.execute("SELECT path, content_hash FROM documents")
+        else:
+            rows = self.conn.execute("SELECT path, content_hash FROM documents WHERE source_root = ?", (source_root,))
+        return {row[0]: row[1] for row in rows}
+
+    def replace_document(self, document: Document, chunks: Sequence[Chunk], mtime_ns: int = 0) -> None:
+        """Insert or replace a document with its chunks; caller holds a transaction."""
+        c = self.conn
+        c.execute("DELETE FROM chunks WHERE doc_path = ?", (document.path,))
+        c.execute(
+            "INSERT OR REPLACE INTO documents (path, content_hash, size, mtime_ns, title, parser, source_root,"
+            " metadata_json, chunk_count, ingested_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                document.path,
+                document.content_hash,
+                document.size,
+                mtime_ns,
+                document.title,
+                document.parser,
+                document.source_root,
+                json.dumps(document.metadata, ensure_ascii=False, default=str),
+                len(chunks),
+                document.ingested_at or now_iso(),
+            ),
+        )
+        c.executemany(
+            "INSERT INTO chunks (chunk_id, doc_path, ordinal, text, content_hash, start_line, end_line,"
+            " heading_path_json, token_count) VALUES (?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    ch.chunk_id,
+                    ch.doc_path,
+                    ch.ordinal,
+                    ch.text,
+                    ch.content_hash,
+                    ch.start_line,
+                    ch.end_line,
+                    json.dumps(list(ch.heading_path), ensure_ascii=False),
+                    ch.token_count,
+                )
+                for ch in chunks
+            ],
+        )
+        c.execute("INSERT INTO index_outbox (doc_path) VALUES (?)", (document.path,))
+
+    def delete_documents(self, paths: Iterable[str]) -> int:
+        """Delete documents (and their chunks); caller holds a transaction. Returns the count."""
+        removed = 0
+        for path in paths:
+            cur = self.conn.execute("DELETE FROM documents WHERE path = ?", (path,))
+            if cur.rowcount:
+                removed += 1
+                self.conn.execute("INSERT INTO index_outbox (doc_path) VALUES (?)", (path,))
+        return removed
+
+    def get_document(self, path: str) -> Document | None:
+        """The document at ``path``, or None."""
+        row = self.conn.execute("SELECT * FROM documents WHERE path = ?", (path,)).fetchone()
+        return _row_to_document(row) if row else None
+
+    def list_documents(self, prefix: str = "") -> list[Document]:
+        """All documents, ordered by path, optionally under a path prefix."""
+        rows = self.conn.execute(
+            "SELECT * FROM documents WHERE substr(path, 1, ?) = ? ORDER BY path", (len(prefix), prefix)
+        )
+        return [_row_to_document(r) for r in rows]
+
+    def count_documents(self) -> int:
+        """How many documents there are."""
+        return int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def count_chunks(self) -> int:
+        """How many chunks there are."""
+        return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def chunks_of(self, doc_paths: Sequence[str]) -> list[Chunk]:
+        """The chunks of the given documents, in document then ordinal order."""
+        out: list[Chunk] = []
+        for start in range(0, len(doc_paths), 500):
+            part = list(doc_paths[start : start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT * FROM chunks WHERE doc_path IN ({marks}) ORDER BY doc_path, ordinal", part
+            )
+            out.extend(_row_to_chunk(r) for r in rows)
+        return out
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """chunk_id -> chunk, for the ids that exist."""
+        found: dict[str, Chunk] = {}
+        for start in range(0, len(chunk_ids), 500):
+            part = list(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(f"SELECT * FROM chunks WHERE chunk_id IN ({marks})", part):
+                found[row["chunk_id"]] = _row_to_chunk(row)
+        return found
+
+    def iter_chunks(self, batch: int = 1000) -> Iterator[list[Chunk]]:
+        """Every chunk, in batches, in document then ordinal order."""
+        cursor = self.conn.execute("SELECT * FROM chunks ORDER BY doc_path, ordinal")
+        while rows := cursor.fetchmany(batch):
+            yield [_row_to_chunk(r) for r in rows]
+
+    # -- the index outbox ---------------------------------------------------------------------
+
+    def last_seq(self) -> int:
+        """The newest outbox sequence number (0 when nothing was ever written)."""
+        row = self.conn.execute("SELECT max(seq) FROM index_outbox").fetchone()
+        latest = row[0] or 0
+        seq_row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'index_outbox'").fetchone()
+        return max(latest, seq_row[0] if seq_row else 0)
+
+    def pending_paths(self, after_seq: int, limit: int) -> list[tuple[int, str]]:
+        """(seq, doc_path) outbox entries newer than ``after_seq``, oldest first."""
+        rows = self.conn.execute(
+            "SELECT seq, doc_path FROM index_outbox WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def index_state(self, name: str) -> tuple[int, str]:
+        """(applied_seq, fingerprint) of an index; (0, "") when it never ran."""
+        row = self.conn.execute("SELECT applied_seq, fingerprint FROM index_state WHERE name = ?", (name,)).fetchone()
+        return (row[0], row[1]) if row else (0, "")
+
+    def set_index_state(self, name: str, applied_seq: int, fingerprint: str) -> None:
+        """Record how far an index got (its own transaction)."""
+        self.conn.execute(
+            "INSERT INTO index_state (name, applied_seq, fingerprint, updated_at) VALUES (?,?,?,?)"
+            " ON CONFLICT(name) DO UPDATE SET applied_seq = excluded.applied_seq,"
+            " fingerprint = excluded.fingerprint, updated_at = excluded.updated_at",
+            (name, applied_seq, fingerprint, now_iso()),
+        )
+
+    def trim_outbox(self, index_names: Sequence[str]) -> None:
+        """Forget outbox entries that every named index has applied."""
+        if not index_names:
+            return
+        floor = min(self.index_state(n)[0] for n in index_names)
+        self.conn.execute("DELETE FROM index_outbox WHERE seq <= ?", (floor,))
+
+    # -- generic helpers for later tables ------------------------------------------------------
+
+    def insert_row(self, table: str, row: dict[str, Any]) -> None:
+        """Insert one row into a table by column name (used for answers and eval runs)."""
+        columns = ", ".join(row)
+        marks = ", ".join("?" * len(row))
+        self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values()))

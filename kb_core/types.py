@@ -1,0 +1,195 @@
+"""Value types that cross the boundaries between the core, the plugins and the CLI.
+
+Every type is an immutable attrs class; :data:`converter` (cattrs) turns them into plain
+JSON-ready structures and back. Anything printed with ``--json`` is one of these, wrapped
+in an envelope that names its ``schema_version`` (see :mod:`kb_core.schemas`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import attrs
+import cattrs
+
+converter = cattrs.Converter(omit_if_default=False)
+converter.register_unstructure_hook(tuple, list)
+
+SearchMode = Literal["lexical", "vector", "hybrid"]
+SEARCH_MODES: tuple[str, ...] = ("lexical", "vector", "hybrid")
+
+
+@attrs.frozen
+class Span:
+    """An inclusive, 1-based range of lines in a document."""
+
+    start_line: int
+    end_line: int
+
+
+@attrs.frozen
+class Citation:
+    """Where a passage lives: a document path and its line span (``path#L12-L34``)."""
+
+    path: str
+    start_line: int
+    end_line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+    @classmethod
+    def parse(cls, text: str) -> Citation:
+        """Parse ``path#L12-L34``; raise ValueError when it has another form."""
+        path, sep, frag = text.rpartition("#")
+        if not sep or not frag.startswith("L") or "-L" not in frag:
+            raise ValueError(f"not a citation: {text!r}")
+        start, end = frag[1:].split("-L", 1)
+        return cls(path, int(start), int(end))
+
+
+@attrs.frozen
+class IngestWarning:
+    """Something an ingest skipped or parsed with a compromise, and why."""
+
+    path: str
+    reason: str
+
+
+@attrs.frozen
+class Block:
+    """A structural piece of a parsed document: a paragraph, a code block, a table, a list."""
+
+    text: str
+    start_line: int
+    end_line: int
+    heading_path: tuple[str, ...] = ()
+    kind: str = "paragraph"
+
+
+@attrs.frozen
+class ParsedDocument:
+    """What a parser returns: a title, metadata (frontmatter) and blocks in document order."""
+
+    title: str
+    blocks: tuple[Block, ...]
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Document:
+    """A document in the store of record, keyed by its path inside the knowledge base."""
+
+    path: str
+    content_hash: str
+    size: int
+    title: str
+    parser: str
+    source_root: str
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    chunk_count: int = 0
+    ingested_at: str = ""
+
+
+@attrs.frozen
+class Chunk:
+    """A passage of a document: the unit that is indexed, retrieved and cited."""
+
+    chunk_id: str
+    doc_path: str
+    ordinal: int
+    text: str
+    content_hash: str
+    start_line: int
+    end_line: int
+    heading_path: tuple[str, ...] = ()
+    token_count: int = 0
+
+    @property
+    def citation(self) -> Citation:
+        """The citation of this chunk."""
+        return Citation(self.doc_path, self.start_line, self.end_line)
+
+
+@attrs.frozen
+class ModelRef:
+    """Which model produced something: enough to tell two models (or two versions) apart."""
+
+    id: str
+    provider: str
+    dimensions: int | None = None
+    path: str | None = None
+
+
+@attrs.frozen
+class SearchQuery:
+    """A search request as retrievers receive it."""
+
+    text: str
+    k: int = 10
+    mode: str = "hybrid"
+    path_glob: str | None = None
+    metadata: dict[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Hit:
+    """One retrieved chunk. ``score`` is in [0, 1]; its meaning per mode is documented in search.py."""
+
+    chunk_id: str
+    doc_path: str
+    score: float
+    rank: int
+    citation: Citation
+    heading_path: tuple[str, ...] = ()
+    snippet: str = ""
+    retriever: str = ""
+    raw_score: float = 0.0
+
+
+@attrs.frozen
+class GenerateRequest:
+    """What a language model is asked to do."""
+
+    system: str
+    user: str
+    stop: tuple[str, ...] = ()
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int | None = None
+    grammar: str | None = None
+
+
+@attrs.frozen
+class Token:
+    """A piece of generated text, streamed as it comes."""
+
+    text: str
+
+
+@attrs.frozen
+class Done:
+    """The end of a generation stream: why it stopped and what it cost."""
+
+    finish_reason: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+
+
+StreamEvent = Union[Token, Done]
+
+
+@attrs.frozen
+class Problem:
+    """A health problem found by ``kb doctor``, with the command that fixes it."""
+
+    component: str
+    message: str
+    fix: str = ""
+
+
+def to_json(value: Any) -> Any:
+    """Unstructure an attrs value (or a list/dict of them) into JSON-ready data."""
+    return converter.unstructure(value)
