@@ -45,11 +45,16 @@ class Embedder(Protocol):
 class Store(Protocol):
     """An index that follows the store of record. Derived data: it can always be rebuilt.
 
-    ``upsert`` and ``delete`` must be idempotent: the sync engine may replay a batch after a
-    crash. Nothing is durable before ``commit``.
+    The sync engine (:mod:`kb_core.indexing`) applies each batch of changed documents as
+    ``delete(all paths in the batch)``, ``upsert(chunks of those that still exist)``, ``commit()``,
+    and a rebuild as ``clear()``, upserts, ``commit()``. Both must be idempotent: a batch may be
+    replayed after a crash. Nothing is durable before ``commit``. ``fingerprint`` names whatever
+    decides the index's content besides the chunks (an analyzer version, an embedding model and
+    its dimensions); when it changes, the index must be rebuilt with ``kb reindex``.
     """
 
     name: str
+    fingerprint: str
 
     def upsert(self, chunks: Sequence[Chunk]) -> None: ...
 
