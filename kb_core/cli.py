@@ -1,0 +1,136 @@
+"""The ``kb`` command line: a thin layer over the library functions.
+
+Exit codes: 0 ok; 1 no result or a refused answer; 2 usage or input error; 3 unhealthy
+(``kb doctor``); 130 interrupted. Errors a user can cause print one line on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kb_core.app import KnowledgeBase
+from kb_core.config import Config, load_config
+from kb_core.errors import KbError
+from kb_core.output import dumps
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Session:
+    """What every command receives: the global options, and the knowledge base opened on demand."""
+
+    def __init__(self, config_path: str | None, kb_dir: str | None, backend: str | None) -> None:
+        self.config_path = config_path
+        self.kb_dir = kb_dir
+        self.overrides: dict[str, Any] = {"models.llm.backend": backend}
+        self._config: Config | None = None
+        self._kb: KnowledgeBase | None = None
+
+    @property
+    def config(self) -> Config:
+        """The effective configuration (loaded once)."""
+        if self._config is None:
+            self._config = load_config(self.config_path, self.kb_dir, self.overrides)
+        return self._config
+
+    def kb(self, *, create: bool = False) -> KnowledgeBase:
+        """The knowledge base; ``create=False`` refuses to make one where none exists."""
+        if self._kb is None:
+            self._kb = KnowledgeBase(self.config, create=create)
+        return self._kb
+
+    def close(self) -> None:
+        """Release the knowledge base."""
+        if self._kb is not None:
+            self._kb.close()
+
+
+pass_session = click.make_pass_decorator(Session)
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--json`` (machine-readable output with a schema_version) to a command."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON (versioned schema) instead of text.")(func)
+
+
+def emit(as_json: bool, schema_version: str, payload: Any, human: Callable[[], None]) -> None:
+    """Print ``payload`` as versioned JSON, or call ``human`` to print it for people."""
+    if as_json:
+        click.echo(dumps(schema_version, payload))
+    else:
+        human()
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar=None,
+              help="Config file (default: $KB_CONFIG, else the platform config path).")
+@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Knowledge base directory (default: $KB_HOME).")
+@click.option("--backend", help="Language model backend for this call (e.g. llamacpp, ollama).")
+@click.version_option(package_name="kb")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, kb_dir: str | None, backend: str | None) -> None:
+    """kb: a local knowledge base you can ask questions.
+
+    Ingest a folder, search it, and ask questions answered only from your documents, with
+    citations (path#L12-L34), or a clear refusal when the evidence is not there.
+    """
+    session = Session(config_path, kb_dir, backend)
+    ctx.obj = session
+    ctx.call_on_close(session.close)
+
+
+@cli.group("eval")
+def eval_group() -> None:
+    """Measure retrieval and answer quality."""
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect the configuration."""
+
+
+def _register_builtin_commands() -> None:
+    from kb_core import cli_documents, cli_search, cli_answers  # noqa: F401  (each adds its commands)
+
+
+def _register_plugin_commands() -> None:
+    from kb_core.plugins import registry
+
+    for name, registration in registry().items["commands"].items():
+        if name not in cli.commands:
+            cli.add_command(registration.factory, name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; map errors to one line on stderr and a documented exit code."""
+    try:
+        _register_builtin_commands()
+        _register_plugin_commands()
+        result = cli.main(args=argv, prog_name="kb", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except KbError as exc:
+        click.echo(f"kb: error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("kb: aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("kb: interrupted", err=True)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug, not a user mistake: say so, show details on request
+        if os.environ.get("KB_DEBUG"):
+            traceback.print_exc()
+        click.echo(f"kb: internal error: {type(exc).__name__}: {exc} (set KB_DEBUG=1 for details)", err=True)
+        return 70

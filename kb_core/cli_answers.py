@@ -1,0 +1,1 @@
+"""Commands for answers: `kb ask`, `kb eval answers` and `kb eval compare`."""

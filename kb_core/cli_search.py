@@ -1,0 +1,1 @@
+"""Commands for searching: `kb search` and `kb eval retrieval`."""
