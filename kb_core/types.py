@@ -193,3 +193,100 @@ class Problem:
 def to_json(value: Any) -> Any:
     """Unstructure an attrs value (or a list/dict of them) into JSON-ready data."""
     return converter.unstructure(value)
+
+
+# --- answers ---
+
+RefusalReason = Literal["no_chunks", "score_gate", "llm_self_judge", "generation_error"]
+REFUSAL_REASONS: tuple[str, ...] = ("no_chunks", "score_gate", "llm_self_judge", "generation_error")
+
+
+@attrs.frozen
+class AnswerCitation:
+    """A chunk an answer cites (``marker`` n of ``[#n]``), or a refusal's candidate (``marker`` None)."""
+
+    marker: int | None
+    chunk_id: str
+    ref: str
+    citation: Citation
+    score: float
+    heading_path: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class PackedChunk:
+    """A chunk as the model saw it in the evidence section, under the marker ``[#marker]``."""
+
+    marker: int
+    chunk_id: str
+    ref: str
+    score: float
+    tokens: int
+    truncated: bool
+    text: str
+
+
+@attrs.frozen
+class RenderedPrompt:
+    """The exact messages sent to the language model (shown with ``--explain``)."""
+
+    system: str
+    user: str
+    grammar: str | None = None
+
+
+@attrs.frozen
+class RetrievalSummary:
+    """How the evidence was found: trace id, mode, k, gate and what came back."""
+
+    trace_id: str
+    mode: str
+    k: int
+    score_gate: float
+    top_score: float | None
+    chunks_returned: int
+    chunks_used: int
+    took_ms: float
+
+
+@attrs.frozen
+class TokenUsage:
+    """What the answer cost: tokens (from the model's Done event) and wall-clock times in ms.
+
+    ``generation_ms`` is the time spent inside the model's stream; ``latency_ms - generation_ms``
+    is the pipeline's own time (retrieval, packing, validation, persistence).
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    first_token_ms: float | None = None
+    generation_ms: float = 0.0
+
+
+@attrs.frozen
+class Answer:
+    """A grounded answer with the citations it used, or a refusal with its reason (``answer.v1``).
+
+    ``grounded`` is true only when the model cited at least one marker and every marker it
+    cited names a chunk it was given. ``candidates`` lists the nearest chunks of a refusal.
+    """
+
+    answer_id: str
+    question: str
+    answer: str
+    grounded: bool
+    refusal_reason: str | None
+    citations: tuple[AnswerCitation, ...]
+    candidates: tuple[AnswerCitation, ...]
+    invalid_markers: tuple[int, ...]
+    model: ModelRef | None
+    embedding: ModelRef | None
+    prompt_template_version: str
+    constrained: bool
+    finish_reason: str | None
+    retrieval: RetrievalSummary
+    usage: TokenUsage
+    created_at: str
+    packed: tuple[PackedChunk, ...] = ()
+    prompt: RenderedPrompt | None = None
