@@ -1,0 +1,31 @@
+"""kb-sqlitevec: the vector index and retriever of kb, on sqlite-vec.
+
+Registers the index ``sqlitevec`` (mode ``vector``). See :mod:`kb_sqlitevec.index` for the
+storage layout, the embedding cache and the score mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kb_core
+from kb_core.contracts import IndexContext
+from kb_core.errors import KbError
+from kb_sqlitevec.index import SqliteVecIndex, similarity_to_score
+
+__all__ = ["SqliteVecIndex", "make_index", "register_indexes", "similarity_to_score"]
+
+
+def make_index(ctx: IndexContext) -> SqliteVecIndex:
+    """The sqlitevec index of a knowledge base (needs the configured embedder)."""
+    if ctx.embedder is None:
+        raise KbError("the sqlitevec index needs an embedder", hint="set [models.embedding] name in the config")
+    return SqliteVecIndex(
+        ctx.directory, ctx.embedder, ctx.store, name=ctx.name, batch_size=ctx.config.models.embedding.batch_size
+    )
+
+
+@kb_core.hookimpl
+def register_indexes(register: Any) -> None:
+    """The vector index ``sqlitevec``."""
+    register("sqlitevec", make_index, mode="vector")

@@ -1,0 +1,442 @@
+"""The sqlite-vec vector index: one SQLite file, a vec0 table per embedding model, an embedding cache.
+
+``<kb>/indexes/sqlitevec/vectors.sqlite3`` (WAL mode) holds:
+
+- ``meta``: the embedding model (id and dimensions) the stored vectors come from;
+- ``chunks``: chunk metadata (chunk id, document path, lines, heading path, content hash) keyed by an
+  integer id, so hits are built without the store of record (which only supplies snippet text);
+- ``documents``: each indexed document's metadata (frontmatter), for ``SearchQuery.metadata``;
+- ``vec_<digest of model id and dimensions>``: a vec0 table (cosine distance) whose rowids are the
+  ids of ``chunks``;
+- ``embedding_cache``: (model id and dimensions, hash of the text) -> vector. It survives ``clear()``,
+  so a rebuild, or the same text in two documents, never embeds a chunk twice.
+
+Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score`` is
+``clamp((s - floor) / (1 - floor), 0, 1)``, where ``floor`` is the embedder's ``similarity_floor``
+(the similarity unrelated texts typically reach with that model; 0.0 when the embedder does not
+say). Sentence embedders rarely give negative cosines: with all-MiniLM-L6-v2, off-topic text sits
+around 0.0-0.2 and on-topic passages at 0.4 and above. The common ``(s + 1) / 2`` would put
+off-topic queries at 0.5-0.6, above any useful score gate; this mapping keeps them near 0, so the
+answer pipeline's gate (``rag.score_gate``, 0.3 by default) refuses them.
+
+sqlite-vec scans every vector of the table (brute force): see ``bench/`` for how latency grows.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from kb_core.contracts import Embedder
+from kb_core.errors import KbError
+from kb_core.store import StoreOfRecord
+from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
+
+try:
+    from pysqlite3 import dbapi2 as sqlite3
+except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
+    import sqlite3  # type: ignore[no-redef]
+
+DB_NAME = "vectors.sqlite3"
+SCHEMA_VERSION = 1
+MAX_K = 4096  # the largest k a vec0 KNN query accepts
+SNIPPET_CHARS = 300
+REINDEX_HINT = "run 'kb reindex --store sqlitevec'"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    doc_path TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading_path_json TEXT NOT NULL,
+    content_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_path);
+CREATE TABLE IF NOT EXISTS documents (path TEXT PRIMARY KEY, metadata_json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    model TEXT NOT NULL,
+    text_hash BLOB NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+"""
+
+
+@attrs.frozen
+class ModelKey:
+    """An embedding model as far as stored vectors are concerned: its id and dimensions."""
+
+    id: str
+    dimensions: int
+
+    def __str__(self) -> str:
+        return f"{self.id}@{self.dimensions}"
+
+    @property
+    def table(self) -> str:
+        """The name of this model's vec0 table."""
+        return "vec_" + hashlib.blake2b(str(self).encode(), digest_size=8).hexdigest()
+
+    def describe(self) -> str:
+        """A human-readable name, for messages."""
+        return f"{self.id} ({self.dimensions} dimensions)"
+
+
+def similarity_to_score(similarity: float, floor: float = 0.0) -> float:
+    """Map a cosine similarity to a score in [0, 1] (see the module docstring)."""
+    if not floor < 1.0:
+        raise ValueError(f"similarity floor must be below 1, got {floor}")
+    return min(1.0, max(0.0, (similarity - floor) / (1.0 - floor)))
+
+
+def text_hash(text: str) -> bytes:
+    """The embedding cache's key for a text."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def make_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The start of a passage with whitespace collapsed, cut at a word boundary."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
+    return cut + "…"
+
+
+def metadata_matches(metadata_json: str | None, wanted_json: str) -> bool:
+    """True when a document's metadata has every wanted key = value (a list matches any item)."""
+    metadata = json.loads(metadata_json or "{}")
+    for key, wanted in json.loads(wanted_json).items():
+        value = metadata.get(key)
+        values = value if isinstance(value, list) else [value]
+        if wanted not in {_as_text(v) for v in values if v is not None}:
+            return False
+    return True
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _glob_matches(path: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(path, pattern)
+
+
+def _batches(items: Sequence[Any], size: int = 500) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (or create) the index file with sqlite-vec loaded, in WAL mode."""
+    import sqlite_vec
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except AttributeError:
+        raise KbError("this SQLite cannot load extensions", hint="pip install pysqlite3-binary") from None
+    except (OSError, sqlite3.Error) as exc:
+        raise KbError(f"cannot open the vector index at {path}: {exc}") from None
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.create_function("kb_glob", 2, _glob_matches, deterministic=True)
+    conn.create_function("kb_meta", 2, metadata_matches, deterministic=True)
+    conn.executescript(SCHEMA)
+    return conn
+
+
+class SqliteVecIndex:
+    """A Store and vector Retriever on sqlite-vec (see the module docstring)."""
+
+    mode = "vector"
+
+    def __init__(
+        self,
+        directory: Path,
+        embedder: Embedder,
+        store: StoreOfRecord,
+        *,
+        name: str = "sqlitevec",
+        batch_size: int = 32,
+    ) -> None:
+        self.name = name
+        self.embedder = embedder
+        self.store = store
+        self.batch_size = max(1, batch_size)
+        self.path = Path(directory) / DB_NAME
+        self.conn = connect(self.path)
+        self._current: ModelKey | None = None
+
+    # -- models -------------------------------------------------------------------------------
+
+    def current_model(self) -> ModelKey:
+        """The configured embedder's key (embeds a probe once if it does not know its dimensions)."""
+        if self._current is None:
+            dims = int(getattr(self.embedder, "dimensions", 0) or 0)
+            if not dims:
+                dims = len(self.embedder.embed_query("dimension probe"))
+            self._current = ModelKey(self.embedder.model_ref.id, dims)
+        return self._current
+
+    def indexed_model(self) -> ModelKey | None:
+        """The model the stored vectors come from, or None for a new index."""
+        rows = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('model_id', 'dimensions')"))
+        if "model_id" not in rows:
+            return None
+        return ModelKey(rows["model_id"], int(rows["dimensions"]))
+
+    @property
+    def fingerprint(self) -> str:
+        """Schema version, embedding model id and dimensions: a change means ``kb reindex``."""
+        key = self.current_model()
+        return f"sqlitevec-{SCHEMA_VERSION};model={key.id};dims={key.dimensions}"
+
+    @property
+    def similarity_floor(self) -> float:
+        """The cosine similarity that maps to score 0 (the embedder's ``similarity_floor``)."""
+        return float(getattr(self.embedder, "similarity_floor", 0.0))
+
+    def _mismatch(self, indexed: ModelKey, current: ModelKey) -> str:
+        return (
+            f"the vector index was built with {indexed.describe()}"
+            f" but the configured embedder is {current.describe()}"
+        )
+
+    def _writable_model(self) -> ModelKey:
+        """The model to write with; adopts the configured one when the index is new or empty."""
+        current, indexed = self.current_model(), self.indexed_model()
+        if indexed == current:
+            return current
+        if indexed is not None and self.count():
+            raise KbError(self._mismatch(indexed, current), hint=REINDEX_HINT)
+        self._begin()
+        self._reset_vectors(current)
+        return current
+
+    def _reset_vectors(self, key: ModelKey) -> None:
+        """Drop every vec0 table and create an empty one for ``key`` (inside a transaction)."""
+        tables = self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vec!_%' ESCAPE '!'"
+            " AND sql LIKE '%USING vec0%'"
+        ).fetchall()
+        for (table,) in tables:
+            self.conn.execute(f"DROP TABLE {table}")
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE {key.table} USING vec0(embedding float[{key.dimensions}] distance_metric=cosine)"
+        )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("model_id", key.id), ("dimensions", str(key.dimensions)), ("schema", str(SCHEMA_VERSION))],
+        )
+
+    # -- embeddings ---------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Embed passages: through ``embed_array`` when the embedder has it, else in batches."""
+        embed_array = getattr(self.embedder, "embed_array", None)
+        if callable(embed_array):
+            return np.asarray(embed_array(texts), dtype=np.float32)
+        vectors: list[list[float]] = []
+        for batch in _batches(texts, self.batch_size):
+            vectors.extend(self.embedder.embed_documents(batch))
+        return np.asarray(vectors, dtype=np.float32)
+
+    def _vectors_for(self, texts: list[str], key: ModelKey) -> tuple[np.ndarray, list[tuple[str, bytes, bytes]]]:
+        """Vectors for ``texts`` from the cache, embedding only texts it lacks (each once)."""
+        hashes = [text_hash(t) for t in texts]
+        found: dict[bytes, np.ndarray] = {}
+        for batch in _batches(list(dict.fromkeys(hashes))):
+            marks = ",".join("?" * len(batch))
+            rows = self.conn.execute(
+                f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
+                [str(key), *batch],
+            )
+            found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows)
+        missing = {h: t for h, t in zip(hashes, texts) if h not in found}
+        fresh: list[tuple[str, bytes, bytes]] = []
+        if missing:
+            vectors = self._embed(list(missing.values()))
+            if vectors.ndim != 2 or vectors.shape[1] != key.dimensions:
+                raise KbError(
+                    f"the embedder returned vectors of shape {vectors.shape}, expected {key.dimensions} dimensions",
+                    hint=REINDEX_HINT,
+                )
+            for h, vector in zip(missing, vectors):
+                found[h] = vector
+                fresh.append((str(key), h, vector.tobytes()))
+        return np.stack([found[h] for h in hashes]), fresh
+
+    # -- Store --------------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+
+    def upsert(self, chunks: Sequence[Chunk]) -> None:
+        """Insert or replace chunks by chunk id; embeds only texts the cache lacks."""
+        latest = list({c.chunk_id: c for c in chunks}.values())
+        if not latest:
+            return
+        key = self._writable_model()
+        vectors, fresh = self._vectors_for([c.text for c in latest], key)
+        self._begin()
+        c = self.conn
+        c.executemany("INSERT OR IGNORE INTO embedding_cache (model, text_hash, vector) VALUES (?,?,?)", fresh)
+        self._remove_ids(self._ids_where("chunk_id", [ch.chunk_id for ch in latest]), key)
+        self._record_documents(sorted({ch.doc_path for ch in latest}))
+        first = int(c.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]) + 1
+        ids = range(first, first + len(latest))
+        c.executemany(
+            "INSERT INTO chunks (id, chunk_id, doc_path, start_line, end_line, heading_path_json, content_hash)"
+            " VALUES (?,?,?,?,?,?,?)",
+            [
+                (i, ch.chunk_id, ch.doc_path, ch.start_line, ch.end_line,
+                 json.dumps(list(ch.heading_path), ensure_ascii=False), ch.content_hash)
+                for i, ch in zip(ids, latest)
+            ],
+        )
+        c.executemany(
+            f"INSERT INTO {key.table} (rowid, embedding) VALUES (?, ?)",
+            [(i, v.tobytes()) for i, v in zip(ids, vectors)],
+        )
+
+    def _record_documents(self, paths: list[str]) -> None:
+        """Copy each document's metadata from the store of record (for metadata filters)."""
+        rows = []
+        for path in paths:
+            document = self.store.get_document(path)
+            metadata = document.metadata if document else {}
+            rows.append((path, json.dumps(metadata, ensure_ascii=False, default=str)))
+        self.conn.executemany("INSERT OR REPLACE INTO documents (path, metadata_json) VALUES (?, ?)", rows)
+
+    def _ids_where(self, column: str, values: Sequence[str]) -> list[int]:
+        ids: list[int] = []
+        for batch in _batches(values):
+            marks = ",".join("?" * len(batch))
+            ids.extend(r[0] for r in self.conn.execute(f"SELECT id FROM chunks WHERE {column} IN ({marks})", batch))
+        return ids
+
+    def _remove_ids(self, ids: list[int], key: ModelKey) -> None:
+        self.conn.executemany(f"DELETE FROM {key.table} WHERE rowid = ?", [(i,) for i in ids])
+        self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in ids])
+
+    def delete(self, doc_paths: Sequence[str]) -> None:
+        """Remove every chunk of the given documents (paths not indexed are ignored)."""
+        paths = list(doc_paths)
+        if not paths:
+            return
+        ids = self._ids_where("doc_path", paths)
+        self._begin()
+        indexed = self.indexed_model()
+        if ids and indexed is not None:
+            self._remove_ids(ids, indexed)
+        self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
+
+    def commit(self) -> None:
+        """Make every change since the last commit durable."""
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+
+    def clear(self) -> None:
+        """Remove every chunk and vector (the embedding cache stays) and adopt the configured model."""
+        key = self.current_model()
+        self._begin()
+        self.conn.execute("DELETE FROM chunks")
+        self.conn.execute("DELETE FROM documents")
+        self._reset_vectors(key)
+
+    def count(self) -> int:
+        """How many chunks are indexed."""
+        return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def check(self) -> list[Problem]:
+        """A changed embedding model, or vectors and chunk metadata out of step."""
+        indexed, current = self.indexed_model(), self.current_model()
+        if indexed is None or not self.count():
+            return []
+        if indexed != current:
+            return [Problem(self.name, self._mismatch(indexed, current), f"kb reindex --store {self.name}")]
+        vectors = int(self.conn.execute(f"SELECT count(*) FROM {indexed.table}").fetchone()[0])
+        if vectors != self.count():
+            message = f"{vectors} vectors for {self.count()} chunks"
+            return [Problem(self.name, message, f"kb reindex --store {self.name}")]
+        return []
+
+    def close(self) -> None:
+        """Roll back anything uncommitted and close the file."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+    # -- Retriever ----------------------------------------------------------------------------
+
+    def search(self, query: SearchQuery) -> list[Hit]:
+        """The k chunks nearest to the query by cosine similarity, filtered by path glob and metadata."""
+        indexed, current = self.indexed_model(), self.current_model()
+        if indexed is not None and indexed != current and self.count():
+            raise KbError(self._mismatch(indexed, current), hint=REINDEX_HINT)
+        k = min(query.k, MAX_K)
+        if indexed is None or k <= 0 or not self.count():
+            return []
+        vector = np.asarray(self.embedder.embed_query(query.text), dtype=np.float32)
+        sql, params = self._knn_sql(indexed, query, vector, k)
+        rows = self.conn.execute(sql, params).fetchall()
+        texts = self.store.get_chunks([r[0] for r in rows])
+        floor = self.similarity_floor
+        hits = []
+        for rank, (chunk_id, doc_path, start, end, heading_json, distance) in enumerate(rows, start=1):
+            similarity = 1.0 - float(distance)
+            chunk = texts.get(chunk_id)
+            hits.append(
+                Hit(
+                    chunk_id=chunk_id,
+                    doc_path=doc_path,
+                    score=similarity_to_score(similarity, floor),
+                    rank=rank,
+                    citation=Citation(doc_path, start, end),
+                    heading_path=tuple(json.loads(heading_json)),
+                    snippet=make_snippet(chunk.text) if chunk else "",
+                    retriever=self.name,
+                    raw_score=similarity,
+                )
+            )
+        return hits
+
+    def _knn_sql(self, key: ModelKey, query: SearchQuery, vector: np.ndarray, k: int) -> tuple[str, list[Any]]:
+        """A vec0 KNN query; filters become a ``rowid IN (...)`` constraint evaluated by vec0."""
+        conditions: list[str] = []
+        params: list[Any] = [vector.tobytes(), k]
+        if query.path_glob:
+            conditions.append("kb_glob(c.doc_path, ?)")
+            params.append(query.path_glob)
+        if query.metadata:
+            conditions.append("kb_meta(d.metadata_json, ?)")
+            params.append(json.dumps(dict(query.metadata)))
+        where = ""
+        if conditions:
+            where = (
+                " AND rowid IN (SELECT c.id FROM chunks c LEFT JOIN documents d ON d.path = c.doc_path"
+                f" WHERE {' AND '.join(conditions)})"
+            )
+        sql = (
+            "SELECT c.chunk_id, c.doc_path, c.start_line, c.end_line, c.heading_path_json, v.distance"
+            f" FROM (SELECT rowid, distance FROM {key.table} WHERE embedding MATCH ? AND k = ?{where}) v"
+            " JOIN chunks c ON c.id = v.rowid ORDER BY v.distance, c.chunk_id"
+        )
+        return sql, params
