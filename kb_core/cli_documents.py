@@ -1,0 +1,196 @@
+"""Commands that manage the knowledge base: init, ingest, list, inspect, rm, reindex, doctor,
+plugins and config show. Each is a thin wrapper over a library function."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kb_core.cli import Session, cli, config_group, emit, json_option, pass_session
+from kb_core.config import effective_values
+from kb_core.errors import EXIT_NO_RESULT, EXIT_UNHEALTHY
+from kb_core.ingest import IngestReport, ingest_paths, remove_documents, writer_lock
+from kb_core.indexing import rebuild_index
+from kb_core.maintenance import doctor_report, init_kb, inspect_target
+from kb_core.plugins import registry
+
+
+def _progress_bar() -> tuple[Callable[[str, int, int], None] | None, Callable[[], None]]:
+    """A progress callback drawing one bar per stage on a terminal (none when piped)."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    bars: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            for other in bars.values():
+                other.render_finish()
+            bar = bars[stage] = click.progressbar(length=max(total, 1), label=stage.ljust(18), file=sys.stderr)
+            bar.render_progress()
+        bar.update(done - bar.pos)
+
+    def finish() -> None:
+        for bar in bars.values():
+            bar.render_finish()
+
+    return update, finish
+
+
+@cli.command("init")
+@json_option
+@pass_session
+def init_command(session: Session, as_json: bool) -> None:
+    """Create an empty knowledge base (the directory of --kb / KB_HOME)."""
+    info = init_kb(session.kb(create=True))
+    emit(as_json, "init.v1", info, lambda: click.echo(f"knowledge base ready at {info['kb_dir']}"))
+
+
+def _print_report(report: IngestReport) -> None:
+    click.echo(
+        f"added {len(report.added)}, updated {len(report.updated)}, unchanged {report.unchanged}, "
+        f"removed {len(report.removed)}, failed {len(report.failed)}"
+        f"  ({report.documents} documents, {report.chunks} chunks, {report.took_ms / 1000:.1f} s)"
+    )
+    for problem in report.failed:
+        click.echo(f"  failed: {problem.path}: {problem.reason}")
+    for note in report.warnings:
+        click.echo(f"  warning: {note.path}: {note.reason}")
+    for result in report.indexes:
+        if result.skipped_reason:
+            click.echo(f"  index {result.index} not updated: {result.skipped_reason}")
+
+
+@cli.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@json_option
+@pass_session
+def ingest_command(session: Session, paths: tuple[Path, ...], as_json: bool) -> None:
+    """Add or update the documents under PATHS (files or folders); remove those that disappeared."""
+    progress, finish = _progress_bar() if not as_json else (None, lambda: None)
+    try:
+        report = ingest_paths(session.kb(create=True), list(paths), progress)
+    finally:
+        finish()
+    emit(as_json, "ingest_report.v1", report, lambda: _print_report(report))
+
+
+@cli.command("list")
+@click.option("--prefix", default="", help="Only documents whose path starts with this.")
+@json_option
+@pass_session
+def list_command(session: Session, prefix: str, as_json: bool) -> int:
+    """List the stored documents."""
+    documents = session.kb().store.list_documents(prefix)
+
+    def human() -> None:
+        for doc in documents:
+            click.echo(f"{doc.path}\t{doc.chunk_count} chunks\t{doc.title}")
+
+    emit(as_json, "document_list.v1", {"documents": documents}, human)
+    return 0 if documents else EXIT_NO_RESULT
+
+
+@cli.command("inspect")
+@click.argument("target")
+@json_option
+@pass_session
+def inspect_command(session: Session, target: str, as_json: bool) -> None:
+    """Show a document (by path) or a chunk (by id or citation path#L12-L34)."""
+    kind, value = inspect_target(session.kb(), target)
+    if kind == "document":
+        document, chunks = value
+
+        def human() -> None:
+            click.echo(f"{document.path}  ({document.title})")
+            click.echo(f"  parser {document.parser}, {document.size} bytes, sha256 {document.content_hash[:16]}…")
+            for key, item in sorted(document.metadata.items()):
+                click.echo(f"  {key}: {item}")
+            for chunk in chunks:
+                heading = " > ".join(chunk.heading_path)
+                click.echo(f"  [{chunk.chunk_id}] {chunk.citation}  {chunk.token_count} tokens  {heading}")
+
+        emit(as_json, "document.v1", {"document": document, "chunks": chunks}, human)
+    else:
+        chunk = value
+        emit(as_json, "chunk.v1", {"chunk": chunk, "citation": str(chunk.citation)},
+             lambda: click.echo(f"{chunk.citation}  [{chunk.chunk_id}]  {' > '.join(chunk.heading_path)}\n\n{chunk.text}"))
+
+
+@cli.command("rm")
+@click.argument("paths", nargs=-1, required=True)
+@json_option
+@pass_session
+def rm_command(session: Session, paths: tuple[str, ...], as_json: bool) -> None:
+    """Remove documents by stored path (a path ending in '/' removes a whole folder)."""
+    removed = remove_documents(session.kb(), list(paths))
+    emit(as_json, "removed.v1", {"removed": removed}, lambda: click.echo(f"removed {len(removed)} document(s)"))
+
+
+@cli.command("reindex")
+@click.option("--store", "stores", multiple=True, help="Only this index (repeatable); default: every enabled one.")
+@json_option
+@pass_session
+def reindex_command(session: Session, stores: tuple[str, ...], as_json: bool) -> None:
+    """Rebuild indexes from the store of record alone."""
+    kb = session.kb()
+    names = list(stores) or kb.enabled_index_names()
+    progress, finish = _progress_bar() if not as_json else (None, lambda: None)
+    try:
+        with writer_lock(kb):
+            results = [rebuild_index(kb, name, progress) for name in names]
+    finally:
+        finish()
+    emit(as_json, "reindex.v1", {"indexes": results},
+         lambda: [click.echo(f"rebuilt {r.index}: {r.chunks} chunks") for r in results])
+
+
+@cli.command("doctor")
+@json_option
+@pass_session
+def doctor_command(session: Session, as_json: bool) -> int:
+    """Check plugins, models and index consistency; each problem comes with the command that fixes it."""
+    report = doctor_report(session.kb())
+
+    def human() -> None:
+        for check in report.checks:
+            click.echo(f"{'ok  ' if check.ok else 'FAIL'} {check.component}: {check.detail}")
+        for problem in report.problems:
+            click.echo(f"  problem: {problem.component}: {problem.message}" + (f"  -> {problem.fix}" if problem.fix else ""))
+        click.echo("healthy" if report.healthy else f"{len(report.problems)} problem(s)")
+
+    emit(as_json, "doctor.v1", report, human)
+    return 0 if report.healthy else EXIT_UNHEALTHY
+
+
+@cli.command("plugins")
+@json_option
+def plugins_command(as_json: bool) -> None:
+    """List installed plugins, their distributions and versions, and what each registers."""
+    plugins = registry().plugins
+
+    def human() -> None:
+        for plugin in plugins:
+            provides = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in sorted(plugin.provides.items()))
+            click.echo(f"{plugin.name}\t{plugin.distribution} {plugin.version}\t{provides}")
+
+    emit(as_json, "plugins.v1", {"plugins": plugins}, human)
+
+
+@config_group.command("show")
+@json_option
+@pass_session
+def config_show_command(session: Session, as_json: bool) -> None:
+    """Print the effective configuration and where each value came from."""
+    values = [{"key": k, "value": v, "source": s} for k, v, s in effective_values(session.config)]
+
+    def human() -> None:
+        for item in values:
+            click.echo(f"{item['key']} = {item['value']!r}  ({item['source']})")
+
+    emit(as_json, "config.v1", {"values": values}, human)
+

@@ -1,0 +1,95 @@
+"""Library functions behind ``kb init``, ``kb inspect`` and ``kb doctor``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from kb_core.app import KnowledgeBase
+from kb_core.errors import KbError, NotFoundError
+from kb_core.indexing import index_problems
+from kb_core.types import Citation, Problem
+
+
+@attrs.frozen
+class Check:
+    """One thing ``kb doctor`` looked at."""
+
+    component: str
+    ok: bool
+    detail: str
+
+
+@attrs.frozen
+class DoctorReport:
+    """The health of a knowledge base and its engines (``doctor.v1``)."""
+
+    kb_dir: str
+    checks: list[Check]
+    problems: list[Problem]
+    healthy: bool
+
+
+def init_kb(kb: KnowledgeBase) -> dict[str, Any]:
+    """Create the knowledge base directory and store of record (idempotent)."""
+    return {"kb_dir": str(kb.directory), "schema": kb.store.schema_version, "documents": kb.store.count_documents()}
+
+
+def inspect_target(kb: KnowledgeBase, target: str) -> tuple[str, Any]:
+    """Resolve ``target`` to ("document", (doc, chunks)) or ("chunk", chunk)."""
+    document = kb.store.get_document(target)
+    if document is not None:
+        return "document", (document, kb.store.chunks_of([document.path]))
+    found = kb.store.get_chunks([target])
+    if found:
+        return "chunk", found[target]
+    try:
+        citation = Citation.parse(target)
+    except ValueError:
+        citation = None
+    if citation is not None:
+        for chunk in kb.store.chunks_of([citation.path]):
+            if (chunk.start_line, chunk.end_line) == (citation.start_line, citation.end_line):
+                return "chunk", chunk
+    raise NotFoundError(f"no document, chunk id or citation matches {target!r}", hint="see 'kb list'")
+
+
+def _component_check(component: str, probe: Any) -> tuple[Check, list[Problem]]:
+    """Run ``probe()`` (which returns a detail string and problems) and turn failures into problems."""
+    try:
+        detail, problems = probe()
+    except KbError as exc:
+        return Check(component, False, str(exc)), [Problem(component, exc.message, exc.hint)]
+    return Check(component, not problems, detail), problems
+
+
+def doctor_report(kb: KnowledgeBase) -> DoctorReport:
+    """Check the store, the plugins, the models and the indexes."""
+    checks: list[Check] = []
+    problems: list[Problem] = []
+
+    def store() -> tuple[str, list[Problem]]:
+        return f"schema {kb.store.schema_version}, {kb.store.count_documents()} documents", []
+
+    def embedder() -> tuple[str, list[Problem]]:
+        model = kb.embedder()
+        model.count_tokens(["probe"])
+        return f"{kb.config.models.embedding.name} ({model.model_ref.id}, max {model.max_tokens} tokens)", []
+
+    def language_model() -> tuple[str, list[Problem]]:
+        model = kb.language_model()
+        return f"{kb.config.models.llm.backend} ({model.model_ref.id})", list(model.check())
+
+    def indexes() -> tuple[str, list[Problem]]:
+        names = kb.enabled_index_names()
+        return ", ".join(names) or "none enabled", index_problems(kb)
+
+    for component, probe in (("store", store), ("embedder", embedder), ("language model", language_model),
+                             ("indexes", indexes)):
+        check, found = _component_check(component, probe)
+        checks.append(check)
+        problems.extend(found)
+    return DoctorReport(str(kb.directory), checks, problems, healthy=not problems)
+
+
