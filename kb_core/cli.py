@@ -80,6 +80,7 @@ def cli(ctx: click.Context, config_path: str | None, kb_dir: str | None, backend
     citations (path#L12-L34), or a clear refusal when the evidence is not there.
     """
     session = Session(config_path, kb_dir, backend)
+    session.config  # every command honours the same configuration, and a bad one fails early
     ctx.obj = session
     ctx.call_on_close(session.close)
 
