@@ -1,1 +1,119 @@
 """Commands for searching: `kb search` and `kb eval retrieval`."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session
+from kb_core.errors import EXIT_NO_RESULT
+from kb_core.types import SEARCH_MODES, SearchQuery
+
+MODE_CHOICE = click.Choice(list(SEARCH_MODES))
+
+
+def _print_hits(response: object, explain: bool) -> None:
+    from kb_core.search import SearchResponse
+
+    assert isinstance(response, SearchResponse)
+    if not response.hits:
+        click.echo(f"no results for {response.query!r} ({response.mode})", err=True)
+    for hit, why in zip(response.hits, response.explanations):
+        click.echo(f"{hit.rank:>2}. {hit.score:.3f}  {click.style(str(hit.citation), bold=True)}")
+        if hit.heading_path:
+            click.echo(f"    {' > '.join(hit.heading_path)}")
+        snippet = " ".join(hit.snippet.split())
+        if snippet:
+            click.echo(textwrap.indent(textwrap.shorten(snippet, width=240, placeholder=" ..."), "    "))
+        if explain:
+            parts = ", ".join(f"{c.retriever} #{c.rank} score {c.score:.3f} raw {c.raw_score:.3f}" for c in why.contributions)
+            fused = f"rrf {why.rrf:.4f} (norm {why.rrf_norm:.3f}) x evidence {why.evidence:.3f}; " if why.rrf else ""
+            click.echo(click.style(f"    [{fused}{parts}]", dim=True))
+    if explain:
+        for run in response.retrievers:
+            tops = ", ".join(f"{s:.3f}" for s in run.top_scores)
+            click.echo(click.style(f"  {run.name} ({run.mode}): {run.hits} hits in {run.took_ms:.1f} ms; top scores {tops}",
+                                   dim=True))
+    click.echo(click.style(f"  {len(response.hits)} hits, {response.mode}, {response.took_ms:.1f} ms", dim=True), err=True)
+
+
+@cli.command("search")
+@click.argument("query")
+@click.option("--mode", type=MODE_CHOICE, help="Search mode (default: [search] mode, normally hybrid).")
+@click.option("--k", "k", type=click.IntRange(min=1), help="How many hits (default: [search] default_k).")
+@click.option("--path", "path_glob", help="Only documents whose path matches this glob (e.g. 'notes/*.md').")
+@click.option("--explain", is_flag=True, help="Show each retriever's ranks and scores behind every hit.")
+@json_option
+@pass_session
+def search_command(session: Session, query: str, mode: str | None, k: int | None, path_glob: str | None,
+                   explain: bool, as_json: bool) -> int:
+    """Search the knowledge base; print rank, score, citation, heading path and snippet.
+
+    Scores are in [0, 1] in every mode (see the README, "Search scores"). Exit code 1 when
+    nothing matches.
+    """
+    from kb_core.search import search
+
+    cfg = session.config.search
+    request = SearchQuery(text=query, k=k or cfg.default_k, mode=mode or cfg.mode, path_glob=path_glob)
+    response = search(session.kb(create=False), request)
+    emit(as_json, "search_response.v1", response, lambda: _print_hits(response, explain))
+    return 0 if response.hits else EXIT_NO_RESULT
+
+
+def _progress_factory() -> Callable[[str, int], Callable[[int], None]] | None:
+    """A ``mode: done/total`` counter on stderr when it is a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        return None
+
+    def make(mode: str, total: int) -> Callable[[int], None]:
+        done = 0
+        if total:
+            click.echo(err=True)
+
+        def advance(step: int) -> None:
+            nonlocal done
+            done += step
+            click.echo(f"\r{mode:<8} {done}/{total} queries", err=True, nl=False)
+
+        return advance
+
+    return make
+
+
+@eval_group.command("retrieval")
+@click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="BEIR queries.jsonl ({\"id\", \"text\"} per line).")
+@click.option("--qrels", "qrels_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="BEIR qrels.tsv (query-id, doc-id, score).")
+@click.option("--mode", "modes", type=MODE_CHOICE, multiple=True,
+              help="Mode to evaluate; repeat for several (default: all three).")
+@click.option("--k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="Cut-off for the metrics.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write run.<mode>.trec and report.json here.")
+@json_option
+@pass_session
+def eval_retrieval_command(session: Session, queries_file: Path, qrels_file: Path, modes: tuple[str, ...], k: int,
+                           out_dir: Path | None, as_json: bool) -> None:
+    """Measure nDCG@k, Recall@k and MRR@k on a BEIR-format query set (document id = file stem)."""
+    from kb_core.evaluate_retrieval import evaluate_retrieval
+
+    report = evaluate_retrieval(session.kb(create=False), queries_file, qrels_file, modes or SEARCH_MODES, k, out_dir,
+                                _progress_factory())
+    if sys.stderr.isatty():
+        click.echo(err=True)
+
+    def human() -> None:
+        click.echo(f"{report.num_queries} queries, k={report.k}, run {report.run_id}")
+        click.echo(f"{'mode':<8} {'nDCG@' + str(k):>9} {'Recall@' + str(k):>10} {'MRR@' + str(k):>8} {'p50 ms':>8} {'p95 ms':>8}")
+        for m in report.modes:
+            click.echo(f"{m.mode:<8} {m.ndcg_at_k:>9.4f} {m.recall_at_k:>10.4f} {m.mrr_at_k:>8.4f}"
+                       f" {m.latency_ms_p50:>8.1f} {m.latency_ms_p95:>8.1f}")
+        if out_dir is not None:
+            click.echo(f"report: {out_dir / 'report.json'}")
+
+    emit(as_json, "retrieval_report.v1", report, human)

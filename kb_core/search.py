@@ -1,0 +1,214 @@
+"""Search across the enabled indexes: lexical, vector, or hybrid (reciprocal rank fusion).
+
+Every hit's ``score`` is in [0, 1] in every mode, and the answer pipeline gates on the top
+hit's score (``[rag] score_gate``). What the score means per mode:
+
+``lexical``
+    The lexical index's own calibrated score (kb-tantivy: BM25, mapped to [0, 1] by a fixed,
+    query-independent curve, so a query whose terms barely occur scores low). Passed through.
+
+``vector``
+    The vector index's own calibrated score (kb-sqlitevec: cosine similarity of unit vectors,
+    clipped at 0). Passed through.
+
+``hybrid``
+    ``score = rrf_norm * evidence`` where
+
+    * ``rrf_norm = sum_r 1 / (rrf_k + rank_r) / (n / (rrf_k + 1))``: reciprocal rank fusion over
+      the ``n`` retrievers queried, normalised so that a chunk ranked first by every retriever
+      gets 1.0 (a chunk only one of two retrievers found gets at most 0.5);
+    * ``evidence`` = the best calibrated score any retriever gave that chunk (absolute: an
+      off-topic question has weak evidence even for its best-ranked chunk).
+
+    Hits are ordered by this score, so the order is rank-fused (RRF decides between chunks of
+    similar evidence) while the value still says how well the best chunk matches the question.
+    Raw RRF (at most ``n / (rrf_k + 1)``, about 0.033) is kept in ``Hit.raw_score``.
+
+When a lexical or vector search has several indexes of that mode, they are fused the same way
+as hybrid. Each retriever is asked for ``max(k, search.fanout)`` hits; hits are deduplicated
+by chunk and numbered 1..k.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kb_core.errors import KbError
+from kb_core.types import SEARCH_MODES, Hit, SearchQuery
+
+if TYPE_CHECKING:
+    from kb_core.app import KnowledgeBase
+
+#: The gate each mode's scores were calibrated for (see the README "Search scores" section).
+DEFAULT_GATES: dict[str, float] = {"lexical": 0.3, "vector": 0.3, "hybrid": 0.3}
+
+
+@attrs.frozen
+class RetrieverRun:
+    """What one retriever returned for a query (for ``kb search --explain``)."""
+
+    name: str
+    mode: str
+    hits: int
+    took_ms: float
+    top_scores: tuple[float, ...] = ()
+    top_raw_scores: tuple[float, ...] = ()
+
+
+@attrs.frozen
+class Contribution:
+    """One retriever's part in a fused hit: its rank and calibrated score for that chunk."""
+
+    retriever: str
+    rank: int
+    score: float
+    raw_score: float
+
+
+@attrs.frozen
+class HitExplanation:
+    """Why a hit scored what it did: the per-retriever ranks, the RRF value and the evidence."""
+
+    chunk_id: str
+    rrf: float
+    rrf_norm: float
+    evidence: float
+    contributions: tuple[Contribution, ...] = ()
+
+
+@attrs.frozen
+class SearchResponse:
+    """The result of :func:`search`: hits ranked 1..k with scores in [0, 1], and how they came about."""
+
+    query: str
+    mode: str
+    k: int
+    hits: tuple[Hit, ...]
+    took_ms: float
+    retrievers: tuple[RetrieverRun, ...] = ()
+    explanations: tuple[HitExplanation, ...] = ()
+    rrf_k: int = 60
+    path_glob: str | None = None
+
+
+def _clamp(value: float) -> float:
+    return min(1.0, max(0.0, float(value)))
+
+
+def _run_retriever(retriever: Any, query: SearchQuery) -> tuple[list[Hit], RetrieverRun]:
+    """Search one retriever, keep the first hit of each chunk (and of the path glob), and time it."""
+    start = time.perf_counter()
+    hits = retriever.search(query)
+    took = (time.perf_counter() - start) * 1000
+    seen: set[str] = set()
+    kept: list[Hit] = []
+    for hit in hits:
+        if hit.chunk_id in seen or (query.path_glob and not fnmatch.fnmatchcase(hit.doc_path, query.path_glob)):
+            continue
+        seen.add(hit.chunk_id)
+        kept.append(hit)
+    run = RetrieverRun(
+        name=retriever.name,
+        mode=retriever.mode,
+        hits=len(kept),
+        took_ms=round(took, 3),
+        top_scores=tuple(round(_clamp(h.score), 4) for h in kept[:5]),
+        top_raw_scores=tuple(round(float(h.raw_score), 4) for h in kept[:5]),
+    )
+    return kept, run
+
+
+def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int) -> list[tuple[Hit, HitExplanation]]:
+    """Fuse ranked lists (``(retriever name, hits)``) into hits ordered by ``rrf_norm * evidence``.
+
+    The returned hits are unnumbered (rank 0); ties break on raw RRF, then chunk id.
+    """
+    best_rrf = len(results) / (rrf_k + 1) if results else 1.0
+    first: dict[str, Hit] = {}
+    parts: dict[str, list[Contribution]] = {}
+    for name, hits in results:
+        for rank, hit in enumerate(hits, start=1):
+            first.setdefault(hit.chunk_id, hit)
+            parts.setdefault(hit.chunk_id, []).append(Contribution(name, rank, _clamp(hit.score), float(hit.raw_score)))
+    fused: list[tuple[Hit, HitExplanation]] = []
+    for chunk_id, contributions in parts.items():
+        rrf = sum(1.0 / (rrf_k + c.rank) for c in contributions)
+        rrf_norm = _clamp(rrf / best_rrf)
+        evidence = max(c.score for c in contributions)
+        hit = first[chunk_id]
+        fused_hit = attrs.evolve(
+            hit,
+            score=rrf_norm * evidence,
+            rank=0,
+            retriever="+".join(c.retriever for c in contributions),
+            raw_score=rrf,
+        )
+        fused.append((fused_hit, HitExplanation(chunk_id, rrf, rrf_norm, evidence, tuple(contributions))))
+    fused.sort(key=lambda pair: (-pair[0].score, -pair[1].rrf, pair[0].chunk_id))
+    return fused
+
+
+def _passthrough(name: str, hits: Sequence[Hit]) -> list[tuple[Hit, HitExplanation]]:
+    """A single retriever's hits with their scores clamped to [0, 1] (no fusion)."""
+    out = []
+    for rank, hit in enumerate(hits, start=1):
+        score = _clamp(hit.score)
+        explanation = HitExplanation(hit.chunk_id, 0.0, 0.0, score, (Contribution(name, rank, score, hit.raw_score),))
+        out.append((attrs.evolve(hit, score=score, retriever=hit.retriever or name), explanation))
+    return out
+
+
+def _fill_from_store(kb: KnowledgeBase, hits: list[Hit]) -> list[Hit]:
+    """Give hits without a snippet or heading path the ones of their chunk in the store of record."""
+    missing = [h.chunk_id for h in hits if not h.snippet or not h.heading_path]
+    if not missing:
+        return hits
+    chunks = kb.store.get_chunks(missing)
+    filled = []
+    for hit in hits:
+        chunk = chunks.get(hit.chunk_id)
+        if chunk is not None:
+            hit = attrs.evolve(hit, snippet=hit.snippet or chunk.text[:300], heading_path=hit.heading_path or chunk.heading_path)
+        filled.append(hit)
+    return filled
+
+
+def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
+    """Search the knowledge base in ``query.mode``; hits are ranked 1..k with scores in [0, 1]."""
+    if query.mode not in SEARCH_MODES:
+        raise KbError(f"unknown search mode {query.mode!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+    if query.k < 1:
+        raise KbError(f"k must be at least 1 (got {query.k})")
+    start = time.perf_counter()
+    cfg = kb.config.search
+    retrievers = kb.retrievers(query.mode)
+    fetch = attrs.evolve(query, k=max(query.k, cfg.fanout))
+    results: list[tuple[str, list[Hit]]] = []
+    runs: list[RetrieverRun] = []
+    for retriever in retrievers:
+        hits, run = _run_retriever(retriever, fetch)
+        results.append((retriever.name, hits))
+        runs.append(run)
+    if len(results) == 1 and query.mode != "hybrid":
+        ranked = _passthrough(*results[0])
+    else:
+        ranked = fuse(results, cfg.rrf_k)
+    ranked = ranked[: query.k]
+    hits = [attrs.evolve(hit, rank=rank) for rank, (hit, _) in enumerate(ranked, start=1)]
+    hits = _fill_from_store(kb, hits)
+    return SearchResponse(
+        query=query.text,
+        mode=query.mode,
+        k=query.k,
+        hits=tuple(hits),
+        took_ms=round((time.perf_counter() - start) * 1000, 3),
+        retrievers=tuple(runs),
+        explanations=tuple(explanation for _, explanation in ranked),
+        rrf_k=cfg.rrf_k,
+        path_glob=query.path_glob,
+    )

@@ -1,0 +1,144 @@
+"""Search: fusion math against small in-test retrievers, then the real indexes on the fixture corpus."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kb_core.app import KnowledgeBase
+from kb_core.config import load_config
+from kb_core.errors import KbError
+from kb_core.plugins import Registration, Registry
+from kb_core.search import fuse, search
+from kb_core.types import Citation, Hit, SearchQuery
+
+
+def make_hit(chunk_id: str, score: float, path: str | None = None) -> Hit:
+    path = path or f"docs/{chunk_id.split('#')[0]}.md"
+    return Hit(chunk_id=chunk_id, doc_path=path, score=score, rank=0, citation=Citation(path, 1, 2),
+               snippet=f"text of {chunk_id}", heading_path=("H",), raw_score=score * 10)
+
+
+@attrs.define
+class ListRetriever:
+    """A retriever that returns a fixed ranked list (the unit under test is the fusion, not this)."""
+
+    name: str
+    mode: str
+    hits: list[Hit]
+    seen: list[SearchQuery] = attrs.field(factory=list)
+
+    def search(self, query: SearchQuery) -> list[Hit]:
+        self.seen.append(query)
+        return self.hits[: query.k]
+
+    def close(self) -> None:
+        pass
+
+
+def kb_with(tmp_path: Path, *retrievers: ListRetriever, **search_settings: object) -> KnowledgeBase:
+    registry = Registry()
+    # vector indexes are given the configured embedder; these fixed-list retrievers never use it
+    registry.items["embedders"]["minilm"] = Registration("embedders", "minilm", lambda ctx: object(), "test")
+    for r in retrievers:
+        registry.items["indexes"][r.name] = Registration("indexes", r.name, lambda ctx, r=r: r, "test", {"mode": r.mode})
+    overrides = {"indexes.enabled": [r.name for r in retrievers]}
+    overrides.update({f"search.{key}": value for key, value in search_settings.items()})
+    config = load_config(None, tmp_path / "kb", overrides, environ={})
+    return KnowledgeBase(config, registry)
+
+
+def test_hybrid_top_hit_in_both_lists_scores_its_best_evidence(tmp_path: Path) -> None:
+    lex = ListRetriever("lex", "lexical", [make_hit("a", 0.8), make_hit("b", 0.5)])
+    vec = ListRetriever("vec", "vector", [make_hit("a", 0.6), make_hit("c", 0.45)])
+    response = search(kb_with(tmp_path, lex, vec), SearchQuery("q", k=10, mode="hybrid"))
+    assert [h.chunk_id for h in response.hits] == ["a", "b", "c"]
+    assert [h.rank for h in response.hits] == [1, 2, 3]
+    top = response.hits[0]
+    assert top.score == pytest.approx(0.8)  # rrf_norm 1.0 x evidence max(0.8, 0.6)
+    assert top.raw_score == pytest.approx(2 / 61)
+    assert top.retriever == "lex+vec"
+    # b: lexical rank 2 only -> rrf_norm (1/62) / (2/61) = 0.4919..., times 0.5
+    assert response.hits[1].score == pytest.approx(61 / 124 * 0.5)
+    assert response.explanations[0].rrf_norm == pytest.approx(1.0)
+
+
+def test_hybrid_off_topic_top_hit_stays_low(tmp_path: Path) -> None:
+    """Rank-only normalisation would give this top hit 1.0; evidence keeps it below any sane gate."""
+    lex = ListRetriever("lex", "lexical", [make_hit("a", 0.12), make_hit("b", 0.1)])
+    vec = ListRetriever("vec", "vector", [make_hit("a", 0.08)])
+    response = search(kb_with(tmp_path, lex, vec), SearchQuery("q", mode="hybrid"))
+    assert response.hits[0].chunk_id == "a"
+    assert response.hits[0].score == pytest.approx(0.12)
+    assert response.hits[0].score < 0.3
+
+
+def test_rrf_k_and_fanout_come_from_config(tmp_path: Path) -> None:
+    lex = ListRetriever("lex", "lexical", [make_hit(f"l{i}", 0.9) for i in range(30)])
+    vec = ListRetriever("vec", "vector", [make_hit(f"l{i}", 0.9) for i in reversed(range(30))])
+    response = search(kb_with(tmp_path, lex, vec, rrf_k=10, fanout=20), SearchQuery("q", k=3, mode="hybrid"))
+    assert lex.seen[0].k == 20 and vec.seen[0].k == 20
+    assert response.rrf_k == 10
+    why = response.explanations[0]
+    ranks = [c.rank for c in why.contributions]
+    assert why.rrf == pytest.approx(sum(1 / (10 + r) for r in ranks))
+    assert len(response.hits) == 3
+
+
+def test_single_mode_passes_calibrated_scores_through(tmp_path: Path) -> None:
+    lex = ListRetriever("lex", "lexical", [make_hit("a", 0.7), make_hit("b", 0.4), make_hit("a", 0.3)])
+    vec = ListRetriever("vec", "vector", [make_hit("z", 0.9)])
+    response = search(kb_with(tmp_path, lex, vec), SearchQuery("q", k=5, mode="lexical"))
+    assert [(h.chunk_id, h.score, h.rank) for h in response.hits] == [("a", 0.7, 1), ("b", 0.4, 2)]
+    assert vec.seen == []  # the vector index was not asked
+    assert [r.name for r in response.retrievers] == ["lex"]
+
+
+def test_path_glob_is_passed_on_and_enforced(tmp_path: Path) -> None:
+    lex = ListRetriever("lex", "lexical", [make_hit("a", 0.7, "notes/a.md"), make_hit("b", 0.6, "src/b.txt")])
+    response = search(kb_with(tmp_path, lex), SearchQuery("q", mode="lexical", path_glob="notes/*"))
+    assert lex.seen[0].path_glob == "notes/*"
+    assert [h.doc_path for h in response.hits] == ["notes/a.md"]
+
+
+def test_no_hits_and_bad_requests(tmp_path: Path) -> None:
+    kb = kb_with(tmp_path, ListRetriever("lex", "lexical", []))
+    assert search(kb, SearchQuery("q", mode="lexical")).hits == ()
+    with pytest.raises(KbError, match="unknown search mode"):
+        search(kb, SearchQuery("q", mode="fuzzy"))
+    with pytest.raises(KbError, match="no enabled index serves vector"):
+        search(kb, SearchQuery("q", mode="vector"))
+
+
+ranked_lists = st.lists(
+    st.lists(st.tuples(st.integers(0, 40), st.floats(-0.5, 1.5, allow_nan=False)), max_size=30),
+    min_size=1, max_size=3,
+)
+
+
+@settings(max_examples=200)
+@given(ranked_lists, st.integers(1, 100))
+def test_fused_scores_are_in_unit_interval_ordered_and_unique(lists: list[list[tuple[int, float]]], rrf_k: int) -> None:
+    results = [(f"r{i}", [make_hit(f"c{cid}", score) for cid, score in hits]) for i, hits in enumerate(lists)]
+    fused = fuse(results, rrf_k)
+    scores = [hit.score for hit, _ in fused]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    ids = [hit.chunk_id for hit, _ in fused]
+    assert len(ids) == len(set(ids)) == len({f"c{cid}" for hits in lists for cid, _ in hits})
+    for hit, why in fused:
+        assert 0.0 < why.rrf_norm <= 1.0
+        assert hit.score == pytest.approx(why.rrf_norm * why.evidence)
+
+
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=5), st.integers(1, 100))
+def test_chunk_first_everywhere_scores_its_best_evidence(scores: Sequence[float], rrf_k: int) -> None:
+    results = [(f"r{i}", [make_hit("top", s), make_hit(f"other{i}", 0.0)]) for i, s in enumerate(scores)]
+    hit, why = fuse(results, rrf_k)[0]
+    assert why.rrf_norm == pytest.approx(1.0)
+    assert hit.score == pytest.approx(max(scores))
