@@ -1,0 +1,48 @@
+"""Shared fixtures: an isolated environment, the real default tokenizer/embedder, and KB factories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kb_core.app import KnowledgeBase
+from kb_core.config import load_config
+from kb_core.contracts import ModelContext
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No user config, no stray KB_* variables, platform dirs under a temp folder."""
+    for name in list(os.environ):
+        if name.startswith("KB_") and name != "KB_OLLAMA_URL":
+            monkeypatch.delenv(name)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+
+
+@pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    """The real default embedder (all-MiniLM-L6-v2 int8), loaded once per session."""
+    from kb_core.config import Config
+    from kb_plugins.embedders import _minilm
+
+    return _minilm(ModelContext(Config()))
+
+
+@pytest.fixture
+def make_kb(tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
+    """Factory: a KnowledgeBase in a temp dir; keyword args are dotted config overrides."""
+    opened: list[KnowledgeBase] = []
+
+    def factory(name: str = "kb", **overrides: object) -> KnowledgeBase:
+        dotted = {key.replace("__", "."): value for key, value in overrides.items()}
+        kb = KnowledgeBase(load_config(kb_dir=tmp_path / name, overrides=dotted, environ={}))
+        opened.append(kb)
+        return kb
+
+    yield factory
+    for kb in opened:
+        kb.close()
