@@ -209,8 +209,10 @@ class _Exchange:
             return bytes(read())
         except TimeoutError:
             raise self.timed_out() from None
+        except http.client.IncompleteRead:
+            raise ConnectionLost(self.url, self.endpoint, "the server closed it mid-answer") from None
         except (http.client.HTTPException, ConnectionError) as exc:
-            raise ConnectionLost(self.url, self.endpoint, type(exc).__name__) from None
+            raise ConnectionLost(self.url, self.endpoint, f"{type(exc).__name__} {exc}".strip()) from None
 
     def close(self) -> None:
         if self.conn is not None:
