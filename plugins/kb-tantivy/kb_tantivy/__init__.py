@@ -1,0 +1,27 @@
+"""kb-tantivy: the lexical index of kb, on Tantivy.
+
+Registers the index ``tantivy`` (mode ``lexical``): BM25 over chunk text, with English stemming,
+Korean/Chinese/Japanese character bigrams, heading and title boosts, and scores mapped to [0, 1]
+by query evidence coverage (see :mod:`kb_tantivy.scoring`).
+"""
+
+from __future__ import annotations
+
+import kb_core
+from kb_core.contracts import IndexContext
+from kb_core.hookspecs import Register
+
+from kb_tantivy.index import FINGERPRINT, TantivyIndex
+
+__all__ = ["FINGERPRINT", "TantivyIndex", "make_index", "register_indexes"]
+
+
+def make_index(ctx: IndexContext) -> TantivyIndex:
+    """The factory registered as ``tantivy``: an index kept in ``ctx.directory``."""
+    return TantivyIndex(ctx)
+
+
+@kb_core.hookimpl
+def register_indexes(register: Register) -> None:
+    """Register the Tantivy lexical index."""
+    register("tantivy", make_index, mode="lexical")
