@@ -182,6 +182,7 @@ class SqliteVecIndex:
         self.path = Path(directory) / DB_NAME
         self.conn = connect(self.path)
         self._current: ModelKey | None = None
+        self._closed = False
 
     # -- models -------------------------------------------------------------------------------
 
@@ -379,10 +380,13 @@ class SqliteVecIndex:
         return []
 
     def close(self) -> None:
-        """Roll back anything uncommitted and close the file."""
+        """Roll back anything uncommitted and close the file (a second call does nothing)."""
+        if self._closed:
+            return
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
         self.conn.close()
+        self._closed = True
 
     # -- Retriever ----------------------------------------------------------------------------
 

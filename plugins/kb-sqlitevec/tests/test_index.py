@@ -1,0 +1,387 @@
+"""kb-sqlitevec against the real default embedder and a real store of record."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kb_core.config import Config, load_config
+from kb_core.contracts import ModelContext, Retriever, Store
+from kb_core.errors import KbError
+from kb_core.plugins import load_registry
+from kb_core.store import StoreOfRecord
+from kb_core.types import Chunk, Document, SearchQuery
+from kb_plugins.embedders import OnnxEmbedder, _minilm
+from kb_sqlitevec.index import SqliteVecIndex, make_snippet, metadata_matches, similarity_to_score
+
+REINDEX = "kb reindex --store sqlitevec"
+
+CORPUS: dict[str, list[str]] = {
+    "biology/photosynthesis.md": [
+        "Photosynthesis converts light energy into chemical energy stored in glucose inside plant leaves.",
+        "Chlorophyll in the chloroplasts absorbs mostly red and blue light.",
+    ],
+    "computing/python.md": [
+        "Python is a programming language popular for data analysis and scripting.",
+        "A Python list comprehension builds a new list from an iterable in one expression.",
+    ],
+    "notes/cooking.md": [
+        "To bake sourdough bread, feed the starter, mix flour and water, and let the dough rise overnight.",
+    ],
+    "notes/finance.md": [
+        "The central bank raised interest rates to slow inflation in the economy.",
+    ],
+}
+ON_TOPIC = {
+    "how do plants turn sunlight into energy": "biology/photosynthesis.md",
+    "writing a list comprehension in python": "computing/python.md",
+    "how long should bread dough rise": "notes/cooking.md",
+    "why do central banks raise interest rates": "notes/finance.md",
+}
+OFF_TOPIC = ["who won the football world cup in 1998", "how do I repair a flat bicycle tyre", "symptoms of the flu"]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxEmbedder:
+    """The real default embedder (all-MiniLM-L6-v2 int8), loaded once for the module."""
+    return _minilm(ModelContext(Config()))
+
+
+class Counting:
+    """Delegates to the real embedder and records every text it is asked to embed."""
+
+    def __init__(self, inner: OnnxEmbedder, *, with_array: bool = True) -> None:
+        self.inner = inner
+        self.embedded: list[str] = []
+        self.calls: list[int] = []
+        if with_array:
+            self.embed_array = self._embed_array
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "embed_array":  # only when constructed without it
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def _embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        self.calls.append(len(texts))
+        return self.inner.embed_array(texts)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
+        self.calls.append(len(texts))
+        return self.inner.embed_documents(texts)
+
+
+class Renamed(Counting):
+    """The same vectors under another model id: what a model change looks like to the index."""
+
+    @property
+    def model_ref(self) -> Any:
+        return attrs.evolve(self.inner.model_ref, id="another-model")
+
+
+class Truncated(Counting):
+    """The first 128 dimensions, renormalised: a change of dimension."""
+
+    dimensions = 128
+
+    def _embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = super()._embed_array(texts)[:, :128]
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def embed_query(self, text: str) -> list[float]:
+        vector = np.asarray(self.inner.embed_query(text))[:128]
+        return (vector / np.linalg.norm(vector)).tolist()
+
+
+def add_document(store: StoreOfRecord, path: str, texts: list[str], metadata: dict[str, Any] | None = None) -> list[Chunk]:
+    """Put a document and its chunks into the store of record; return the chunks."""
+    chunks = [
+        Chunk(
+            chunk_id=hashlib.sha1(f"{path}:{i}:{t}".encode()).hexdigest()[:16],
+            doc_path=path,
+            ordinal=i,
+            text=t,
+            content_hash=hashlib.sha256(t.encode()).hexdigest(),
+            start_line=1 + 3 * i,
+            end_line=2 + 3 * i,
+            heading_path=("Top", f"Section {i}"),
+        )
+        for i, t in enumerate(texts)
+    ]
+    document = Document(path, hashlib.sha256("".join(texts).encode()).hexdigest(), 10, path, "text", "/src",
+                        metadata=metadata or {})
+    with store.transaction():
+        store.replace_document(document, chunks)
+    return chunks
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> StoreOfRecord:
+    return StoreOfRecord(tmp_path)
+
+
+@pytest.fixture()
+def corpus(store: StoreOfRecord) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for path, texts in CORPUS.items():
+        lang = "en" if not path.startswith("notes/") else "en-gb"
+        chunks += add_document(store, path, texts, {"lang": lang, "tags": ["kb", path.split("/")[0]]})
+    return chunks
+
+
+def open_index(store: StoreOfRecord, embedder: Any, batch_size: int = 32) -> SqliteVecIndex:
+    return SqliteVecIndex(store.kb_dir / "indexes" / "sqlitevec", embedder, store, batch_size=batch_size)
+
+
+@pytest.fixture()
+def index(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> SqliteVecIndex:
+    idx = open_index(store, embedder)
+    idx.upsert(corpus)
+    idx.commit()
+    yield idx
+    idx.close()
+
+
+def test_satisfies_store_and_retriever(index: SqliteVecIndex) -> None:
+    assert isinstance(index, Store) and isinstance(index, Retriever)
+    assert index.mode == "vector" and index.name == "sqlitevec"
+
+
+def test_registered_as_vector_index_and_made_through_the_factory(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    from kb_core.contracts import IndexContext
+
+    registration = load_registry().get("indexes", "sqlitevec")
+    assert registration.info["mode"] == "vector"
+    config = load_config(kb_dir=tmp_path, environ={})
+    ctx = IndexContext("sqlitevec", tmp_path / "idx", config, StoreOfRecord(tmp_path), embedder)
+    made = registration.factory(ctx)
+    assert (tmp_path / "idx" / "vectors.sqlite3").is_file()
+    assert made.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    made.close()
+    with pytest.raises(KbError, match="needs an embedder"):
+        registration.factory(attrs.evolve(ctx, embedder=None))
+
+
+def test_search_ranks_the_relevant_document_first(index: SqliteVecIndex, corpus: list[Chunk]) -> None:
+    texts = {c.chunk_id: c.text for c in corpus}
+    for question, path in ON_TOPIC.items():
+        hits = index.search(SearchQuery(question, k=3))
+        assert hits[0].doc_path == path, question
+        assert [h.rank for h in hits] == [1, 2, 3]
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        top = hits[0]
+        assert top.retriever == "sqlitevec"
+        assert str(top.citation).startswith(path + "#L")
+        assert top.heading_path[0] == "Top"
+        assert top.snippet == make_snippet(texts[top.chunk_id])
+        assert top.score == pytest.approx(max(0.0, top.raw_score))
+
+
+def test_scores_separate_on_topic_from_off_topic_questions(index: SqliteVecIndex) -> None:
+    on = [index.search(SearchQuery(q, k=1))[0].score for q in ON_TOPIC]
+    off = [index.search(SearchQuery(q, k=1))[0].score for q in OFF_TOPIC]
+    assert all(0.0 <= s <= 1.0 for s in on + off)
+    assert min(on) > 0.3 > max(off), (on, off)
+
+
+@given(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0), st.floats(0.0, 0.95))
+def test_score_mapping_is_in_range_and_monotonic(a: float, b: float, floor: float) -> None:
+    low, high = sorted((a, b))
+    assert 0.0 <= similarity_to_score(low, floor) <= similarity_to_score(high, floor) <= 1.0
+    assert similarity_to_score(1.0, floor) == 1.0
+    assert similarity_to_score(floor, floor) == 0.0
+
+
+def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
+    floored = Counting(embedder)
+    floored.similarity_floor = 0.5
+    idx = open_index(store, floored)
+    idx.upsert(corpus)
+    hit = idx.search(SearchQuery("how do plants turn sunlight into energy", k=1))[0]
+    assert hit.score == pytest.approx(similarity_to_score(hit.raw_score, 0.5))
+    assert hit.score < hit.raw_score
+    idx.close()
+
+
+def test_replayed_upserts_and_deletes_change_nothing(index: SqliteVecIndex, corpus: list[Chunk]) -> None:
+    before = [(h.chunk_id, h.raw_score) for h in index.search(SearchQuery("python programming", k=10))]
+    index.upsert(corpus)
+    index.upsert(corpus[:3])
+    index.delete(["never/indexed.md"])
+    index.commit()
+    assert index.count() == len(corpus)
+    after = [(h.chunk_id, h.raw_score) for h in index.search(SearchQuery("python programming", k=10))]
+    assert [c for c, _ in after] == [c for c, _ in before]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before], abs=1e-6)
+    assert len({c for c, _ in after}) == len(after) == len(corpus)
+    assert index.check() == []
+
+
+def test_delete_removes_every_chunk_of_a_document(index: SqliteVecIndex, corpus: list[Chunk]) -> None:
+    index.delete(["computing/python.md"])
+    index.delete(["computing/python.md"])
+    index.commit()
+    assert index.count() == len(corpus) - 2
+    hits = index.search(SearchQuery("python list comprehension", k=10))
+    assert "computing/python.md" not in {h.doc_path for h in hits}
+    assert index.search(SearchQuery("anything", k=5, path_glob="computing/*")) == []
+    assert index.check() == []
+
+
+def test_nothing_is_durable_before_commit(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
+    idx = open_index(store, embedder)
+    idx.upsert(corpus)
+    idx.commit()
+    idx.delete(["notes/cooking.md"])
+    idx.upsert([attrs.evolve(corpus[0], chunk_id="extra", doc_path="extra.md")])
+    idx.close()
+    reopened = open_index(store, embedder)
+    assert reopened.count() == len(corpus)
+    assert reopened.search(SearchQuery("sourdough bread", k=1))[0].doc_path == "notes/cooking.md"
+    reopened.close()
+
+
+def test_reopening_from_disk_gives_the_same_results(store: StoreOfRecord, embedder: OnnxEmbedder,
+                                                     corpus: list[Chunk]) -> None:
+    first = open_index(store, embedder)
+    first.upsert(corpus)
+    first.commit()
+    expected = [(h.chunk_id, round(h.score, 5)) for h in first.search(SearchQuery("interest rates", k=4))]
+    first.close()
+    second = open_index(store, embedder)
+    assert second.count() == len(corpus)
+    assert [(h.chunk_id, round(h.score, 5)) for h in second.search(SearchQuery("interest rates", k=4))] == expected
+    assert second.fingerprint == first.fingerprint == "sqlitevec-1;model=all-MiniLM-L6-v2-int8;dims=384"
+    second.close()
+
+
+def test_unchanged_text_is_never_embedded_twice(store: StoreOfRecord, embedder: OnnxEmbedder,
+                                                corpus: list[Chunk]) -> None:
+    counting = Counting(embedder)
+    idx = open_index(store, counting)
+    idx.upsert(corpus)
+    idx.commit()
+    assert sorted(counting.embedded) == sorted(c.text for c in corpus)
+    counting.embedded.clear()
+
+    idx.upsert(corpus)  # a replayed batch
+    idx.clear()  # a rebuild
+    idx.upsert(corpus)
+    idx.commit()
+    assert counting.embedded == []
+    assert idx.count() == len(corpus)
+
+    twin = add_document(store, "copies/photosynthesis.md", CORPUS["biology/photosynthesis.md"] + ["A brand new line."])
+    idx.upsert(twin)
+    idx.commit()
+    assert counting.embedded == ["A brand new line."]
+    hits = idx.search(SearchQuery("photosynthesis light energy", k=2))
+    assert {h.doc_path for h in hits} == {"biology/photosynthesis.md", "copies/photosynthesis.md"}
+    assert hits[0].raw_score == pytest.approx(hits[1].raw_score, abs=1e-6)
+    idx.close()
+
+
+def test_one_upsert_embeds_a_repeated_text_once(store: StoreOfRecord, embedder: OnnxEmbedder) -> None:
+    counting = Counting(embedder)
+    idx = open_index(store, counting)
+    same = "The same paragraph appears in two documents."
+    idx.upsert(add_document(store, "a.md", [same]) + add_document(store, "b.md", [same]))
+    assert counting.embedded == [same]
+    assert idx.count() == 2
+    idx.close()
+
+
+def test_embedders_without_embed_array_are_called_in_batches(store: StoreOfRecord, embedder: OnnxEmbedder,
+                                                              corpus: list[Chunk]) -> None:
+    plain = Counting(embedder, with_array=False)
+    idx = open_index(store, plain, batch_size=2)
+    idx.upsert(corpus)
+    assert plain.calls == [2, 2, 2]
+    assert idx.search(SearchQuery("sourdough bread", k=1))[0].doc_path == "notes/cooking.md"
+    idx.close()
+
+
+@pytest.mark.parametrize("changed", [Renamed, Truncated])
+def test_a_changed_model_is_detected_until_reindexed(index: SqliteVecIndex, store: StoreOfRecord,
+                                                     embedder: OnnxEmbedder, corpus: list[Chunk],
+                                                     changed: type[Counting]) -> None:
+    index.close()
+    other = changed(embedder)
+    idx = open_index(store, other)
+    assert idx.fingerprint != "sqlitevec-1;model=all-MiniLM-L6-v2-int8;dims=384"
+    problems = idx.check()
+    assert len(problems) == 1 and problems[0].fix == REINDEX and "all-MiniLM-L6-v2-int8" in problems[0].message
+    with pytest.raises(KbError, match=REINDEX):
+        idx.search(SearchQuery("python", k=3))
+    with pytest.raises(KbError, match=REINDEX):
+        idx.upsert(corpus[:1])
+
+    idx.clear()
+    idx.upsert(corpus)
+    idx.commit()
+    assert idx.check() == []
+    assert idx.search(SearchQuery("sourdough bread dough", k=1))[0].doc_path == "notes/cooking.md"
+    assert sorted(other.embedded) == sorted(c.text for c in corpus)  # another model: cache misses
+    tables = idx.conn.execute("SELECT count(*) FROM sqlite_master WHERE sql LIKE '%USING vec0%'").fetchone()[0]
+    assert tables == 1
+    idx.close()
+
+
+def test_path_glob_filters_before_ranking(index: SqliteVecIndex) -> None:
+    hits = index.search(SearchQuery("python list comprehension", k=3, path_glob="notes/*"))
+    assert sorted(h.doc_path for h in hits) == ["notes/cooking.md", "notes/finance.md"]
+    assert [h.rank for h in hits] == [1, 2]
+    only = index.search(SearchQuery("python", k=5, path_glob="*/photo*.md"))
+    assert {h.doc_path for h in only} == {"biology/photosynthesis.md"} and len(only) == 2
+    assert index.search(SearchQuery("python", k=5, path_glob="nothing/*")) == []
+
+
+def test_metadata_filters(index: SqliteVecIndex) -> None:
+    gb = index.search(SearchQuery("photosynthesis", k=10, metadata={"lang": "en-gb"}))
+    assert {h.doc_path for h in gb} == {"notes/cooking.md", "notes/finance.md"}
+    tagged = index.search(SearchQuery("photosynthesis", k=10, metadata={"tags": "computing"}))
+    assert {h.doc_path for h in tagged} == {"computing/python.md"}
+    both = index.search(SearchQuery("bread", k=10, metadata={"lang": "en", "tags": "biology"}, path_glob="bio*"))
+    assert {h.doc_path for h in both} == {"biology/photosynthesis.md"}
+    assert index.search(SearchQuery("bread", k=10, metadata={"lang": "fr"})) == []
+
+
+@given(st.dictionaries(st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.booleans(),
+                                                      st.lists(st.text(max_size=3)), st.none())),
+       st.dictionaries(st.text(max_size=5), st.text(max_size=5)))
+def test_metadata_matching_never_raises(metadata: dict[str, Any], wanted: dict[str, str]) -> None:
+    import json
+
+    def as_texts(value: Any) -> set[str]:
+        items = value if isinstance(value, list) else [value]
+        return {(str(v).lower() if isinstance(v, bool) else str(v)) for v in items if v is not None}
+
+    expected = all(w in as_texts(metadata.get(k)) for k, w in wanted.items())
+    assert metadata_matches(json.dumps(metadata), json.dumps(wanted)) is expected
+
+
+@given(st.text())
+def test_snippets_are_bounded(text: str) -> None:
+    snippet = make_snippet(text)
+    assert len(snippet) <= 301
+    assert "\n" not in snippet
+
+
+def test_k_bounds_and_empty_index(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
+    idx = open_index(store, embedder)
+    assert idx.search(SearchQuery("anything", k=5)) == []
+    assert idx.check() == []
+    idx.upsert(corpus)
+    assert idx.search(SearchQuery("anything", k=0)) == []
+    assert len(idx.search(SearchQuery("anything", k=100))) == len(corpus)
+    idx.close()
