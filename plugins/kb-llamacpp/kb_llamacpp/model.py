@@ -1,0 +1,226 @@
+"""A :class:`kb_core.contracts.LanguageModel` that runs a GGUF file in process with llama-cpp-python.
+
+The prompt is rendered with the model's own chat template (``tokenizer.chat_template`` in the
+GGUF metadata) and tokenized exactly once, so ``Done.prompt_tokens`` is exact. Generation runs
+token by token through ``Llama.generate``: every sampled token is counted, end-of-generation
+tokens and stop strings end the stream with ``"stop"``, and the token budget (or a full
+context) with ``"length"``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import io
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kb_core.errors import KbError, ModelUnavailableError
+from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_llamacpp.stops import StopScanner
+
+GGUF_MAGIC = b"GGUF"
+
+
+@attrs.frozen
+class LlamaSettings:
+    """How to load and sample one GGUF model."""
+
+    path: Path
+    model_id: str
+    context_tokens: int = 4096
+    threads: int = 0
+    batch_tokens: int = 512
+    repeat_penalty: float = 1.0
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+
+
+def _check_file(path: Path) -> str | None:
+    """Why ``path`` cannot be a GGUF model, or None when it looks like one."""
+    if not path.is_file():
+        return f"language model file not found: {path}"
+    with path.open("rb") as handle:
+        if handle.read(4) != GGUF_MAGIC:
+            return f"not a GGUF model file: {path}"
+    return None
+
+
+class LlamaCppModel:
+    """A GGUF model loaded on first use and kept for the life of the process."""
+
+    def __init__(self, settings: LlamaSettings) -> None:
+        problem = _check_file(settings.path)
+        if problem:
+            raise ModelUnavailableError(problem, hint="set [models.llm] model = '/path/to/model.gguf'")
+        self.settings = settings
+        self.context_tokens = settings.context_tokens
+        self.model_ref = ModelRef(id=settings.model_id, provider="llamacpp", path=str(settings.path))
+        self._llama: Any = None
+        self._template: Any = None
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            import llama_cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            threads = self.settings.threads or os.cpu_count() or 1
+            try:
+                llama = llama_cpp.Llama(
+                    model_path=str(self.settings.path),
+                    n_ctx=self.settings.context_tokens,
+                    n_batch=self.settings.batch_tokens,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise ModelUnavailableError(
+                    f"llama.cpp could not load {self.settings.path}: {exc}",
+                    hint="check that the file is a complete GGUF model this llama.cpp supports",
+                ) from None
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ModelUnavailableError(
+                    f"{self.settings.path} has no chat template in its metadata",
+                    hint="use an instruction-tuned GGUF model (its metadata carries tokenizer.chat_template)",
+                )
+            model = llama._model
+            eos, bos = llama.token_eos(), llama.token_bos()
+            self._template = Jinja2ChatFormatter(
+                template=template,
+                eos_token=model.token_get_text(eos) if eos != -1 else "",
+                bos_token=model.token_get_text(bos) if bos != -1 else "",
+                add_generation_prompt=True,
+            )
+            self._llama = llama
+        return self._llama
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in this model's vocabulary (no BOS, special tokens as text)."""
+        return len(self._load().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def render_prompt(self, request: GenerateRequest) -> str:
+        """The request as the model's chat template renders it, ready for the assistant's turn."""
+        self._load()
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages.append({"role": "user", "content": request.user})
+        return str(self._template(messages=messages).prompt)
+
+    def prompt_tokens(self, request: GenerateRequest) -> list[int]:
+        """The exact tokens the model reads for ``request``."""
+        prompt = self.render_prompt(request)  # the template writes any BOS the model wants
+        return list(self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    # -- generation ---------------------------------------------------------------------------
+
+    def generate_stream(self, request: GenerateRequest) -> Iterator[StreamEvent]:
+        """Stream Token events, then one Done with exact token counts.
+
+        A prompt that does not fit the context, or a grammar llama.cpp rejects, raises KbError
+        before the stream starts; a failure while generating ends it with ``finish_reason="error"``.
+        """
+        llama = self._load()
+        tokens = self.prompt_tokens(request)
+        room = self.context_tokens - len(tokens)
+        if room <= 0:
+            raise KbError(
+                f"the prompt takes {len(tokens)} tokens but the context holds {self.context_tokens}",
+                hint="raise [models.llm] context_tokens or lower [rag] max_context_tokens",
+            )
+        grammar = self._grammar(request.grammar)
+        return self._stream(llama, tokens, request, min(request.max_tokens, room), grammar)
+
+    def _grammar(self, text: str | None) -> Any:
+        if not text:
+            return None
+        import llama_cpp
+
+        _validate_grammar(text, self._llama)
+        return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+
+    def _stream(
+        self, llama: Any, prompt: list[int], request: GenerateRequest, budget: int, grammar: Any
+    ) -> Iterator[StreamEvent]:
+        import llama_cpp
+
+        seed = request.seed if request.seed is not None else random.randrange(2**31)
+        llama.set_seed(seed)
+        scanner = StopScanner(tuple(s for s in request.stop if s))
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        vocab = llama._model.vocab
+        completion: list[int] = []
+        finish = "length"
+        try:
+            if budget > 0:
+                for token in llama.generate(
+                    prompt,
+                    temp=max(0.0, request.temperature),
+                    top_k=self.settings.top_k,
+                    top_p=self.settings.top_p,
+                    min_p=self.settings.min_p,
+                    repeat_penalty=self.settings.repeat_penalty,
+                    grammar=grammar,
+                ):
+                    if llama_cpp.llama_vocab_is_eog(vocab, token):
+                        finish = "stop"
+                        break
+                    piece = llama.detokenize([token], prev_tokens=prompt + completion)
+                    completion.append(token)
+                    text = scanner.feed(decoder.decode(piece))
+                    if text:
+                        yield Token(text)
+                    if scanner.stopped:
+                        finish = "stop"
+                        break
+                    if len(completion) >= budget:
+                        break
+            rest = scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
+            if rest:
+                yield Token(rest)
+        except Exception as exc:  # llama.cpp failures surface as assorted exception types
+            yield Done("error", len(prompt), len(completion), error=f"{type(exc).__name__}: {exc}")
+            return
+        yield Done(finish, len(prompt), len(completion))
+
+    # -- health -------------------------------------------------------------------------------
+
+    def check(self) -> list[Problem]:
+        """Problems that would stop generation: the runtime or the model file. Does not load it."""
+        problems: list[Problem] = []
+        if importlib_missing("llama_cpp"):
+            problems.append(Problem("llamacpp", "llama-cpp-python is not installed", "pip install llama-cpp-python"))
+        problem = _check_file(self.settings.path)
+        if problem:
+            problems.append(Problem("llamacpp", problem, "set [models.llm] model = '/path/to/model.gguf'"))
+        return problems
+
+
+def importlib_missing(module: str) -> bool:
+    """True when ``module`` cannot be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+def _validate_grammar(text: str, llama: Any) -> None:
+    """Raise KbError when llama.cpp cannot parse the GBNF grammar ``text`` (its log is captured)."""
+    import llama_cpp
+
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, text.encode("utf-8"), b"root")
+    if not sampler:
+        reason = next((line.strip() for line in log.getvalue().splitlines() if line.strip()), "parse error")
+        raise KbError(f"the generation grammar is not valid GBNF: {reason}", hint="fix the grammar's rules")
+    llama_cpp.llama_sampler_free(sampler)

@@ -1,0 +1,156 @@
+"""The llamacpp backend with the REAL embedded default model (loaded once for the module)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import llama_cpp
+import pytest
+
+from kb_core.config import load_config
+from kb_core.contracts import LanguageModel, ModelContext
+from kb_core.errors import KbError
+from kb_core.plugins import load_registry
+from kb_core.types import Done, GenerateRequest, Token
+from kb_llamacpp import DEFAULT_MODEL, make_model
+from kb_llamacpp.model import LlamaCppModel
+
+pytestmark = pytest.mark.slow
+
+COUNTING = GenerateRequest(
+    system="You are a precise assistant.",
+    user="Count from 1 to 30, separated by commas and spaces. Output only the numbers.",
+    max_tokens=24,
+    temperature=0.0,
+    seed=7,
+)
+
+
+def _config(tmp_path: Path, **llm: object):
+    overrides = {f"models.llm.{key}": value for key, value in llm.items()}
+    return load_config(config_path=None, kb_dir=tmp_path, overrides=overrides, environ={})
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppModel:
+    return make_model(ModelContext(_config(tmp_path_factory.mktemp("kb"), context_tokens=2048)))
+
+
+def _collect(model: LlamaCppModel, request: GenerateRequest) -> tuple[list[Token], list[Done], list[object]]:
+    events = list(model.generate_stream(request))
+    return ([e for e in events if isinstance(e, Token)], [e for e in events if isinstance(e, Done)], events)
+
+
+def test_registered_through_the_kb_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_LOAD_PLUGINS", "llamacpp")
+    registration = load_registry().get("language_models", "llamacpp")
+    assert registration.factory is make_model
+    assert registration.info["licence"] == DEFAULT_MODEL.licence
+
+
+def test_satisfies_the_protocol_and_names_the_default(model: LlamaCppModel) -> None:
+    assert isinstance(model, LanguageModel)
+    assert model.model_ref.id == DEFAULT_MODEL.id and model.model_ref.provider == "llamacpp"
+    assert model.context_tokens == 2048
+    assert model.check() == []
+
+
+def test_stream_is_tokens_then_exactly_one_done(model: LlamaCppModel) -> None:
+    tokens, dones, events = _collect(model, COUNTING)
+    assert tokens and all(t.text for t in tokens)
+    assert len(dones) == 1 and events[-1] is dones[0]
+    done = dones[0]
+    assert done.finish_reason in ("stop", "length") and done.error is None
+    assert done.prompt_tokens == len(model.prompt_tokens(COUNTING))
+    assert 0 < done.completion_tokens <= COUNTING.max_tokens
+
+
+def test_uses_the_models_chat_template_and_answers_sensibly(model: LlamaCppModel) -> None:
+    prompt = model.render_prompt(COUNTING)
+    assert "<|im_start|>system\nYou are a precise assistant.<|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+    text = "".join(t.text for t in _collect(model, COUNTING)[0])
+    assert text.replace(" ", "").startswith("1,2,3,4,5")
+
+
+def test_stream_equals_llama_cpp_non_streamed_chat_completion(model: LlamaCppModel) -> None:
+    tokens, dones, _ = _collect(model, COUNTING)
+    llama = model._load()
+    reference = llama.create_chat_completion(
+        [{"role": "system", "content": COUNTING.system}, {"role": "user", "content": COUNTING.user}],
+        max_tokens=COUNTING.max_tokens, temperature=0.0, seed=COUNTING.seed,
+        top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=model.settings.repeat_penalty,
+    )
+    assert "".join(t.text for t in tokens) == reference["choices"][0]["message"]["content"]
+    assert dones[0].prompt_tokens == reference["usage"]["prompt_tokens"]
+    assert dones[0].completion_tokens == reference["usage"]["completion_tokens"]
+
+
+def test_two_runs_with_the_same_seed_are_identical(model: LlamaCppModel) -> None:
+    warm = GenerateRequest(system="", user="Write one sentence about rivers.", max_tokens=16, temperature=0.8, seed=3)
+    first = "".join(t.text for t in _collect(model, warm)[0])
+    assert first == "".join(t.text for t in _collect(model, warm)[0])
+
+
+def test_stop_string_ends_generation_before_it(model: LlamaCppModel) -> None:
+    full = "".join(t.text for t in _collect(model, COUNTING)[0])
+    assert ", 6" in full
+    tokens, dones, _ = _collect(model, attrs.evolve(COUNTING, stop=(", 6",)))
+    text = "".join(t.text for t in tokens)
+    assert dones[0].finish_reason == "stop"
+    assert text == full[: full.index(", 6")]
+
+
+def test_max_tokens_ends_with_length(model: LlamaCppModel) -> None:
+    tokens, dones, _ = _collect(model, attrs.evolve(COUNTING, max_tokens=3))
+    assert dones[0].finish_reason == "length" and dones[0].completion_tokens == 3
+    assert tokens
+
+
+def test_count_tokens_matches_an_independent_llama_tokenizer(model: LlamaCppModel) -> None:
+    vocab = llama_cpp.Llama(model_path=model.model_ref.path, vocab_only=True, verbose=False)
+    for text in ("", "hello world", "백업은 매일 밤 02:30 UTC에 실행된다.", "근거가 부족하다 [#1] 数据库"):
+        assert model.count_tokens(text) == len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
+    assert model.count_tokens("백업은 매일 밤 실행된다") > len("백업은 매일 밤 실행된다") / 4
+
+
+def test_grammar_restricts_output_to_yes_or_no(model: LlamaCppModel) -> None:
+    grammar = 'root ::= "yes" | "no"'
+    for user in ("Is water wet? Answer yes or no.", "Write a long poem about the sea."):
+        tokens, dones, _ = _collect(model, GenerateRequest(system="", user=user, max_tokens=8, grammar=grammar))
+        assert "".join(t.text for t in tokens) in ("yes", "no")
+        assert dones[0].finish_reason == "stop"
+
+
+def test_grammar_can_force_citation_markers(model: LlamaCppModel) -> None:
+    grammar = 'root ::= [A-Za-z ,.]{1,40} " [#" ("1" | "2") "]"'
+    request = GenerateRequest(system="Answer from the evidence.", user="[#1] The sky is blue.\n\nWhat colour is the sky?",
+                              max_tokens=40, grammar=grammar)
+    text = "".join(t.text for t in _collect(model, request)[0])
+    assert text.endswith(("[#1]", "[#2]"))
+
+
+def test_invalid_grammar_is_a_kb_error(model: LlamaCppModel) -> None:
+    with pytest.raises(KbError, match="not valid GBNF"):
+        model.generate_stream(GenerateRequest(system="", user="hi", grammar="root ::= (unclosed"))
+
+
+def test_prompt_longer_than_the_context_is_a_kb_error(model: LlamaCppModel) -> None:
+    with pytest.raises(KbError, match="context holds 2048"):
+        model.generate_stream(GenerateRequest(system="", user="word " * 3000))
+
+
+def test_missing_model_file_is_a_one_line_kb_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(KbError) as caught:
+        make_model(ModelContext(_config(tmp_path, model=str(missing))))
+    assert str(missing) in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_model_path_from_backend_options_and_non_gguf_file(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"not a model")
+    with pytest.raises(KbError, match="not a GGUF model file"):
+        make_model(ModelContext(_config(tmp_path), {"model": str(fake)}))
+
