@@ -269,7 +269,9 @@ class Answer:
     """A grounded answer with the citations it used, or a refusal with its reason (``answer.v1``).
 
     ``grounded`` is true only when the model cited at least one marker and every marker it
-    cited names a chunk it was given. ``candidates`` lists the nearest chunks of a refusal.
+    cited names a chunk it was given. ``candidates`` lists the nearest chunks of a refusal and
+    ``note`` says in one line why it was refused. ``packed``, ``prompt`` and ``trace`` (every
+    retrieved hit) are filled only when explaining.
     """
 
     answer_id: str
@@ -288,5 +290,7 @@ class Answer:
     retrieval: RetrievalSummary
     usage: TokenUsage
     created_at: str
+    note: str = ""
     packed: tuple[PackedChunk, ...] = ()
     prompt: RenderedPrompt | None = None
+    trace: tuple[Hit, ...] = ()

@@ -1,0 +1,435 @@
+"""The answer pipeline: retrieve -> gate -> pack -> prompt -> generate -> cite-validate -> persist.
+
+An answer is *grounded* only when the model cited at least one ``[#n]`` marker, every marker it
+cited names a chunk that was packed into its prompt, and it did not say the evidence is
+insufficient. Everything else is a refusal with a reason:
+
+``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
+``score_gate``       the best hit scores below ``[rag] score_gate``; no model call.
+``llm_self_judge``   the model refused, cited nothing, or cited a marker it was not given.
+``generation_error`` the model's stream ended with an error.
+
+Every answer, refusals included, is written to the ``answers`` table. The token loop runs on
+the calling thread; ``on_token`` receives the answer's text as it is generated (special tokens
+removed), and an ``on_token`` that fails is dropped without stopping the generation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from kb_core.citations import SpecialTokenFilter, cited_markers, citation_grammar
+from kb_core.config import Config
+from kb_core.contracts import LanguageModel
+from kb_core.errors import KbError
+from kb_core.prompts import PromptTemplate, choose_template, is_refusal, render_user
+from kb_core.store import StoreOfRecord, now_iso
+from kb_core.types import (
+    SEARCH_MODES,
+    Answer,
+    AnswerCitation,
+    Chunk,
+    Done,
+    GenerateRequest,
+    Hit,
+    ModelRef,
+    PackedChunk,
+    RenderedPrompt,
+    RetrievalSummary,
+    SearchQuery,
+    Token,
+    TokenUsage,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from kb_core.app import KnowledgeBase
+
+log = logging.getLogger(__name__)
+
+#: Tokens a chat template adds around the system and user messages (role headers, BOS ...).
+CHAT_TEMPLATE_SLACK = 48
+#: The smallest evidence budget worth asking the model with.
+MIN_EVIDENCE_TOKENS = 32
+#: How many nearest candidates a refusal lists.
+CANDIDATES_SHOWN = 3
+
+TokenCallback = Callable[[str], None]
+
+
+@attrs.frozen
+class AskOptions:
+    """Per-question choices; ``None`` means "use the configuration".
+
+    ``k`` is a floor over ``[search] default_k``: a smaller k never starves retrieval.
+    """
+
+    k: int | None = None
+    mode: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    explain: bool = False
+    constrained: bool | None = None
+    backend: str | None = None
+    template_version: str | None = None
+
+
+@attrs.frozen
+class Verdict:
+    """What citation validation concluded about a generated answer."""
+
+    grounded: bool
+    refusal_reason: str | None
+    cited: tuple[int, ...]
+    invalid: tuple[int, ...]
+    note: str
+
+
+def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
+    """Validate an answer's citations against the markers that were packed into its prompt."""
+    available = set(packed_markers)
+    markers = cited_markers(text)
+    cited = tuple(m for m in markers if m in available)
+    invalid = tuple(m for m in markers if m not in available)
+    if not text.strip():
+        return Verdict(False, "llm_self_judge", cited, invalid, "the model gave an empty answer")
+    if invalid:
+        shown = ", ".join(f"[#{m}]" for m in invalid)
+        return Verdict(False, "llm_self_judge", cited, invalid,
+                       f"the answer cites {shown}, which is not in the evidence ({len(available)} chunks packed)")
+    if is_refusal(text):
+        return Verdict(False, "llm_self_judge", cited, invalid, "the model said the evidence is insufficient")
+    if not cited:
+        return Verdict(False, "llm_self_judge", cited, invalid, "the answer cites no evidence with [#n]")
+    return Verdict(True, None, cited, invalid, "")
+
+
+def format_entry(marker: int, chunk: Chunk, text: str | None = None) -> str:
+    """One evidence entry: ``[#n doc=... heading=... span=L..-L..]`` then the chunk's text."""
+    heading = " > ".join(chunk.heading_path)
+    header = f"[#{marker} doc={chunk.doc_path} heading={heading} span=L{chunk.start_line}-L{chunk.end_line}]"
+    return f"{header}\n{chunk.text if text is None else text}"
+
+
+def _fit_prefix(text: str, fits: Callable[[str], bool]) -> str:
+    """The longest prefix of ``text`` (cut at a line end when possible) for which ``fits`` holds."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(text[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    prefix = text[:low]
+    line_end = prefix.rfind("\n")
+    return prefix[:line_end] if line_end > len(prefix) // 2 else prefix
+
+
+def pack(hits: Sequence[Hit], chunks: dict[str, Chunk], budget: int,
+         count_tokens: Callable[[str], int]) -> list[tuple[PackedChunk, str]]:
+    """Pack hits in order into at most ``budget`` tokens: (packed chunk, entry text) pairs.
+
+    Stops at the first hit that would overflow the budget; the first hit is always packed,
+    truncated to the budget if it alone is too large. Hits whose chunk no longer exists are skipped.
+    """
+    packed: list[tuple[PackedChunk, str]] = []
+    used = 0
+    for hit in hits:
+        chunk = chunks.get(hit.chunk_id)
+        if chunk is None:
+            continue
+        marker = len(packed) + 1
+        entry = format_entry(marker, chunk)
+        cost = count_tokens(entry + "\n\n")
+        truncated = False
+        if used + cost > budget:
+            if packed:
+                break
+            text = _fit_prefix(chunk.text, lambda t: count_tokens(format_entry(marker, chunk, t) + "\n\n") <= budget)
+            entry = format_entry(marker, chunk, text)
+            cost, truncated = count_tokens(entry + "\n\n"), True
+        used += cost
+        item = PackedChunk(marker, chunk.chunk_id, str(chunk.citation), round(hit.score, 4), cost, truncated, entry)
+        packed.append((item, entry))
+    return packed
+
+
+def _citation_of(hit: Hit, marker: int | None) -> AnswerCitation:
+    return AnswerCitation(marker, hit.chunk_id, str(hit.citation), hit.citation, round(hit.score, 4), hit.heading_path)
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+@attrs.define
+class _Run:
+    """The state of one question on its way through the pipeline."""
+
+    question: str
+    options: AskOptions
+    template: PromptTemplate
+    mode: str
+    k: int
+    started: float
+    trace_id: str
+    hits: list[Hit] = attrs.field(factory=list)
+    retrieval_ms: float = 0.0
+
+
+class RagPipeline:
+    """The answer pipeline over injected parts: a retrieval function, a language model, a store.
+
+    ``language_model`` and ``embedding_ref`` are called only when needed, so a refusal by the
+    gate never loads a model.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        store: StoreOfRecord,
+        retrieve: Callable[[SearchQuery], Sequence[Hit]],
+        language_model: Callable[[], LanguageModel],
+        embedding_ref: Callable[[], ModelRef | None] = lambda: None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.retrieve = retrieve
+        self.language_model = language_model
+        self.embedding_ref = embedding_ref
+
+    def ask(self, question: str, options: AskOptions = AskOptions(), on_token: TokenCallback | None = None) -> Answer:
+        """Answer ``question`` from the knowledge base, or refuse; the answer is always persisted."""
+        run = self._start(question, options)
+        run.hits = self._retrieve(run)
+        answer = self._gate(run) or self._generate(run, on_token)
+        self._persist(answer)
+        return answer
+
+    # -- stages ---------------------------------------------------------------------------------
+
+    def _start(self, question: str, options: AskOptions) -> _Run:
+        question = question.strip()
+        if not question:
+            raise KbError("the question is empty", hint='ask something: kb ask "what does X do?"')
+        mode = options.mode or self.config.search.mode
+        if mode not in SEARCH_MODES:
+            raise KbError(f"unknown search mode {mode!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+        if options.k is not None and options.k < 1:
+            raise KbError(f"k must be at least 1 (got {options.k})")
+        k = max(options.k or 0, self.config.search.default_k)
+        template = choose_template(options.template_version or self.config.rag.prompt_template_version, question)
+        trace_id = f"ret_{secrets.token_hex(4)}"
+        return _Run(question, options, template, mode, k, time.perf_counter(), trace_id)
+
+    def _retrieve(self, run: _Run) -> list[Hit]:
+        began = time.perf_counter()
+        hits: list[Hit] = []
+        seen: set[str] = set()
+        for hit in self.retrieve(SearchQuery(text=run.question, k=run.k, mode=run.mode)):
+            if hit.chunk_id not in seen:
+                seen.add(hit.chunk_id)
+                hits.append(hit)
+        run.retrieval_ms = _ms(began)
+        return hits
+
+    def _gate(self, run: _Run) -> Answer | None:
+        """A refusal when retrieval found nothing or its best hit scores below the gate."""
+        gate = self.config.rag.score_gate
+        if not run.hits:
+            return self._refusal(run, "no_chunks", run.template.no_chunks_refusal, "retrieval found no chunks")
+        top = run.hits[0].score
+        if top >= gate:
+            return None
+        lines = [run.template.gate_refusal.format(gate=f"{gate:.2f}")]
+        lines += [run.template.candidate_line.format(ref=h.citation, score=f"{h.score:.2f}")
+                  for h in run.hits[:CANDIDATES_SHOWN]]
+        return self._refusal(run, "score_gate", "\n".join(lines), f"the best hit scores {top:.2f}, below the gate {gate:.2f}")
+
+    def _budget(self, llm: LanguageModel, run: _Run) -> int:
+        """Evidence tokens: min(max_context_tokens, context - prompt overhead - reserved completion)."""
+        overhead = (llm.count_tokens(run.template.system) + llm.count_tokens(render_user(run.template, run.question, ""))
+                    + CHAT_TEMPLATE_SLACK)
+        room = llm.context_tokens - overhead - self.config.models.llm.max_tokens
+        if room < MIN_EVIDENCE_TOKENS:
+            raise KbError(
+                f"the model's context ({llm.context_tokens} tokens) leaves no room for evidence "
+                f"(prompt {overhead} + answer {self.config.models.llm.max_tokens} tokens)",
+                hint="raise [models.llm] context_tokens or lower [models.llm] max_tokens",
+            )
+        return min(self.config.rag.max_context_tokens, room)
+
+    def _generate(self, run: _Run, on_token: TokenCallback | None) -> Answer:
+        llm = self.language_model()
+        chunks = self.store.get_chunks([h.chunk_id for h in run.hits])
+        packed = pack(run.hits, chunks, self._budget(llm, run), llm.count_tokens)
+        if not packed:
+            log.warning("every retrieved chunk disappeared from the store before packing")
+            return self._refusal(run, "no_chunks", run.template.no_chunks_refusal,
+                                 "the retrieved chunks no longer exist (re-run kb ingest)")
+        evidence = "\n\n".join(entry for _, entry in packed)
+        constrained = self.config.rag.constrained if run.options.constrained is None else run.options.constrained
+        prompt = RenderedPrompt(
+            system=run.template.system,
+            user=render_user(run.template, run.question, evidence),
+            grammar=citation_grammar(len(packed)) if constrained else None,
+        )
+        llm_cfg = self.config.models.llm
+        request = GenerateRequest(
+            system=prompt.system,
+            user=prompt.user,
+            stop=run.template.stop,
+            max_tokens=llm_cfg.max_tokens,
+            temperature=llm_cfg.temperature if run.options.temperature is None else run.options.temperature,
+            seed=llm_cfg.seed if run.options.seed is None else run.options.seed,
+            grammar=prompt.grammar,
+        )
+        text, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
+        items = [item for item, _ in packed]
+        by_marker = {item.marker: item for item in items}
+        if done.finish_reason == "error":
+            verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}")
+        else:
+            verdict = judge(text, by_marker)
+        hit_of = {h.chunk_id: h for h in run.hits}
+        citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited)
+        usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms)
+        return self._answer(
+            run, text, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
+            finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt,
+        )
+
+    # -- building and keeping answers -------------------------------------------------------------
+
+    def _refusal(self, run: _Run, reason: str, text: str, note: str) -> Answer:
+        verdict = Verdict(False, reason, (), (), note)
+        return self._answer(run, text, verdict, (), TokenUsage(latency_ms=_ms(run.started)))
+
+    def _answer(
+        self,
+        run: _Run,
+        text: str,
+        verdict: Verdict,
+        citations: tuple[AnswerCitation, ...],
+        usage: TokenUsage,
+        *,
+        model: ModelRef | None = None,
+        constrained: bool = False,
+        finish_reason: str | None = None,
+        packed: tuple[PackedChunk, ...] = (),
+        prompt: RenderedPrompt | None = None,
+    ) -> Answer:
+        explain = run.options.explain
+        candidates = () if verdict.grounded else tuple(_citation_of(h, None) for h in run.hits[:CANDIDATES_SHOWN])
+        retrieval = RetrievalSummary(
+            trace_id=run.trace_id,
+            mode=run.mode,
+            k=run.k,
+            score_gate=self.config.rag.score_gate,
+            top_score=round(run.hits[0].score, 4) if run.hits else None,
+            chunks_returned=len(run.hits),
+            chunks_used=len(packed),
+            took_ms=run.retrieval_ms,
+        )
+        return Answer(
+            answer_id=f"ans_{uuid.uuid4().hex[:16]}",
+            question=run.question,
+            answer=text,
+            grounded=verdict.grounded,
+            refusal_reason=verdict.refusal_reason,
+            note=verdict.note,
+            citations=citations,
+            candidates=candidates,
+            invalid_markers=verdict.invalid,
+            model=model,
+            embedding=self.embedding_ref() if run.mode in ("vector", "hybrid") else None,
+            prompt_template_version=run.template.version,
+            constrained=constrained,
+            finish_reason=finish_reason,
+            retrieval=retrieval,
+            usage=usage,
+            created_at=now_iso(),
+            packed=packed if explain else (),
+            prompt=prompt if explain else None,
+            trace=tuple(run.hits) if explain else (),
+        )
+
+    def _persist(self, answer: Answer) -> None:
+        """Write the answer (refusals included) to the ``answers`` table."""
+
+        def dump(value: object) -> str:
+            return json.dumps(to_json(value), ensure_ascii=False)
+
+        self.store.insert_row("answers", {
+            "answer_id": answer.answer_id,
+            "created_at": answer.created_at,
+            "question": answer.question,
+            "answer": answer.answer,
+            "grounded": int(answer.grounded),
+            "refusal_reason": answer.refusal_reason,
+            "citations_json": dump(list(answer.citations)),
+            "model_json": dump(answer.model) if answer.model else "{}",
+            "embedding_json": dump(answer.embedding) if answer.embedding else None,
+            "prompt_template_version": answer.prompt_template_version,
+            "retrieval_json": dump(answer.retrieval),
+            "usage_json": dump(answer.usage),
+            "packed_chunks_json": dump(list(answer.packed)) if answer.packed else None,
+        })
+
+
+def _stream(
+    llm: LanguageModel, request: GenerateRequest, on_token: TokenCallback | None, started: float
+) -> tuple[str, Done, float | None, float]:
+    """Run the model's stream on this thread: (answer text, Done, time to first token, generation ms)."""
+    began = time.perf_counter()
+    cleaner = SpecialTokenFilter()
+    pieces: list[str] = []
+    first_token_ms: float | None = None
+    done: Done | None = None
+    sink = on_token
+
+    def show(text: str) -> None:
+        nonlocal sink
+        pieces.append(text)
+        if sink is not None and text:
+            try:
+                sink(text)
+            except Exception as exc:  # a closed terminal or a cancelled caller: keep generating
+                log.info("token callback failed (%s); generation continues", exc)
+                sink = None
+
+    for event in llm.generate_stream(request):
+        if isinstance(event, Token):
+            if first_token_ms is None:
+                first_token_ms = _ms(started)
+            show(cleaner.feed(event.text))
+        elif isinstance(event, Done):
+            done = event
+            break
+    show(cleaner.flush())
+    if done is None:
+        done = Done("error", error="the model's stream ended without a Done event")
+    return "".join(pieces).strip(), done, first_token_ms, _ms(began)
+
+
+def ask(kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(),
+        on_token: TokenCallback | None = None) -> Answer:
+    """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
+    from kb_core.search import search
+
+    pipeline = RagPipeline(
+        config=kb.config,
+        store=kb.store,
+        retrieve=lambda query: search(kb, query).hits,
+        language_model=lambda: kb.language_model(options.backend),
+        embedding_ref=lambda: kb.embedder().model_ref,
+    )
+    return pipeline.ask(question, options, on_token)

@@ -1,0 +1,43 @@
+"""The only mock language model in kb: a scripted LanguageModel for tests of the answer pipeline.
+
+It lives under tests/ so product code can never import it. Its tokenizer is one token per
+character, so packing budgets can be checked exactly; its stream replays a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+
+Script = Sequence[str] | Callable[[GenerateRequest], Sequence[str]]
+
+
+class ScriptedLanguageModel:
+    """Streams scripted tokens (a list, or a function of the request) and records every request."""
+
+    def __init__(self, script: Script = ("ok [#1]",), *, context_tokens: int = 8192,
+                 finish_reason: str = "stop", error: str | None = None, model_id: str = "scripted") -> None:
+        self.script = script
+        self.context_tokens = context_tokens
+        self.finish_reason = finish_reason
+        self.error = error
+        self.model_ref = ModelRef(id=model_id, provider="mock")
+        self.requests: list[GenerateRequest] = []
+
+    def count_tokens(self, text: str) -> int:
+        """One token per character."""
+        return len(text)
+
+    def generate_stream(self, request: GenerateRequest) -> Iterator[StreamEvent]:
+        """Record the request, then yield the scripted tokens and one Done with exact counts."""
+        self.requests.append(request)
+        pieces = list(self.script(request) if callable(self.script) else self.script)
+        prompt_tokens = self.count_tokens(request.system) + self.count_tokens(request.user)
+        for piece in pieces:
+            yield Token(piece)
+        yield Done(self.finish_reason, prompt_tokens, len(pieces), error=self.error)
+
+    def check(self) -> list[Problem]:
+        """Nothing can be wrong with a script."""
+        return []
