@@ -89,6 +89,12 @@ def _decode_object(raw: bytes, where: str) -> dict[str, Any]:
     return value
 
 
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space, and cut at ``limit``."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def _preview(raw: bytes, limit: int = 80) -> str:
     text = raw.decode("utf-8", errors="replace").strip()
     return repr(text[:limit] + ("..." if len(text) > limit else ""))
@@ -108,7 +114,7 @@ def parse_chat_line(raw: bytes, lineno: int) -> ChatLine:
     where = f"stream line {lineno}"
     data = _decode_object(raw, where)
     if "error" in data:
-        return ChatLine(error=str(data["error"]))
+        return ChatLine(error=one_line(str(data["error"])) or "(no message)")
     done = data.get("done")
     if not isinstance(done, bool):
         raise MalformedResponse(f"{where} has no boolean 'done' field: {_preview(raw)}")
@@ -142,8 +148,8 @@ def error_message(raw: bytes) -> str:
     except (ValueError, UnicodeDecodeError):
         value = None
     if isinstance(value, dict) and isinstance(value.get("error"), str):
-        return value["error"]
-    return raw.decode("utf-8", errors="replace").strip()[:200] or "(empty body)"
+        return one_line(value["error"]) or "(no message)"
+    return one_line(raw.decode("utf-8", errors="replace"), 200) or "(empty body)"
 
 
 @attrs.frozen
