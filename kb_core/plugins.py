@@ -20,6 +20,8 @@ from kb_core.errors import NotFoundError
 ENTRY_POINT_GROUP = "kb"
 LOAD_ENV = "KB_LOAD_PLUGINS"
 KINDS = ("parsers", "embedders", "indexes", "language_models", "commands")
+LABELS = {"parsers": "parser", "embedders": "embedder", "indexes": "index", "language_models": "language model",
+          "commands": "command"}
 
 
 @attrs.frozen
@@ -56,9 +58,8 @@ class Registry:
             return self.items[kind][name]
         except KeyError:
             known = ", ".join(sorted(self.items[kind])) or "none installed"
-            label = kind.replace("_", " ").rstrip("s")
             raise NotFoundError(
-                f"no {label} named {name!r} (available: {known})",
+                f"no {LABELS[kind]} named {name!r} (available: {known})",
                 hint="run 'kb plugins' to see what is installed",
             ) from None
 
