@@ -228,10 +228,8 @@ class TantivyIndex:
         except KbError as exc:
             return [Problem(self.name, exc.message, FIX)]
         applied_seq, recorded = self.store.index_state(self.name)
-        if recorded and recorded != FINGERPRINT:
-            return [Problem(self.name, f"the store of record expects fingerprint {recorded!r}, the index is {FINGERPRINT!r}", FIX)]
         expected = self.store.count_chunks()
-        if applied_seq == self.store.last_seq() and indexed != expected:
+        if recorded and applied_seq == self.store.last_seq() and indexed != expected:
             return [Problem(self.name, f"the tantivy index holds {indexed} chunks, the store of record {expected}", FIX)]
         return []
 
@@ -243,7 +241,8 @@ class TantivyIndex:
     # -- Retriever --------------------------------------------------------------------------------
 
     def search(self, query: SearchQuery) -> list[Hit]:
-        """The ``query.k`` best chunks by BM25, restricted to ``query.path_glob`` if given."""
+        """The ``query.k`` best chunks by BM25, restricted to documents matching ``query.path_glob``
+        (``fnmatchcase``; None or empty means every document)."""
         terms = analysis.query_terms(query.text)
         if not terms or query.k <= 0 or not self._exists():
             return []
