@@ -93,9 +93,10 @@ class OllamaTimeout(KbError):
             "read": f"Ollama at {url} sent nothing on {endpoint}",
             "total": f"Ollama at {url} did not finish {endpoint}",
         }[which]
+        advice = "check that the server runs at that URL, or" if which == "connect" else "if the model is just slow,"
         super().__init__(
             f"{which} timeout: {doing} within {seconds:g} s",
-            hint=f"if the model is just slow, raise [models.llm] {key} (env KB_MODELS__LLM__{key.upper()})",
+            hint=f"{advice} raise [models.llm] {key} (env KB_MODELS__LLM__{key.upper()})",
         )
         self.which = which
 

@@ -314,3 +314,29 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def unanswered_port() -> Iterator[int]:
+    """A loopback port whose accept queue is full, so new connections hang until they time out."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = int(server.getsockname()[1])
+    held: list[socket.socket] = []
+    try:
+        for _ in range(8):
+            probe = socket.socket()
+            probe.settimeout(0.2)
+            held.append(probe)
+            try:
+                probe.connect(("127.0.0.1", port))
+            except TimeoutError:
+                break
+        else:
+            pytest.skip("this system completes loopback connections beyond the listen backlog")
+        yield port
+    finally:
+        for sock in held:
+            sock.close()
+        server.close()

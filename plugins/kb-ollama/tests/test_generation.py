@@ -171,3 +171,13 @@ def test_grammar_is_refused_before_anything_is_sent(fake_ollama, build_model):
     with pytest.raises(KbError, match="cannot constrain output with a grammar"):
         list(build_model().generate_stream(GenerateRequest(system="", user="q", grammar="root ::= \"x\"")))
     assert fake_ollama.requests == []
+
+
+def test_connect_timeout_names_its_value_and_setting(build_model, unanswered_port):
+    model = build_model(url=f"http://127.0.0.1:{unanswered_port}", connect_timeout_s=0.25)
+    with pytest.raises(KbError) as caught:
+        model.count_tokens("hello")
+    text = str(caught.value)
+    assert text.startswith("connect timeout:") and "0.25 s" in text and "connect_timeout_s" in text
+    (problem,) = model.check()
+    assert problem.message.startswith("connect timeout:")
