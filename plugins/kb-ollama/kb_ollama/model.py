@@ -108,7 +108,7 @@ class OllamaModel:
         try:
             return request()
         except OllamaApiError as exc:
-            if exc.status == 404 and "not found" in exc.server_message:
+            if exc.status == 404 and exc.server_message.startswith("model ") and "not found" in exc.server_message:
                 raise ModelNotPulled(self.settings.model, self.settings.url) from None
             raise
 

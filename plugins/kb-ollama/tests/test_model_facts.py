@@ -10,8 +10,8 @@ from kb_core.contracts import LanguageModel
 from kb_core.errors import ConfigError
 from kb_core.plugins import load_registry
 from kb_core.types import Problem
-from kb_ollama.client import BaseUrl
-from kb_ollama.model import make_model, upper_bound_tokens
+from kb_ollama.client import BaseUrl, OllamaApiError
+from kb_ollama.model import ModelNotPulled, make_model, upper_bound_tokens
 
 
 def test_count_tokens_is_the_servers_prompt_eval_count(fake_ollama, build_model):
@@ -149,3 +149,11 @@ def test_the_entry_point_registers_the_backend_and_the_app_builds_it(fake_ollama
     model = KnowledgeBase(config, registry).language_model("ollama")
     assert isinstance(model, LanguageModel)
     assert model.check() == []
+
+
+def test_a_404_that_is_not_about_the_model_is_not_reported_as_not_pulled(fake_ollama, build_model):
+    model = build_model()
+    with pytest.raises(OllamaApiError, match=r"HTTP 404\): 404 page not found"):
+        model._call(lambda: model.client.post_json("/api/embeddings-v0", {"model": "llama3.2"}))
+    with pytest.raises(ModelNotPulled):
+        model._call(lambda: model.client.post_json("/api/show", {"model": "absent"}))
