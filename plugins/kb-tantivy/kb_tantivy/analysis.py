@@ -42,6 +42,20 @@ QUERY_ANALYZER: TextAnalyzer = (
 
 MAX_QUERY_TERMS = 256
 
+# English function words (Lucene's stop set, question words, auxiliaries, pronouns). They are
+# indexed, but dropped from a query unless it has nothing else: in a question they carry no topic,
+# and in a small knowledge base their idf (they may not occur at all) would rival real keywords.
+QUERY_STOPWORDS = frozenset(
+    token
+    for word in (
+        "a an and are as at be but by for if in into is it no not of on or such that the their then there these"
+        " they this to was will with what which who whom whose when where why how do does did done doing can"
+        " could should would may might must shall am were been being have has had having i me my mine you your"
+        " yours we us our ours he him his she her hers its them theirs about from than so too very just please"
+    ).split()
+    for token in QUERY_ANALYZER.analyze(word)
+)
+
 
 def cjk_grams(run: str) -> list[str]:
     """The overlapping character bigrams of a CJK run (the run itself when it is one character)."""
@@ -61,8 +75,11 @@ def analyze(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """The distinct index terms of a query, in first-seen order, at most ``MAX_QUERY_TERMS``."""
-    return list(dict.fromkeys(analyze(text)))[:MAX_QUERY_TERMS]
+    """The distinct index terms of a query without stopwords (all of them if nothing else is
+    left), in first-seen order, at most ``MAX_QUERY_TERMS``."""
+    terms = list(dict.fromkeys(analyze(text)))
+    content = [t for t in terms if t not in QUERY_STOPWORDS]
+    return (content or terms)[:MAX_QUERY_TERMS]
 
 
 def matched_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:

@@ -22,7 +22,12 @@ def test_query_terms_are_stemmed_lowercased_and_distinct() -> None:
 
 
 def test_query_syntax_characters_are_plain_separators() -> None:
-    assert analysis.query_terms('title:foo AND (bar OR "baz" -qux 🎉') == ["titl", "foo", "and", "bar", "or", "baz", "qux"]
+    assert analysis.query_terms('title:foo AND (bar OR "baz" -qux 🎉') == ["titl", "foo", "bar", "baz", "qux"]
+
+
+def test_stopwords_are_dropped_unless_nothing_else_is_left() -> None:
+    assert analysis.query_terms("How do I descale the machine?") == ["descal", "machin"]
+    assert analysis.query_terms("to be or not to be") == ["to", "be", "or", "not"]
 
 
 def test_snippet_is_short_and_centred_on_the_matches() -> None:
