@@ -85,11 +85,16 @@ def query_terms(text: str) -> list[str]:
 def matched_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
     """Character ranges of ``text`` whose index terms are among ``terms``, in order."""
     wanted = set(terms)
+    prefixes = {term[:3] for term in wanted}  # stemming rewrites suffixes only: a cheap pre-filter
+    seen: dict[str, bool] = {}
     spans: list[tuple[int, int]] = []
     for match in WORD_OR_CJK_RUN.finditer(text):
         run = match.group(1)
         if run is None:
-            if any(term in wanted for term in QUERY_ANALYZER.analyze(match.group())):
+            word = match.group().lower()
+            if word not in seen:
+                seen[word] = word[:3] in prefixes and any(t in wanted for t in QUERY_ANALYZER.analyze(word))
+            if seen[word]:
                 spans.append(match.span())
             continue
         width = min(2, len(run))
