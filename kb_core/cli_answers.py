@@ -1,1 +1,180 @@
 """Commands for answers: `kb ask`, `kb eval answers` and `kb eval compare`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session
+from kb_core.errors import EXIT_NO_RESULT
+from kb_core.types import SEARCH_MODES, Answer
+
+MODE_CHOICE = click.Choice(list(SEARCH_MODES))
+
+
+def _dim(text: str) -> str:
+    return click.style(text, dim=True)
+
+
+def _print_explain(answer: Answer) -> None:
+    """The retrieval trace and the exact prompt the model was given."""
+    r = answer.retrieval
+    click.echo(_dim(f"── retrieval {r.trace_id}: {r.mode}, k={r.k}, gate {r.score_gate:.2f}, "
+                    f"{r.chunks_returned} returned, {r.chunks_used} packed, {r.took_ms:.0f} ms"))
+    for hit in answer.trace:
+        click.echo(_dim(f"  {hit.rank:>2}. {hit.score:.3f}  {hit.citation}  ({hit.retriever})"))
+    if answer.prompt is not None:
+        click.echo(_dim(f"── prompt {answer.prompt_template_version}: system"))
+        click.echo(_dim(answer.prompt.system))
+        click.echo(_dim("── prompt: user"))
+        click.echo(_dim(answer.prompt.user))
+        if answer.prompt.grammar:
+            click.echo(_dim("── grammar (constrained generation)"))
+            click.echo(_dim(answer.prompt.grammar))
+
+
+def _print_outcome(answer: Answer, streamed: bool) -> None:
+    """After the answer's text: its sources and verdict, or the refusal reason and candidates."""
+    if not streamed:
+        click.echo(answer.answer)
+    else:
+        click.echo()
+    if answer.grounded:
+        click.echo()
+        click.echo(click.style("Sources:", bold=True))
+        for c in answer.citations:
+            click.echo(f"  [#{c.marker}] {c.ref}  (score {c.score:.2f})")
+        verdict = click.style("grounded", fg="green")
+    else:
+        verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")
+        if answer.note:
+            verdict += f": {answer.note}"
+        if answer.candidates and answer.refusal_reason != "score_gate":  # the gate's text lists them already
+            click.echo()
+            click.echo(click.style("Nearest candidates:", bold=True))
+            for c in answer.candidates:
+                click.echo(f"  {c.ref}  (score {c.score:.2f})")
+    usage = answer.usage
+    timing = f"{usage.latency_ms / 1000:.1f} s"
+    if usage.first_token_ms is not None:
+        timing += f", first token {usage.first_token_ms / 1000:.1f} s"
+    model = f"{answer.model.id}, " if answer.model else ""
+    click.echo()
+    click.echo(verdict + _dim(f"  [{model}{answer.prompt_template_version}, {timing}]"))
+
+
+@cli.command("ask")
+@click.argument("question")
+@click.option("--backend", help="Language model backend for this question (default: [models.llm] backend).")
+@click.option("--k", "k", type=click.IntRange(min=1), help="Chunks to retrieve (at least [search] default_k).")
+@click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode, normally hybrid).")
+@click.option("--temperature", type=click.FloatRange(min=0.0), help="Sampling temperature (default: config, 0).")
+@click.option("--seed", type=int, help="Sampling seed (default: [models.llm] seed).")
+@click.option("--explain", is_flag=True, help="Show the retrieval trace and the exact prompt; keep the packed chunks.")
+@click.option("--constrained/--unconstrained", default=None,
+              help="Let the model cite only markers that exist (GBNF grammar; llamacpp). Default: [rag] constrained.")
+@json_option
+@pass_session
+def ask_command(session: Session, question: str, backend: str | None, k: int | None, mode: str | None,
+                temperature: float | None, seed: int | None, explain: bool, constrained: bool | None,
+                as_json: bool) -> int:
+    """Answer QUESTION from the knowledge base, citing the passages used (path#L12-L34).
+
+    The answer streams as it is generated. It is grounded only when every [#n] it cites is a
+    passage it was given; otherwise, or when nothing relevant is found, kb refuses and says
+    why. Exit code 1 for a refusal.
+    """
+    from kb_core.rag import AskOptions, ask
+
+    options = AskOptions(k=k, mode=mode, temperature=temperature, seed=seed, explain=explain,
+                         constrained=constrained, backend=backend)
+    streamed = not as_json
+
+    def on_token(text: str) -> None:
+        click.echo(text, nl=False)
+
+    answer = ask(session.kb(create=False), question, options, on_token if streamed else None)
+    streamed = streamed and answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
+
+    def human() -> None:
+        _print_outcome(answer, streamed)
+        if explain:
+            _print_explain(answer)
+
+    emit(as_json, "answer.v1", answer, human)
+    return 0 if answer.grounded else EXIT_NO_RESULT
+
+
+def _progress(total: int) -> object:
+    """A ``done/total`` counter on stderr when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def advance(done: int, question: str) -> None:
+        click.echo(f"\r{done}/{total} {question[:60]:<60}", err=True, nl=False)
+
+    return advance
+
+
+@eval_group.command("answers")
+@click.option("--golden", "golden_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Golden set: JSONL with question, answerable, expected_docs, must_contain.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write report.json here (default: <kb>/eval/answers-<run id>).")
+@click.option("--backend", help="Language model backend (default: [models.llm] backend).")
+@click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode).")
+@click.option("--constrained/--unconstrained", default=None, help="Constrained generation (default: [rag] constrained).")
+@json_option
+@pass_session
+def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | None, backend: str | None,
+                         mode: str | None, constrained: bool | None, as_json: bool) -> None:
+    """Ask every golden question; report grounded rate, correct refusals, citation precision, latency."""
+    from kb_core.evaluate_answers import evaluate_answers, load_golden
+    from kb_core.rag import AskOptions
+
+    golden = load_golden(golden_file)
+    options = AskOptions(mode=mode, constrained=constrained, backend=backend)
+    report = evaluate_answers(session.kb(create=False), golden, options, golden_file=golden_file, out_dir=out_dir,
+                              progress=_progress(len(golden)))  # type: ignore[arg-type]
+    if sys.stderr.isatty():
+        click.echo(err=True)
+
+    def human() -> None:
+        m = report.metrics
+        click.echo(f"{m.questions} questions ({m.answerable} answerable), run {report.run_id}, "
+                   f"{report.model.id if report.model else '-'}{', constrained' if report.constrained else ''}")
+        for name, value in m.rates().items():
+            shown = "n/a" if value is None else f"{value:.3f}"
+            click.echo(f"  {name:<24} {shown}")
+        click.echo(f"  {'latency p50 / p95':<24} {m.latency_ms_p50 / 1000:.1f} s / {m.latency_ms_p95 / 1000:.1f} s")
+        for r in report.results:
+            mark = "ok " if r.correct else "BAD"
+            outcome = "grounded" if r.grounded else f"refused:{r.refusal_reason}"
+            click.echo(f"  {mark} {r.id:<10} {outcome:<26} {r.question[:60]}")
+        click.echo(f"report: {report.report_path}")
+
+    emit(as_json, "answer_report.v1", report, human)
+
+
+@eval_group.command("compare")
+@click.argument("baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("candidate", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+def eval_compare_command(baseline: Path, candidate: Path, as_json: bool) -> None:
+    """Print the metric deltas from report BASELINE to report CANDIDATE (report.json files)."""
+    from kb_core.evaluate_answers import compare_reports
+
+    comparison = compare_reports(baseline, candidate)
+
+    def human() -> None:
+        click.echo(f"{comparison.schema}: {comparison.baseline} -> {comparison.candidate}")
+        click.echo(f"  {'metric':<32} {'baseline':>10} {'candidate':>10} {'delta':>10}")
+        for d in comparison.deltas:
+            a = "n/a" if d.baseline is None else f"{d.baseline:.4f}"
+            b = "n/a" if d.candidate is None else f"{d.candidate:.4f}"
+            delta = "" if d.delta is None else f"{d.delta:+.4f}"
+            click.echo(f"  {d.metric:<32} {a:>10} {b:>10} {delta:>10}")
+
+    emit(as_json, "report_compare.v1", comparison, human)

@@ -1,0 +1,371 @@
+"""Answer evaluation over a golden set, and the comparison of two evaluation reports.
+
+A golden set is JSONL, one question per line::
+
+    {"id": "heliograph-port", "question": "...", "answerable": true,
+     "expected_docs": ["notes/heliograph.md"], "must_contain": ["7341"]}
+
+``id`` is optional (default ``q<line>``). The metrics (report ``answer_report.v1``):
+
+``grounded_rate``          grounded answers / answerable questions
+``correct_refusal_rate``   refusals / unanswerable questions
+``citation_precision``     cited chunks from an expected document / all cited chunks, over the
+                           grounded answers to answerable questions (micro-averaged)
+``must_contain_rate``      answerable questions with a grounded answer containing every
+                           ``must_contain`` string (any case) / answerable questions that list some
+``accuracy``               questions handled right: answerable ones grounded with every
+                           citation from an expected document and every must-contain string;
+                           unanswerable ones refused
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kb_core.errors import KbError
+from kb_core.output import dumps
+from kb_core.rag import AskOptions, ask
+from kb_core.store import now_iso
+from kb_core.types import Answer, ModelRef
+
+if TYPE_CHECKING:
+    from kb_core.app import KnowledgeBase
+
+Progress = Callable[[int, str], None]
+
+
+@attrs.frozen
+class GoldenQuestion:
+    """One golden question and what a right answer looks like."""
+
+    id: str
+    question: str
+    answerable: bool
+    expected_docs: tuple[str, ...] = ()
+    must_contain: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class QuestionResult:
+    """How the pipeline handled one golden question."""
+
+    id: str
+    question: str
+    answerable: bool
+    grounded: bool
+    refusal_reason: str | None
+    correct: bool
+    cited: tuple[str, ...]
+    cited_expected: int
+    must_contain_missing: tuple[str, ...]
+    latency_ms: float
+    first_token_ms: float | None
+    answer_id: str
+    answer: str
+    note: str
+
+
+@attrs.frozen
+class AnswerMetrics:
+    """Aggregate answer quality and latency over a golden set (rates are None when undefined)."""
+
+    questions: int
+    answerable: int
+    unanswerable: int
+    grounded_rate: float | None
+    correct_refusal_rate: float | None
+    citation_precision: float | None
+    must_contain_rate: float | None
+    accuracy: float | None
+    latency_ms_p50: float
+    latency_ms_p95: float
+    first_token_ms_p50: float | None
+    refusal_reasons: dict[str, int] = attrs.field(factory=dict)
+
+    def rates(self) -> dict[str, float | None]:
+        """The headline rates by name, in display order."""
+        return {
+            "grounded_rate": self.grounded_rate,
+            "correct_refusal_rate": self.correct_refusal_rate,
+            "citation_precision": self.citation_precision,
+            "must_contain_rate": self.must_contain_rate,
+            "accuracy": self.accuracy,
+        }
+
+
+@attrs.frozen
+class AnswerReport:
+    """The result of ``kb eval answers`` (``answer_report.v1``)."""
+
+    run_id: str
+    created_at: str
+    golden: str
+    kb_dir: str
+    backend: str
+    model: ModelRef | None
+    mode: str
+    constrained: bool
+    score_gate: float
+    prompt_template_version: str
+    metrics: AnswerMetrics
+    results: tuple[QuestionResult, ...]
+    report_path: str = ""
+
+
+@attrs.frozen
+class MetricDelta:
+    """One metric in two reports."""
+
+    metric: str
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+
+
+@attrs.frozen
+class ReportComparison:
+    """The metric deltas between two reports of the same kind (``report_compare.v1``)."""
+
+    schema: str
+    baseline: str
+    candidate: str
+    deltas: tuple[MetricDelta, ...]
+
+
+# -- the golden set ----------------------------------------------------------------------------------
+
+def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KbError(f"{where}: {field} must be a list of strings")
+    return tuple(value)
+
+
+def parse_golden_line(line: str, number: int, source: str = "golden set") -> GoldenQuestion:
+    """One golden question from a JSONL line; KbError naming the line when it is malformed."""
+    where = f"{source} line {number}"
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise KbError(f"{where} is not valid JSON: {exc.msg}", hint="each line must be one JSON object") from None
+    if not isinstance(data, dict):
+        raise KbError(f"{where} is not a JSON object")
+    question = data.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise KbError(f"{where}: question must be a non-empty string")
+    answerable = data.get("answerable")
+    if not isinstance(answerable, bool):
+        raise KbError(f"{where}: answerable must be true or false")
+    qid = data.get("id", f"q{number}")
+    return GoldenQuestion(str(qid), question, answerable, _strings(data.get("expected_docs"), "expected_docs", where),
+                          _strings(data.get("must_contain"), "must_contain", where))
+
+
+def load_golden(path: Path) -> list[GoldenQuestion]:
+    """The questions of a golden JSONL file (blank lines skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KbError(f"cannot read golden set {path}: {exc}") from None
+    questions = [parse_golden_line(line, n, str(path)) for n, line in enumerate(lines, start=1) if line.strip()]
+    if not questions:
+        raise KbError(f"golden set {path} has no questions")
+    return questions
+
+
+# -- scoring -------------------------------------------------------------------------------------------
+
+def doc_matches(doc_path: str, expected: str) -> bool:
+    """True when a knowledge-base path names the expected document (either may carry a folder prefix)."""
+    a, b = doc_path.strip("/"), expected.strip("/")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
+    """Compare one answer with its golden question."""
+    cited_paths = [c.citation.path for c in answer.citations]
+    expected = sum(1 for p in cited_paths if any(doc_matches(p, e) for e in golden.expected_docs))
+    text = answer.answer.casefold()
+    missing = tuple(s for s in golden.must_contain if s.casefold() not in text) if answer.grounded else golden.must_contain
+    if golden.answerable:
+        citations_ok = not golden.expected_docs or expected == len(cited_paths)
+        correct = answer.grounded and citations_ok and not missing
+    else:
+        correct = not answer.grounded
+    return QuestionResult(
+        id=golden.id,
+        question=golden.question,
+        answerable=golden.answerable,
+        grounded=answer.grounded,
+        refusal_reason=answer.refusal_reason,
+        correct=correct,
+        cited=tuple(c.ref for c in answer.citations),
+        cited_expected=expected,
+        must_contain_missing=missing,
+        latency_ms=answer.usage.latency_ms,
+        first_token_ms=answer.usage.first_token_ms,
+        answer_id=answer.answer_id,
+        answer=answer.answer,
+        note=answer.note,
+    )
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The ``fraction`` percentile by linear interpolation (0.0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    low, high = math.floor(position), math.ceil(position)
+    return round(ordered[low] + (ordered[high] - ordered[low]) * (position - low), 3)
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return round(numerator / denominator, 4) if denominator else None
+
+
+def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult]) -> AnswerMetrics:
+    """Aggregate the per-question results into the report's metrics."""
+    answerable = [r for r in results if r.answerable]
+    unanswerable = [r for r in results if not r.answerable]
+    by_id = {g.id: g for g in golden}
+    precision_pool = [r for r in answerable if r.grounded and by_id[r.id].expected_docs]
+    with_strings = [r for r in answerable if by_id[r.id].must_contain]
+    first_tokens = [r.first_token_ms for r in results if r.first_token_ms is not None]
+    return AnswerMetrics(
+        questions=len(results),
+        answerable=len(answerable),
+        unanswerable=len(unanswerable),
+        grounded_rate=_rate(sum(r.grounded for r in answerable), len(answerable)),
+        correct_refusal_rate=_rate(sum(not r.grounded for r in unanswerable), len(unanswerable)),
+        citation_precision=_rate(sum(r.cited_expected for r in precision_pool), sum(len(r.cited) for r in precision_pool)),
+        must_contain_rate=_rate(sum(r.grounded and not r.must_contain_missing for r in with_strings), len(with_strings)),
+        accuracy=_rate(sum(r.correct for r in results), len(results)),
+        latency_ms_p50=percentile([r.latency_ms for r in results], 0.5),
+        latency_ms_p95=percentile([r.latency_ms for r in results], 0.95),
+        first_token_ms_p50=percentile(first_tokens, 0.5) if first_tokens else None,
+        refusal_reasons=dict(sorted(Counter(r.refusal_reason for r in results if r.refusal_reason).items())),
+    )
+
+
+# -- running ---------------------------------------------------------------------------------------------
+
+def evaluate_answers(
+    kb: KnowledgeBase,
+    golden: Sequence[GoldenQuestion],
+    options: AskOptions = AskOptions(),
+    *,
+    golden_file: Path | str = "",
+    out_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> AnswerReport:
+    """Ask every golden question, score the answers, write report.json and record the run."""
+    run_id = f"ans-{uuid.uuid4().hex[:12]}"
+    results: list[QuestionResult] = []
+    model: ModelRef | None = None
+    constrained = kb.config.rag.constrained if options.constrained is None else options.constrained
+    for done, question in enumerate(golden, start=1):
+        answer = ask(kb, question.question, options)
+        model = model or answer.model
+        results.append(score_answer(question, answer))
+        if progress is not None:
+            progress(done, question.question)
+    folder = Path(out_dir) if out_dir is not None else kb.directory / "eval" / f"answers-{run_id}"
+    report = AnswerReport(
+        run_id=run_id,
+        created_at=now_iso(),
+        golden=str(golden_file),
+        kb_dir=str(kb.directory),
+        backend=options.backend or kb.config.models.llm.backend,
+        model=model,
+        mode=options.mode or kb.config.search.mode,
+        constrained=constrained,
+        score_gate=kb.config.rag.score_gate,
+        prompt_template_version=options.template_version or kb.config.rag.prompt_template_version,
+        metrics=summarize(golden, results),
+        results=tuple(results),
+        report_path=str(folder / "report.json"),
+    )
+    _write(report, folder)
+    _record(kb, report)
+    return report
+
+
+def _write(report: AnswerReport, folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "report.json").write_text(dumps("answer_report.v1", report) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise KbError(f"cannot write the report to {folder}: {exc.strerror}", hint="choose another --out folder") from None
+
+
+def _record(kb: KnowledgeBase, report: AnswerReport) -> None:
+    config = {k: getattr(report, k) for k in ("golden", "backend", "mode", "constrained", "score_gate",
+                                               "prompt_template_version")}
+    config["model"] = report.model.id if report.model else None
+    kb.store.insert_row("eval_runs", {
+        "run_id": report.run_id,
+        "created_at": report.created_at,
+        "kind": "answers",
+        "config_json": json.dumps(config, ensure_ascii=False),
+        "metrics_json": json.dumps(attrs.asdict(report.metrics), ensure_ascii=False),
+        "report_path": report.report_path,
+    })
+
+
+# -- comparing two reports ----------------------------------------------------------------------------------
+
+def _numbers(data: Any, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of a report's metrics: ``metrics.*`` and per-mode ``modes.<mode>.*``."""
+    out: dict[str, float] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.update(_numbers(value, f"{prefix}{key}."))
+    elif isinstance(data, (int, float)) and not isinstance(data, bool):
+        out[prefix.rstrip(".")] = float(data)
+    return out
+
+
+def _metrics_of(report: dict[str, Any]) -> dict[str, float]:
+    found: dict[str, float] = {}
+    if isinstance(report.get("metrics"), dict):
+        found.update(_numbers(report["metrics"]))
+    for item in report.get("modes", []) if isinstance(report.get("modes"), list) else []:
+        if isinstance(item, dict) and isinstance(item.get("mode"), str):
+            found.update(_numbers({k: v for k, v in item.items() if k != "mode"}, f"{item['mode']}."))
+    return found
+
+
+def _load_report(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KbError(f"cannot read report {path}: {exc}", hint="pass report.json files written by kb eval") from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise KbError(f"{path} is not a kb report (no schema_version)", hint="pass report.json files written by kb eval")
+    return data
+
+
+def compare_reports(baseline: Path, candidate: Path) -> ReportComparison:
+    """The deltas of every metric the two reports share (and those only one of them has)."""
+    a, b = _load_report(baseline), _load_report(candidate)
+    if a["schema_version"] != b["schema_version"]:
+        raise KbError(f"cannot compare a {a['schema_version']} report with a {b['schema_version']} report",
+                      hint="compare two reports of the same kind")
+    ma, mb = _metrics_of(a), _metrics_of(b)
+    if not ma and not mb:
+        raise KbError(f"neither report has metrics to compare ({a['schema_version']})")
+    deltas = []
+    for name in list(dict.fromkeys([*ma, *mb])):
+        x, y = ma.get(name), mb.get(name)
+        deltas.append(MetricDelta(name, x, y, round(y - x, 6) if x is not None and y is not None else None))
+    return ReportComparison(str(a["schema_version"]), str(baseline), str(candidate), tuple(deltas))
