@@ -105,10 +105,10 @@ def test_server_error_before_the_stream_raises_with_its_message(fake_ollama, bui
 
 def test_read_timeout_mid_stream_keeps_the_tokens_and_names_the_setting(fake_ollama, build_model):
     fake_ollama.stall_after_lines = 2
-    tokens, done = run(build_model(read_timeout_s=0.3))
+    tokens, done = run(build_model(read_timeout_s=0.5))
     assert tokens == ["The", " sky"]
     assert done.finish_reason == "error"
-    assert "read timeout" in done.error and "0.3 s" in done.error
+    assert "read timeout" in done.error and "0.5 s" in done.error
     assert "read_timeout_s" in done.error and "KB_MODELS__LLM__READ_TIMEOUT_S" in done.error
 
 
