@@ -16,15 +16,17 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import numpy as np
 
 from kb_core import hookimpl
 from kb_core.contracts import ModelContext
 from kb_core.errors import ModelUnavailableError
 from kb_core.types import ModelRef
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODELS_DIR = Path(__file__).parent / "models"
 
@@ -90,6 +92,8 @@ class OnnxEmbedder:
         return self._session
 
     def _run(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         encodings = self._tokenizer.encode_batch(texts)
         limit = self.max_tokens
         ids = [e.ids[: limit - 1] + e.ids[-1:] if len(e.ids) > limit else e.ids for e in encodings]
@@ -114,6 +118,8 @@ class OnnxEmbedder:
 
     def embed_array(self, texts: Sequence[str], prefix: str | None = None) -> np.ndarray:
         """Embed texts as a (n, dimensions) float32 array, in batches sorted by length."""
+        import numpy as np
+
         self._ensure_session()
         prefix = self.settings.document_prefix if prefix is None else prefix
         items = [prefix + t for t in texts]
