@@ -32,6 +32,7 @@ from kb_core.types import Block, ParsedDocument
 
 MAX_TITLE_CHARS = 200
 MAX_HEADING_CHARS = 200
+MAX_LIST_INDENT = 8
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _SPACES = re.compile(r"\s+")
 
@@ -319,9 +320,20 @@ _CONTAINER_KINDS = {"pre": "code", "table": "table", "blockquote": "quote", "ul"
 _META_NAMES = ("description", "keywords", "author")
 
 
+_IMPLIED_SIBLINGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "li": (frozenset({"li"}), frozenset({"ul", "ol"})),
+    "dt": (frozenset({"dt", "dd"}), frozenset({"dl"})),
+    "dd": (frozenset({"dt", "dd"}), frozenset({"dl"})),
+    "tr": (frozenset({"tr"}), frozenset({"table"})),
+    "td": (frozenset({"td", "th"}), frozenset({"tr", "table"})),
+    "th": (frozenset({"td", "th"}), frozenset({"tr", "table"})),
+}
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+
+
 @attrs.define
 class _Capture:
-    """Text being collected for one HTML block, line by line."""
+    """Text being collected for one HTML block, line by line (each line a list of parts)."""
 
     tag: str
     kind: str
@@ -329,50 +341,108 @@ class _Capture:
     start_line: int
     last_line: int
     preformatted: bool = False
-    lines: list[str] = attrs.field(factory=lambda: [""])
+    outer_lists: int = 0  # <ul>/<ol> elements open outside this block
+    lines: list[list[str]] = attrs.field(factory=lambda: [[]])
+    line_has_text: bool = False
     prefix: str = ""
 
     def add(self, text: str, last_line: int) -> None:
         """Append text that ends on ``last_line`` (whitespace-only text does not move the end)."""
-        if not self.preformatted:
-            text = _SPACES.sub(" ", text)
         if text.strip():
-            if not self.lines[-1].strip():
-                self.lines[-1] = self.prefix + text.lstrip()
-                self.prefix = ""
-            else:
-                self.lines[-1] += text
             self.last_line = max(self.last_line, last_line)
-        elif self.preformatted or self.lines[-1]:
-            self.lines[-1] += text
+        if self.preformatted:
+            self.lines[-1].append(text)
+            return
+        text = _SPACES.sub(" ", text)
+        if text.strip() and not self.line_has_text:
+            self.lines[-1] = [self.prefix, text.lstrip()]
+            self.prefix, self.line_has_text = "", True
+        elif self.line_has_text:
+            self.lines[-1].append(text)
 
     def newline(self, prefix: str = "") -> None:
         """Start a new line of text (an item, a row, a paragraph inside a container)."""
-        if self.lines[-1].strip():
-            self.lines.append("")
+        if self.preformatted:
+            self.lines[-1].append("\n")
+        elif self.line_has_text:
+            self.lines.append([])
+            self.line_has_text = False
         self.prefix = prefix
 
     def add_cell(self) -> None:
         """Separate table cells on one row."""
-        if self.lines[-1].strip():
-            self.lines[-1] += " | "
+        if self.line_has_text:
+            self.lines[-1].append(" | ")
 
     def text(self) -> str:
-        """The collected text: verbatim for ``<pre>``, one trimmed line per line otherwise."""
+        """The collected text: verbatim for ``<pre>``, one tidy line per line otherwise."""
         if self.preformatted:
-            return "".join(self.lines).strip("\n").rstrip()
-        return "\n".join(_indent(line) + _SPACES.sub(" ", line.strip()) for line in self.lines if line.strip())
+            return _LEADING_BLANK_LINES.sub("", "".join(self.lines[0])).rstrip()
+        joined = ("".join(parts) for parts in self.lines)
+        return "\n".join(_indent(line) + _SPACES.sub(" ", line.strip()) for line in joined if line.strip())
 
 
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
+@attrs.define
+class _OpenElements:
+    """The stack of open HTML elements, with counts so lookups stay cheap on deep or broken markup."""
+
+    tags: list[str] = attrs.field(factory=list)
+    counts: dict[str, int] = attrs.field(factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.tags)
+
+    def push(self, tag: str) -> None:
+        """Open ``tag``."""
+        self.tags.append(tag)
+        self.counts[tag] = self.counts.get(tag, 0) + 1
+
+    def pop_from(self, index: int) -> list[str]:
+        """Close the elements from ``index`` up; return them, outermost first."""
+        popped = self.tags[index:]
+        del self.tags[index:]
+        for tag in popped:
+            self.counts[tag] -= 1
+        return popped
+
+    def count(self, *tags: str) -> int:
+        """How many of ``tags`` are open."""
+        return sum(self.counts.get(t, 0) for t in tags)
+
+    def last_index(self, tag: str) -> int | None:
+        """The index of the innermost open ``tag``, if any."""
+        if not self.count(tag):
+            return None
+        return len(self.tags) - 1 - self.tags[::-1].index(tag)
+
+    def implied_end(self, tag: str) -> int | None:
+        """The index of an open sibling that ``tag`` implicitly ends (``<li>`` ends an open ``<li>``)."""
+        siblings, boundaries = _IMPLIED_SIBLINGS.get(tag, (frozenset(), frozenset()))
+        if not self.count(*siblings):
+            return None
+        for index in range(len(self.tags) - 1, -1, -1):
+            if self.tags[index] in siblings:
+                return index
+            if self.tags[index] in boundaries:
+                return None
+        return None
+
+    @property
+    def skipping(self) -> bool:
+        """Inside an element whose text is dropped (script, style, nav ...)."""
+        return self.count(*_SKIPPED_TAGS) > 0
+
+
 class _HtmlCollector(_StdlibHTMLParser):
     """Walks HTML events (with exact source lines) and collects headings and content blocks.
 
     Keeps its own stack of open elements, closing elements the way browsers imply (a block
-    tag ends an open ``<p>``), so unbalanced markup still gives sensible blocks.
+    tag ends an open ``<p>``, an ``<li>`` ends the previous one), so unbalanced markup still
+    gives sensible blocks.
     """
 
     def __init__(self) -> None:
@@ -380,8 +450,7 @@ class _HtmlCollector(_StdlibHTMLParser):
         self.items: list[_Heading | _Content] = []
         self.metadata: dict[str, Any] = {}
         self.title = ""
-        self._stack: list[str] = []
-        self._skipping = 0
+        self._open = _OpenElements()
         self._capture: _Capture | None = None
         self._loose: _Capture | None = None
         self._title_parts: list[str] | None = None
@@ -391,16 +460,17 @@ class _HtmlCollector(_StdlibHTMLParser):
     def handle_starttag(self, tag: str, attributes: list[tuple[str, str | None]]) -> None:
         line = self.getpos()[0]
         self._read_attributes(tag, dict(attributes))
-        if not self._skipping and tag in _BLOCK_TAGS and self._capture and self._capture.tag in _LEAF_KINDS:
-            del self._stack[self._capture.depth :]  # a block tag implies the end of an open <p> or <hN>
-            self._close_capture(self._capture.last_line)
+        capture = self._capture
+        if not self._open.skipping and tag in _BLOCK_TAGS and capture and capture.tag in _LEAF_KINDS:
+            self._close_elements(capture.depth, line, own_end=False)  # a block tag ends an open <p> or <hN>
+        sibling = self._open.implied_end(tag)
+        if sibling is not None:
+            self._close_elements(sibling, line, own_end=False)
         if tag not in _VOID_TAGS:
-            self._stack.append(tag)
+            self._open.push(tag)
         if tag == "title":
             self._title_parts = []
-        if tag in _SKIPPED_TAGS and tag not in _VOID_TAGS:
-            self._skipping += 1
-        if self._skipping:
+        if self._open.skipping:
             return
         if self._capture is not None:
             self._structure_inside(tag)
@@ -410,25 +480,17 @@ class _HtmlCollector(_StdlibHTMLParser):
             self._flush_loose()
         if self._capture is None and (tag in _LEAF_KINDS or tag in _CONTAINER_KINDS):
             kind = _LEAF_KINDS.get(tag) or _CONTAINER_KINDS[tag]
-            self._capture = _Capture(tag, kind, len(self._stack) - 1, line, line, preformatted=tag == "pre")
+            outer_lists = self._open.count("ul", "ol") - (tag in ("ul", "ol"))
+            self._capture = _Capture(tag, kind, len(self._open) - 1, line, line, tag == "pre", outer_lists)
 
     def handle_endtag(self, tag: str) -> None:
-        line = self.getpos()[0]
-        if tag not in self._stack:
+        index = self._open.last_index(tag)
+        if index is None:
             return
-        index = len(self._stack) - 1 - self._stack[::-1].index(tag)
-        popped = self._stack[index:]
-        del self._stack[index:]
-        self._skipping -= sum(1 for t in popped if t in _SKIPPED_TAGS)
-        if "title" in popped and self._title_parts is not None:
-            self.title = self.title or _clip("".join(self._title_parts), MAX_TITLE_CHARS)
-            self._title_parts = None
-        if self._capture is not None and self._capture.depth >= index:
-            own = self._capture.depth == index
-            self._close_capture(line if own else self._capture.last_line)
-        elif self._capture is not None and tag in _BLOCK_TAGS and tag not in ("td", "th"):
+        self._close_elements(index, self.getpos()[0], own_end=True)
+        if self._capture is not None and tag in _BLOCK_TAGS and tag not in ("td", "th"):
             self._capture.newline()
-        elif tag in _BLOCK_TAGS:
+        elif self._capture is None and tag in _BLOCK_TAGS:
             self._flush_loose()
 
     def handle_data(self, data: str) -> None:
@@ -468,7 +530,7 @@ class _HtmlCollector(_StdlibHTMLParser):
         if self._title_parts is not None:
             self._title_parts.append(text)
             return
-        if self._skipping:
+        if self._open.skipping:
             return
         if self._capture is not None:
             self._capture.add(text, last_line)
@@ -483,10 +545,24 @@ class _HtmlCollector(_StdlibHTMLParser):
         if tag in ("td", "th"):
             self._capture.add_cell()
         elif tag == "li":
-            depth = sum(1 for t in self._stack[self._capture.depth :] if t in ("ul", "ol")) - 1
-            self._capture.newline("  " * max(depth, 0) + "- ")
+            depth = self._open.count("ul", "ol") - self._capture.outer_lists - 1
+            self._capture.newline("  " * min(max(depth, 0), MAX_LIST_INDENT) + "- ")
         elif tag in _BLOCK_TAGS or tag == "br":
             self._capture.newline()
+
+    def _close_elements(self, index: int, line: int, *, own_end: bool) -> None:
+        """Close the open elements from ``index`` up, ending the title or the block they hold.
+
+        A block ended by its own end tag ends on that tag's line; one ended implicitly ends on
+        its last line of text.
+        """
+        popped = self._open.pop_from(index)
+        if self._title_parts is not None and "title" in popped:
+            self.title = self.title or _clip("".join(self._title_parts), MAX_TITLE_CHARS)
+            self._title_parts = None
+        if self._capture is not None and self._capture.depth >= index:
+            own = own_end and self._capture.depth == index
+            self._close_capture(line if own else self._capture.last_line)
 
     def _close_capture(self, end_line: int) -> None:
         capture, self._capture = self._capture, None
@@ -509,6 +585,23 @@ class _HtmlCollector(_StdlibHTMLParser):
             self.items.append(_Content(capture.kind, text, capture.start_line, end_line))
 
 
+def _defuse(source: str) -> str:
+    """Rewrite the markup that trips the standard library's HTML tokenizer, keeping every line.
+
+    Marked sections (``<![if ...]>``) make it raise; a comment that is never closed, and tags
+    opened after the last ``>``, make it rescan to the end of the text for each one (quadratic
+    time). An unclosed comment runs to the end of the document, as browsers read it; a ``<``
+    after the last ``>`` can only be text.
+    """
+    source = source.replace("<![", "<!_[")
+    last_close = source.rfind("-->")
+    unclosed = source.find("<!--", last_close + 3 if last_close >= 0 else 0)
+    if unclosed >= 0:
+        source = source[:unclosed]
+    last_gt = source.rfind(">")
+    return source[: last_gt + 1] + source[last_gt + 1 :].replace("<", "&lt;")
+
+
 class HtmlParser:
     """HTML through the standard library's tolerant tokenizer, with exact source line spans.
 
@@ -522,7 +615,7 @@ class HtmlParser:
         """Parse HTML ``text``; the title comes from ``<title>``, else the first ``<h1>``."""
         collector = _HtmlCollector()
         warnings: list[str] = []
-        source = _NEWLINE.sub("\n", text).replace("<![", "<!_[")  # marked sections crash html.parser
+        source = _defuse(_NEWLINE.sub("\n", text))
         try:
             collector.feed(source)
             collector.close()

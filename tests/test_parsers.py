@@ -183,6 +183,11 @@ def test_markdown_heading_without_content_is_its_own_block() -> None:
     ]
 
 
+def test_markdown_list_spans_end_at_their_last_item_not_the_blank_line_after() -> None:
+    doc = MarkdownParser().parse("- a\n\n- b\n\nc\n", "x.md")
+    assert [(b.kind, b.start_line, b.end_line) for b in doc.blocks] == [("list", 1, 3), ("paragraph", 5, 5)]
+
+
 def test_markdown_line_endings_crlf_and_cr_count_as_one_line_each() -> None:
     doc = MarkdownParser().parse("# T\r\n\r\npara\rmore\r\n\r\n```\r\n# x\r\n```\r\n", "x.md")
     assert [(b.start_line, b.end_line, b.kind) for b in doc.blocks] == [(1, 4, "paragraph"), (6, 8, "code")]
@@ -278,6 +283,19 @@ def test_html_blocks_on_one_line_share_it() -> None:
 def test_html_nested_lists_are_indented() -> None:
     doc = HtmlParser().parse("<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul>", "x.html")
     assert doc.blocks[0].text == "- a\n  - b\n- c"
+
+
+def test_html_pre_keeps_indentation_and_lists_cap_theirs() -> None:
+    doc = HtmlParser().parse("<pre>\n    x = 1\n      y</pre>\n" + "<ul><li>" * 20 + "deep", "x.html")
+    assert doc.blocks[0].text == "    x = 1\n      y"
+    assert doc.blocks[1].text.splitlines()[-1] == "  " * 8 + "- deep"
+
+
+def test_html_markup_that_trips_the_tokenizer_is_defused_line_for_line() -> None:
+    text = "<p>a</p>\n<![if !IE]>b<![endif]>\n<p>c < d\n<!-- never closed\n<p>hidden</p>"
+    doc = HtmlParser().parse(text, "x.html")
+    assert [(b.text, b.start_line) for b in doc.blocks] == [("a", 1), ("b", 2), ("c < d", 3)]
+    assert doc.warnings == ()
 
 
 # ---------------------------------------------------------------------------------------------
