@@ -4,25 +4,33 @@ Every hit's ``score`` is in [0, 1] in every mode, and the answer pipeline gates 
 hit's score (``[rag] score_gate``). What the score means per mode:
 
 ``lexical``
-    The lexical index's own calibrated score (kb-tantivy: BM25, mapped to [0, 1] by a fixed,
-    query-independent curve, so a query whose terms barely occur scores low). Passed through.
+    The lexical index's calibrated score, passed through. kb-tantivy: ``1 - exp(-c / 0.6)`` where
+    ``c`` is the chunk's BM25 score over the query's *evidence mass* (the BM25 score of a chunk
+    holding every query term once), so it says how much of the query's information a chunk holds,
+    independently of the other hits. Matching only common words scores near 0.
 
 ``vector``
-    The vector index's own calibrated score (kb-sqlitevec: cosine similarity of unit vectors,
-    clipped at 0). Passed through.
+    The vector index's calibrated score, passed through. kb-sqlitevec: the cosine similarity of
+    query and chunk, rescaled above the embedder's similarity floor and clipped to [0, 1]
+    (all-MiniLM-L6-v2: unrelated English text near 0.1-0.2, matching passages 0.5 and above;
+    this English model cannot tell Korean or Chinese texts apart, so they all look similar).
 
 ``hybrid``
     ``score = rrf_norm * evidence`` where
 
     * ``rrf_norm = sum_r 1 / (rrf_k + rank_r) / (n / (rrf_k + 1))``: reciprocal rank fusion over
       the ``n`` retrievers queried, normalised so that a chunk ranked first by every retriever
-      gets 1.0 (a chunk only one of two retrievers found gets at most 0.5);
-    * ``evidence`` = the best calibrated score any retriever gave that chunk (absolute: an
-      off-topic question has weak evidence even for its best-ranked chunk).
+      gets 1.0 (a chunk only one of two retrievers returned gets at most 0.5);
+    * ``evidence = sum_r score_r / n``: the mean calibrated score over the ``n`` retrievers, 0 from
+      one that did not return the chunk. The best chunk of an on-topic question is typically found
+      by both, so its score is about the mean of its lexical and vector scores; an off-topic
+      question keeps low evidence (weak lexical match, weak or, across languages, meaningless
+      vector similarity) however its chunks rank.
 
-    Hits are ordered by this score, so the order is rank-fused (RRF decides between chunks of
-    similar evidence) while the value still says how well the best chunk matches the question.
-    Raw RRF (at most ``n / (rrf_k + 1)``, about 0.033) is kept in ``Hit.raw_score``.
+    Hits are ordered by this score: the order is rank-fused (RRF decides between chunks of
+    similar evidence) while the value says how well both indexes agree that the chunk matches.
+    Raw RRF (at most ``n / (rrf_k + 1)``, about 0.033) is kept in ``Hit.raw_score``; per-retriever
+    ranks and scores are in ``SearchResponse.explanations``.
 
 When a lexical or vector search has several indexes of that mode, they are fused the same way
 as hybrid. Each retriever is asked for ``max(k, search.fanout)`` hits; hits are deduplicated
@@ -133,13 +141,15 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int) -> list[tuple
     parts: dict[str, list[Contribution]] = {}
     for name, hits in results:
         for rank, hit in enumerate(hits, start=1):
+            if name in (c.retriever for c in parts.get(hit.chunk_id, ())):
+                continue  # a chunk counts once per list, at its best rank
             first.setdefault(hit.chunk_id, hit)
             parts.setdefault(hit.chunk_id, []).append(Contribution(name, rank, _clamp(hit.score), float(hit.raw_score)))
     fused: list[tuple[Hit, HitExplanation]] = []
     for chunk_id, contributions in parts.items():
         rrf = sum(1.0 / (rrf_k + c.rank) for c in contributions)
         rrf_norm = _clamp(rrf / best_rrf)
-        evidence = max(c.score for c in contributions)
+        evidence = sum(c.score for c in contributions) / len(results)
         hit = first[chunk_id]
         fused_hit = attrs.evolve(
             hit,
