@@ -46,11 +46,11 @@ def split_lines(text: str) -> list[str]:
 
 
 def _file_name(path: str) -> str:
-    return PurePosixPath(path.replace("\\", "/")).name or path
+    return PurePosixPath(path.replace("\\", "/")).name or path or "untitled"
 
 
 def _clip(text: str, limit: int) -> str:
-    return _SPACES.sub(" ", text).strip()[:limit].rstrip()
+    return _SPACES.sub(" ", text.replace("\ufeff", "")).strip()[:limit].rstrip()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,7 +255,8 @@ class MarkdownParser:
         lines = split_lines(text)
         front = read_frontmatter(lines)
         body = [""] * front.line_count + lines[front.line_count :]
-        items = list(self._items(self._blocks.parse("\n".join(body)), body))
+        tokens = self._blocks.parse("\n".join(body).removeprefix("\ufeff"))  # a byte-order mark hides a heading
+        items = list(self._items(tokens, body))
         first_h1 = next((i.title for i in items if isinstance(i, _Heading) and i.level == 1), "")
         title = _frontmatter_title(front.metadata) or first_h1 or _file_name(path)
         warnings = (front.warning,) if front.warning else ()
@@ -615,7 +616,7 @@ class HtmlParser:
         """Parse HTML ``text``; the title comes from ``<title>``, else the first ``<h1>``."""
         collector = _HtmlCollector()
         warnings: list[str] = []
-        source = _defuse(_NEWLINE.sub("\n", text))
+        source = _defuse(_NEWLINE.sub("\n", text).removeprefix("\ufeff"))
         try:
             collector.feed(source)
             collector.close()

@@ -183,6 +183,13 @@ def test_markdown_heading_without_content_is_its_own_block() -> None:
     ]
 
 
+def test_byte_order_mark_does_not_hide_the_first_heading_or_title() -> None:
+    doc = MarkdownParser().parse("\ufeff# Title\n\ntext\n", "x.md")
+    assert doc.title == "Title" and doc.blocks[0].heading_path == ("Title",)
+    assert HtmlParser().parse("\ufeff<h1>T</h1>", "x.html").blocks[0].text == "T"
+    assert TextParser().parse("\ufeffFirst line\n", "x.txt").title == "First line"
+
+
 def test_markdown_list_spans_end_at_their_last_item_not_the_blank_line_after() -> None:
     doc = MarkdownParser().parse("- a\n\n- b\n\nc\n", "x.md")
     assert [(b.kind, b.start_line, b.end_line) for b in doc.blocks] == [("list", 1, 3), ("paragraph", 5, 5)]
