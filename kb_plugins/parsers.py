@@ -342,15 +342,18 @@ class _Capture:
     start_line: int
     last_line: int
     preformatted: bool = False
+    seen_text: bool = False
     outer_lists: int = 0  # <ul>/<ol> elements open outside this block
     lines: list[list[str]] = attrs.field(factory=lambda: [[]])
     line_has_text: bool = False
     prefix: str = ""
 
-    def add(self, text: str, last_line: int) -> None:
-        """Append text that ends on ``last_line`` (whitespace-only text does not move the end)."""
+    def add(self, text: str, first_line: int, last_line: int) -> None:
+        """Append text found on lines ``first_line..last_line``; the span follows the visible text."""
         if text.strip():
+            self.start_line = self.start_line if self.seen_text else first_line
             self.last_line = max(self.last_line, last_line)
+            self.seen_text = True
         if self.preformatted:
             self.lines[-1].append(text)
             return
@@ -463,10 +466,10 @@ class _HtmlCollector(_StdlibHTMLParser):
         self._read_attributes(tag, dict(attributes))
         capture = self._capture
         if not self._open.skipping and tag in _BLOCK_TAGS and capture and capture.tag in _LEAF_KINDS:
-            self._close_elements(capture.depth, line, own_end=False)  # a block tag ends an open <p> or <hN>
+            self._close_elements(capture.depth)  # a block tag ends an open <p> or <hN>
         sibling = self._open.implied_end(tag)
         if sibling is not None:
-            self._close_elements(sibling, line, own_end=False)
+            self._close_elements(sibling)
         if tag not in _VOID_TAGS:
             self._open.push(tag)
         if tag == "title":
@@ -488,7 +491,7 @@ class _HtmlCollector(_StdlibHTMLParser):
         index = self._open.last_index(tag)
         if index is None:
             return
-        self._close_elements(index, self.getpos()[0], own_end=True)
+        self._close_elements(index)
         if self._capture is not None and tag in _BLOCK_TAGS and tag not in ("td", "th"):
             self._capture.newline()
         elif self._capture is None and tag in _BLOCK_TAGS:
@@ -513,7 +516,7 @@ class _HtmlCollector(_StdlibHTMLParser):
         """Finish parsing and close whatever is still open."""
         super().close()
         if self._capture is not None:
-            self._close_capture(self._capture.last_line)
+            self._close_capture()
         self._flush_loose()
         if self._title_parts is not None and not self.title:
             self.title = _clip("".join(self._title_parts), MAX_TITLE_CHARS)
@@ -534,11 +537,11 @@ class _HtmlCollector(_StdlibHTMLParser):
         if self._open.skipping:
             return
         if self._capture is not None:
-            self._capture.add(text, last_line)
+            self._capture.add(text, first_line, last_line)
         elif text.strip():
             if self._loose is None:
                 self._loose = _Capture("", "paragraph", -1, first_line, first_line)
-            self._loose.add(text, last_line)
+            self._loose.add(text, first_line, last_line)
 
     def _structure_inside(self, tag: str) -> None:
         """Line breaks, list bullets and cell separators inside the block being collected."""
@@ -551,39 +554,35 @@ class _HtmlCollector(_StdlibHTMLParser):
         elif tag in _BLOCK_TAGS or tag == "br":
             self._capture.newline()
 
-    def _close_elements(self, index: int, line: int, *, own_end: bool) -> None:
-        """Close the open elements from ``index`` up, ending the title or the block they hold.
-
-        A block ended by its own end tag ends on that tag's line; one ended implicitly ends on
-        its last line of text.
-        """
+    def _close_elements(self, index: int) -> None:
+        """Close the open elements from ``index`` up, ending the title or the block they hold."""
         popped = self._open.pop_from(index)
         if self._title_parts is not None and "title" in popped:
             self.title = self.title or _clip("".join(self._title_parts), MAX_TITLE_CHARS)
             self._title_parts = None
         if self._capture is not None and self._capture.depth >= index:
-            own = own_end and self._capture.depth == index
-            self._close_capture(line if own else self._capture.last_line)
+            self._close_capture()
 
-    def _close_capture(self, end_line: int) -> None:
+    def _close_capture(self) -> None:
         capture, self._capture = self._capture, None
         assert capture is not None
-        self._emit(capture, end_line)
+        self._emit(capture)
 
     def _flush_loose(self) -> None:
         if self._loose is not None:
             loose, self._loose = self._loose, None
-            self._emit(loose, loose.last_line)
+            self._emit(loose)
 
-    def _emit(self, capture: _Capture, end_line: int) -> None:
+    def _emit(self, capture: _Capture) -> None:
+        """Record a finished block; its span runs from its first to its last line of text."""
         text = capture.text()
         if not text:
             return
         if capture.kind == "heading":
             title = _clip(text, MAX_HEADING_CHARS)
-            self.items.append(_Heading(int(capture.tag[1]), title, title, capture.start_line, end_line))
+            self.items.append(_Heading(int(capture.tag[1]), title, title, capture.start_line, capture.last_line))
         else:
-            self.items.append(_Content(capture.kind, text, capture.start_line, end_line))
+            self.items.append(_Content(capture.kind, text, capture.start_line, capture.last_line))
 
 
 def _defuse(source: str) -> str:
@@ -607,9 +606,9 @@ class HtmlParser:
     """HTML through the standard library's tolerant tokenizer, with exact source line spans.
 
     Headings ``<h1>``-``<h6>`` set the heading path; paragraphs, lists, ``<pre>``, tables and
-    block quotes become blocks; script, style, nav and similar elements are dropped. Several
-    blocks on one source line share that line, so a block may start on the line where the
-    previous one ends.
+    block quotes become blocks; script, style, nav and similar elements are dropped. A block's
+    span runs from its first to its last line of visible text (not its tags); several blocks on
+    one source line share that line, so a block may start on the line where the previous one ends.
     """
 
     def parse(self, text: str, path: str) -> ParsedDocument:
