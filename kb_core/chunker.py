@@ -18,6 +18,8 @@ tokenizer, so chunks respect the model's real limit.
 from __future__ import annotations
 
 import hashlib
+import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -25,6 +27,12 @@ import attrs
 from kb_core.types import Block, Chunk
 
 CountTokens = Callable[[Sequence[str]], list[int]]
+TokenStarts = Callable[[Sequence[str]], list[list[int]]]
+SpanCounter = Callable[[Sequence[tuple[int, int]]], list[int]]
+Piece = tuple[int, int, int]  # start, stop (character offsets) and token count
+
+SENTENCE = re.compile(r"[^.!?。！？]+(?:[.!?。！？]+\s*|$)|[.!?。！？]+\s*")
+WORD = re.compile(r"\s*\S+\s*")
 
 
 @attrs.frozen
@@ -68,10 +76,17 @@ def chunk_id(doc_path: str, ordinal: int, content_hash: str) -> str:
 
 
 class Chunker:
-    """Packs blocks into chunks; one instance per tokenizer and limits."""
+    """Packs blocks into chunks; one instance per tokenizer and limits.
 
-    def __init__(self, count_tokens: CountTokens, limits: ChunkLimits) -> None:
+    ``token_starts(texts)``, when the tokenizer offers it, gives the character offset of every
+    content token of each text; token counts of any slice are then read off it without
+    tokenizing again (one tokenizer pass per block, plus the final recount).
+    """
+
+    def __init__(self, count_tokens: CountTokens, limits: ChunkLimits,
+                 token_starts: TokenStarts | None = None) -> None:
         self.count_tokens = count_tokens
+        self.token_starts = token_starts
         self.limits = limits
         self.specials = count_tokens([""])[0]  # [CLS]/[SEP] and the like
         if self.specials >= limits.hard_max // 2:
@@ -82,53 +97,90 @@ class Chunker:
     def _content_tokens(self, texts: Sequence[str]) -> list[int]:
         return [max(0, n - self.specials) for n in self.count_tokens(texts)] if texts else []
 
+    def _exact_counter(self, text: str) -> SpanCounter:
+        return lambda spans: self._content_tokens([text[a:b] for a, b in spans])
+
+    @staticmethod
+    def _offset_counter(starts: list[int]) -> SpanCounter:
+        return lambda spans: [bisect_left(starts, b) - bisect_left(starts, a) for a, b in spans]
+
     def _units(self, blocks: Sequence[Block]) -> list[_Unit]:
         budget = self.limits.hard_max - self.specials
-        counts = self._content_tokens([b.text for b in blocks])
+        texts = [b.text for b in blocks]
+        if self.token_starts is not None:
+            starts = self.token_starts(texts)
+            counters = [self._offset_counter(s) for s in starts]
+            counts = [len(s) for s in starts]
+        else:
+            counters = [self._exact_counter(t) for t in texts]
+            counts = self._content_tokens(texts)
         units: list[_Unit] = []
-        for block, tokens in zip(blocks, counts):
+        for block, tokens, counter in zip(blocks, counts, counters):
             if not block.text.strip():
                 continue
             if tokens <= budget:
                 units.append(_Unit(block.text, block.start_line, block.end_line, tokens, block.heading_path,
                                    block.kind == "heading"))
             else:
-                units.extend(self._split_block(block, budget))
+                units.extend(self._split_block(block, budget, counter))
         return units
 
-    def _split_block(self, block: Block, budget: int) -> list[_Unit]:
-        lines = block.text.split("\n")
-        # A block's text lines map onto its span when they agree in number; else all share the span.
-        exact = len(lines) == block.end_line - block.start_line + 1
-        counts = self._content_tokens(lines)
+    def _split_block(self, block: Block, budget: int, counter: SpanCounter) -> list[_Unit]:
+        text = block.text
+        spans: list[tuple[int, int]] = []
+        position = 0
+        for line in text.split("\n"):
+            spans.append((position, position + len(line)))
+            position += len(line) + 1
+        # Line i of the text is source line start+i only for verbatim text of the same height.
+        exact = block.verbatim and len(spans) == block.end_line - block.start_line + 1
         units: list[_Unit] = []
-        for offset, (line, tokens) in enumerate(zip(lines, counts)):
-            if not line.strip():
+        for offset, ((a, b), tokens) in enumerate(zip(spans, counter(spans))):
+            if not text[a:b].strip():
                 continue
             number = block.start_line + offset if exact else block.start_line
             end = number if exact else block.end_line
-            pieces = [line] if tokens <= budget else self._split_line(line, budget)
-            piece_counts = [tokens] if len(pieces) == 1 else self._content_tokens(pieces)
-            for index, (piece, n) in enumerate(zip(pieces, piece_counts)):
-                joiner = "\n" if units else "\n\n"
-                units.append(_Unit(piece, number, end, n, block.heading_path, False, "" if index else joiner))
+            pieces = [(a, b, tokens)] if tokens <= budget else self._split_span(text, a, b, budget, counter)
+            if self.token_starts is None:
+                pieces = self._verified(text, pieces, budget)
+            for index, (start, stop, n) in enumerate(pieces):
+                joiner = "" if index else ("\n" if units else "\n\n")
+                units.append(_Unit(text[start:stop], number, end, n, block.heading_path, False, joiner))
         return units
 
-    def _split_line(self, line: str, budget: int) -> list[str]:
-        """Split one over-long line into slices of at most ``budget`` tokens (by characters)."""
-        pieces: list[str] = []
-        rest = line
-        while rest:
-            low, high = 1, len(rest)
-            while low < high:  # the longest prefix that fits
-                mid = (low + high + 1) // 2
-                if self._content_tokens([rest[:mid]])[0] <= budget:
-                    low = mid
-                else:
-                    high = mid - 1
-            pieces.append(rest[:low])
-            rest = rest[low:]
+    def _split_span(self, text: str, a: int, b: int, budget: int, counter: SpanCounter) -> list[Piece]:
+        """Cut text[a:b] into consecutive pieces of at most ``budget`` tokens.
+
+        Cuts fall between sentences where possible, else between words, else between characters.
+        """
+        segment = text[a:b]
+        for pattern in (SENTENCE, WORD):
+            parts = [(a + m.start(), a + m.end()) for m in pattern.finditer(segment)]
+            if len(parts) > 1:
+                break
+        else:
+            parts = [(a + i, a + i + 1) for i in range(len(segment))]
+        pieces: list[Piece] = []
+        for (start, stop), count in zip(parts, counter(parts)):
+            if count > budget and stop - start > 1:
+                pieces.extend(self._split_span(text, start, stop, budget, counter))
+            elif pieces and pieces[-1][1] == start and pieces[-1][2] + count <= budget:
+                pieces[-1] = (pieces[-1][0], stop, pieces[-1][2] + count)
+            else:
+                pieces.append((start, stop, count))
         return pieces
+
+    def _verified(self, text: str, pieces: list[Piece], budget: int) -> list[Piece]:
+        """Recount merged pieces (joins may tokenize differently) and halve any that overflow."""
+        real = self._content_tokens([text[a:b] for a, b, _ in pieces])
+        out: list[Piece] = []
+        for (a, b, _), count in zip(pieces, real):
+            if count <= budget or b - a <= 1:
+                out.append((a, b, count))
+            else:
+                middle = (a + b) // 2
+                out.extend(self._verified(text, [(a, middle, 0), (middle, b, 0)], budget))
+        return out
 
     # -- packing ----------------------------------------------------------------------------
 
@@ -179,14 +231,25 @@ class Chunker:
             counts = self.count_tokens([self._join(g) for _, g in pending])
             retry: list[tuple[tuple[int, ...], list[_Unit]]] = []
             for (key, group), count in zip(pending, counts):
-                if count <= self.limits.hard_max or len(group) == 1:
+                if count <= self.limits.hard_max:
                     fitted.append((key, group, self._join(group), count))
+                elif len(group) == 1:
+                    units = self._resplit(group[0])
+                    retry.extend((key + (i,), [u]) for i, u in enumerate(units))
                 else:
                     middle = len(group) // 2
                     retry.extend([(key + (0,), group[:middle]), (key + (1,), group[middle:])])
             pending = retry
         fitted.sort(key=lambda item: item[0])
         return [(group, text, count) for _, group, text, count in fitted]
+
+    def _resplit(self, unit: _Unit) -> list[_Unit]:
+        """Split one unit the real tokenizer finds too long, counting every piece exactly."""
+        budget = self.limits.hard_max - self.specials
+        text = unit.text
+        pieces = self._verified(text, self._split_span(text, 0, len(text), budget, self._exact_counter(text)), budget)
+        return [attrs.evolve(unit, text=text[a:b], tokens=n, joiner=unit.joiner if i == 0 else "")
+                for i, (a, b, n) in enumerate(pieces)]
 
     def chunk(self, doc_path: str, blocks: Sequence[Block]) -> list[Chunk]:
         """Chunks for one document's blocks, in document order, with deterministic ids."""

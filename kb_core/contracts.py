@@ -28,7 +28,11 @@ class Parser(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns text into unit-length vectors; counts tokens with the model's own tokenizer."""
+    """Turns text into unit-length vectors; counts tokens with the model's own tokenizer.
+
+    An embedder may also offer ``token_starts(texts) -> list[list[int]]`` (the character offset
+    of each content token); the chunker then tokenizes each block once instead of per slice.
+    """
 
     model_ref: ModelRef
     dimensions: int

@@ -82,7 +82,8 @@ def make_chunker(kb: KnowledgeBase) -> Chunker:
     hard_max = min(cfg.chunk_max_tokens, embedder.max_tokens)
     target = min(cfg.chunk_target_tokens, hard_max)
     overlap = min(cfg.chunk_overlap_tokens, target - 1)
-    return Chunker(embedder.count_tokens, ChunkLimits(target=target, hard_max=hard_max, overlap=overlap))
+    limits = ChunkLimits(target=target, hard_max=hard_max, overlap=overlap)
+    return Chunker(embedder.count_tokens, limits, getattr(embedder, "token_starts", None))
 
 
 class _Parsers:

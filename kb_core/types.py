@@ -58,13 +58,19 @@ class IngestWarning:
 
 @attrs.frozen
 class Block:
-    """A structural piece of a parsed document: a paragraph, a code block, a table, a list."""
+    """A structural piece of a parsed document: a paragraph, a code block, a table, a list.
+
+    ``verbatim`` says the text is exactly the source lines ``start_line..end_line``, so line i
+    of the text is source line ``start_line + i`` (true for Markdown and plain text; extracted
+    text, as from HTML, is not).
+    """
 
     text: str
     start_line: int
     end_line: int
     heading_path: tuple[str, ...] = ()
     kind: str = "paragraph"
+    verbatim: bool = False
 
 
 @attrs.frozen

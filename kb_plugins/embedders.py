@@ -72,7 +72,14 @@ class OnnxEmbedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text takes, special tokens included (what the model's limit counts)."""
+        if len(texts) == 1:  # encode_batch's thread pool costs more than it saves on one text
+            return [len(self._tokenizer.encode(texts[0]).ids)]
         return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+
+    def token_starts(self, texts: Sequence[str]) -> list[list[int]]:
+        """Character offset of each content token (special tokens left out), per text."""
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [[start for start, _ in e.offsets] for e in encodings]
 
     # -- vectors ------------------------------------------------------------------------------
 

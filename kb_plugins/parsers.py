@@ -90,7 +90,8 @@ def _assemble(items: Iterable[_Heading | _Content], source_lines: Sequence[str] 
 
     def flush_pending() -> None:
         for heading, heading_path in pending:
-            blocks.append(Block(heading.text, heading.start_line, heading.end_line, heading_path, "heading"))
+            blocks.append(Block(heading.text, heading.start_line, heading.end_line, heading_path, "heading",
+                                verbatim=source_lines is not None))
         pending.clear()
 
     for item in items:
@@ -107,7 +108,8 @@ def _assemble(items: Iterable[_Heading | _Content], source_lines: Sequence[str] 
             text = "\n".join(source_lines[start - 1 : item.end_line])
         else:
             text = "\n".join([*(h.text for h, _ in pending), item.text])
-        blocks.append(Block(text, start, item.end_line, tuple(h.title for h in stack), item.kind))
+        blocks.append(Block(text, start, item.end_line, tuple(h.title for h in stack), item.kind,
+                            verbatim=source_lines is not None))
         pending.clear()
     flush_pending()
     return blocks
@@ -129,7 +131,7 @@ class TextParser:
             if line.strip() and start is None:
                 start = number
             elif not line.strip() and start is not None:
-                blocks.append(Block("\n".join(lines[start - 1 : number - 1]), start, number - 1))
+                blocks.append(Block("\n".join(lines[start - 1 : number - 1]), start, number - 1, verbatim=True))
                 start = None
         title = _clip(blocks[0].text.splitlines()[0], MAX_TITLE_CHARS) if blocks else ""
         return ParsedDocument(title=title or _file_name(path), blocks=tuple(blocks))

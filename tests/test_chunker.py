@@ -29,7 +29,7 @@ def documents(draw: st.DrawFn) -> list[Block]:
             line += 1
             continue
         lines = draw(st.lists(LINE, min_size=1, max_size=8))
-        blocks.append(Block("\n".join(lines), line, line + len(lines) - 1, tuple(headings)))
+        blocks.append(Block("\n".join(lines), line, line + len(lines) - 1, tuple(headings), verbatim=True))
         line += len(lines)
     return blocks
 
@@ -45,9 +45,10 @@ LIMITS = st.builds(
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(blocks=documents(), limits=LIMITS)
-def test_chunks_respect_spans_order_and_hard_max(embedder, blocks: list[Block], limits: ChunkLimits) -> None:
-    chunker = Chunker(embedder.count_tokens, limits)
+@given(blocks=documents(), limits=LIMITS, with_offsets=st.booleans())
+def test_chunks_respect_spans_order_and_hard_max(embedder, blocks: list[Block], limits: ChunkLimits,
+                                                 with_offsets: bool) -> None:
+    chunker = Chunker(embedder.count_tokens, limits, embedder.token_starts if with_offsets else None)
     chunks = chunker.chunk("notes/a.md", blocks)
     last_line = max((b.end_line for b in blocks), default=0)
     recounted = embedder.count_tokens([c.text for c in chunks]) if chunks else []
@@ -101,15 +102,27 @@ def test_overlap_carries_trailing_lines_into_the_next_chunk(embedder) -> None:
         assert after.end_line > before.end_line  # and progress
 
 
-def test_oversized_line_is_split_below_the_hard_max(embedder) -> None:
+@pytest.mark.parametrize("with_offsets", [False, True])
+def test_oversized_line_is_split_below_the_hard_max(embedder, with_offsets: bool) -> None:
     line = " ".join(f"token{i}" for i in range(2000))
-    chunks = Chunker(embedder.count_tokens, ChunkLimits(target=100, hard_max=128, overlap=0)).chunk(
+    starts = embedder.token_starts if with_offsets else None
+    chunks = Chunker(embedder.count_tokens, ChunkLimits(target=100, hard_max=128, overlap=0), starts).chunk(
         "big.txt", [Block(line, 1, 1)]
     )
     assert len(chunks) > 5
     assert all(c.token_count <= 128 for c in chunks)
     assert all((c.start_line, c.end_line) == (1, 1) for c in chunks)
     assert "".join(c.text for c in chunks) == line
+
+
+def test_extracted_text_lines_are_not_mapped_onto_source_lines(embedder) -> None:
+    """Non-verbatim text (HTML) that happens to have as many lines as its span cites the whole span."""
+    text = "\n".join("word " * 60 for _ in range(3))
+    limits = ChunkLimits(target=60, hard_max=80, overlap=0)
+    chunks = Chunker(embedder.count_tokens, limits).chunk("p.html", [Block(text, 10, 12, verbatim=False)])
+    assert len(chunks) > 1 and all((c.start_line, c.end_line) == (10, 12) for c in chunks)
+    exact = Chunker(embedder.count_tokens, limits).chunk("p.md", [Block(text, 10, 12, verbatim=True)])
+    assert [c.start_line for c in exact][0] == 10 and exact[-1].end_line == 12 and exact[-1].start_line > 10
 
 
 @pytest.mark.parametrize("target,hard,overlap", [(0, 100, 0), (200, 100, 0), (50, 100, 50), (5, 4, 0)])
