@@ -28,7 +28,7 @@ from kb_core.errors import KbError
 from kb_core.indexing import SyncResult, sync_all
 from kb_core.source import SourceFile, SourceProblem, normalise, walk
 from kb_core.store import now_iso
-from kb_core.types import Chunk, Document, IngestWarning
+from kb_core.types import Block, Document, IngestWarning
 
 Progress = Callable[[str, int, int], None]
 BINARY_SNIFF_BYTES = 8192
@@ -54,7 +54,7 @@ class IngestReport:
 @attrs.frozen
 class _Prepared:
     document: Document
-    chunks: list[Chunk]
+    blocks: tuple[Block, ...]
     warnings: list[str]
 
 
@@ -142,7 +142,6 @@ class Ingester:
         except Exception as exc:  # a parser bug must not stop the ingest
             self.failed.append(IngestWarning(file.path, f"parser {parser_name} failed: {type(exc).__name__}: {exc}"))
             return None
-        chunks = self.chunker.chunk(file.path, parsed.blocks)
         document = Document(
             path=file.path,
             content_hash=content_hash,
@@ -151,11 +150,10 @@ class Ingester:
             parser=parser_name,
             source_root=root,
             metadata=parsed.metadata,
-            chunk_count=len(chunks),
             ingested_at=now_iso(),
         )
         notes = [warning] if warning else []
-        return _Prepared(document, chunks, notes + list(parsed.warnings))
+        return _Prepared(document, parsed.blocks, notes + list(parsed.warnings))
 
     def _read(self, file: SourceFile) -> bytes | None:
         limit = self.kb.config.ingest.max_file_bytes
@@ -170,9 +168,10 @@ class Ingester:
             return None
 
     def _write(self, batch: list[_Prepared], known: dict[str, str]) -> None:
+        chunk_lists = self.chunker.chunk_many([(item.document.path, item.blocks) for item in batch])
         with self.store.transaction():
-            for item in batch:
-                self.store.replace_document(item.document, item.chunks)
+            for item, chunks in zip(batch, chunk_lists):
+                self.store.replace_document(item.document, chunks)
         for item in batch:
             (self.updated if item.document.path in known else self.added).append(item.document.path)
             self.warnings.extend(IngestWarning(item.document.path, w) for w in item.warnings)
