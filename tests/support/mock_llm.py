@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+from kb_core import hookimpl
 from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
 
 Script = Sequence[str] | Callable[[GenerateRequest], Sequence[str]]
@@ -41,3 +42,22 @@ class ScriptedLanguageModel:
     def check(self) -> list[Problem]:
         """Nothing can be wrong with a script."""
         return []
+
+
+class ScriptedPlugin:
+    """An in-process plugin that registers the backend ``scripted`` (for CLI tests through the registry)."""
+
+    def __init__(self, script: Script = ("ok [#1]",)) -> None:
+        self.script = script
+        self.models: list[ScriptedLanguageModel] = []
+
+    @hookimpl
+    def register_language_models(self, register: Callable[..., None]) -> None:
+        """Register ``scripted``; every model it makes is kept in ``models``."""
+
+        def make(_ctx: object) -> ScriptedLanguageModel:
+            model = ScriptedLanguageModel(self.script)
+            self.models.append(model)
+            return model
+
+        register("scripted", make)
