@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 Qrels = dict[str, dict[str, int]]
 
 #: How many chunk hits to fetch per query before collapsing them to documents.
-CHUNK_DEPTH = 100
+CHUNK_DEPTH = 50
 
 
 @attrs.frozen
