@@ -6,6 +6,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,13 +14,14 @@ from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_sessio
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.types import SEARCH_MODES, SearchQuery
 
+if TYPE_CHECKING:
+    from kb_core.search import SearchResponse
+
 MODE_CHOICE = click.Choice(list(SEARCH_MODES))
 
 
-def _print_hits(response: object, explain: bool) -> None:
-    from kb_core.search import SearchResponse
-
-    assert isinstance(response, SearchResponse)
+def _print_hits(response: SearchResponse, explain: bool) -> None:
+    """Rank, score, citation, heading path and snippet of every hit (and why, with ``explain``)."""
     if not response.hits:
         click.echo(f"no results for {response.query!r} ({response.mode})", err=True)
     for hit, why in zip(response.hits, response.explanations):
