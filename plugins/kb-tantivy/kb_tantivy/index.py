@@ -271,7 +271,7 @@ class TantivyIndex:
         regex = glob_regex(glob)
         if regex is not None:
             path_filter = Query.boost_query(Query.regex_query(self.schema, "doc_path", regex), 0.0)
-            text_query = Query.boolean_query([(Occur.Should, text_query), (Occur.Must, path_filter)])
+            text_query = Query.boolean_query([(Occur.Must, text_query), (Occur.Must, path_filter)])
         limit = query.k if regex is not None else query.k * 10
         while True:
             hits = list(searcher.search(text_query, limit, count=False).hits)

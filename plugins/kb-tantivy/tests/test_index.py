@@ -367,3 +367,18 @@ def test_a_corrupt_index_is_reported_and_fixed_by_a_rebuild(index: TantivyIndex)
 
 def test_search_on_an_index_never_built_finds_nothing(index: TantivyIndex) -> None:
     assert index.search(SearchQuery("anything")) == [] and index.count() == 0
+
+
+def test_path_glob_never_returns_chunks_that_do_not_match_the_query(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from kb_core.config import Config
+    from kb_core.contracts import IndexContext
+    from kb_core.store import StoreOfRecord
+    from kb_core.types import Chunk, SearchQuery
+    from kb_tantivy.index import TantivyIndex
+
+    index = TantivyIndex(IndexContext("tantivy", tmp_path / "ix", Config(), StoreOfRecord(tmp_path)))
+    index.upsert([Chunk("c1", "ko/a.md", 0, "서울 인구", "h1", 1, 1), Chunk("c2", "en/b.md", 0, "heliograph mirror", "h2", 1, 1)])
+    index.commit()
+    assert index.search(SearchQuery(text="heliograph", k=5, path_glob="ko/*")) == []
+    hits = index.search(SearchQuery(text="heliograph", k=5, path_glob="en/*"))
+    assert [h.doc_path for h in hits] == ["en/b.md"] and hits[0].score > 0
