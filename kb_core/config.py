@@ -79,14 +79,25 @@ class SearchConfig:
     fanout: int = 50
 
 
+#: The score gate per search mode, calibrated on the fixture corpus and SciFact (see kb_core.search).
+DEFAULT_GATES: dict[str, float] = {"lexical": 0.15, "vector": 0.35, "hybrid": 0.3}
+
+
 @attrs.define
 class RagConfig:
-    """The answer pipeline."""
+    """The answer pipeline. ``score_gate`` overrides the per-mode gates when set."""
 
-    score_gate: float = 0.3
+    score_gate: float | None = None
+    score_gates: dict[str, float] = attrs.field(factory=lambda: dict(DEFAULT_GATES))
     max_context_tokens: int = 2048
     prompt_template_version: str = "auto"
     constrained: bool = False
+
+    def gate(self, mode: str) -> float:
+        """The score a top hit must reach in ``mode`` for the model to be asked."""
+        if self.score_gate is not None:
+            return self.score_gate
+        return self.score_gates.get(mode, DEFAULT_GATES["hybrid"])
 
 
 @attrs.define
