@@ -289,7 +289,7 @@ def evaluate_answers(
         model=model,
         mode=options.mode or kb.config.search.mode,
         constrained=constrained,
-        score_gate=kb.config.rag.score_gate,
+        score_gate=kb.config.rag.gate(options.mode or kb.config.search.mode),
         prompt_template_version=options.template_version or kb.config.rag.prompt_template_version,
         metrics=summarize(golden, results),
         results=tuple(results),

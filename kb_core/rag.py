@@ -5,7 +5,7 @@ cited names a chunk that was packed into its prompt, and it did not say the evid
 insufficient. Everything else is a refusal with a reason:
 
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
-``score_gate``       the best hit scores below ``[rag] score_gate``; no model call.
+``score_gate``       the best hit scores below the gate of its search mode (``[rag] score_gates``); no model call.
 ``llm_self_judge``   the model refused, cited nothing, or cited a marker it was not given.
 ``generation_error`` the model's stream ended with an error.
 
@@ -243,7 +243,7 @@ class RagPipeline:
 
     def _gate(self, run: _Run) -> Answer | None:
         """A refusal when retrieval found nothing or its best hit scores below the gate."""
-        gate = self.config.rag.score_gate
+        gate = self.config.rag.gate(run.mode)
         if not run.hits:
             return self._refusal(run, "no_chunks", run.template.no_chunks_refusal, "retrieval found no chunks")
         top = run.hits[0].score
@@ -333,7 +333,7 @@ class RagPipeline:
             trace_id=run.trace_id,
             mode=run.mode,
             k=run.k,
-            score_gate=self.config.rag.score_gate,
+            score_gate=self.config.rag.gate(run.mode),
             top_score=round(run.hits[0].score, 4) if run.hits else None,
             chunks_returned=len(run.hits),
             chunks_used=len(packed),
