@@ -84,3 +84,50 @@ def citation_grammar(marker_count: int) -> str:
             f'cite ::= "[#" ({markers}) "]"',
         )
     )
+
+
+# -- support: is what the answer says in the passages it cites? ----------------------------------------
+
+_WORD = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]+", re.UNICODE)
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+#: Words that carry no claim: function words and the filler models wrap answers in.
+FILLER = frozenset(
+    "a an the is are was were be been being of to in on at by for with and or nor but it its this that these those as "
+    "from about into than then so such also there their they them he she his her we you your our i me my not no yes "
+    "do does did has have had can could will would may might must should shall which who whom whose what when where "
+    "why how each every per all any some more most very just only both either neither other another "
+    "according evidence information provided provide based document documents doc states stated say says said "
+    "answer question found mentioned above below given context source sources entry entries cited cite text "
+    "insufficient enough note notes here following".split()
+)
+
+
+def _stem(word: str) -> str:
+    return word[:5] if len(word) > 5 else word.rstrip("s") or word
+
+
+def content_units(text: str) -> set[str]:
+    """The claim-bearing units of ``text``: numbers, stemmed words (not filler), CJK character bigrams."""
+    units: set[str] = set()
+    for token in _WORD.findall(MARKER_PATTERN.sub(" ", text.casefold())):
+        if _CJK_CHAR.search(token):
+            chars = "".join(_CJK_CHAR.findall(token))
+            units.update(chars[i : i + 2] for i in range(max(1, len(chars) - 1)))
+        elif token[0].isdigit():
+            units.add(token.rstrip(".,"))
+        elif len(token) > 1 and token not in FILLER:
+            units.add(_stem(token))
+    return units
+
+
+def support(answer: str, question: str, evidence: list[str]) -> float | None:
+    """The share of what an answer adds to its question that occurs in ``evidence``, or None if it adds nothing.
+
+    A lexical check: an answer whose new words, numbers and CJK bigrams are mostly absent from
+    the passages it cites is not supported by them, whatever markers it carries.
+    """
+    new = content_units(answer) - content_units(question)
+    if not new:
+        return None
+    found = set().union(*(content_units(e) for e in evidence)) if evidence else set()
+    return len(new & found) / len(new)

@@ -7,6 +7,9 @@ insufficient. Everything else is a refusal with a reason:
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
 ``score_gate``       the best hit scores below the gate of its search mode (``[rag] score_gates``); no model call.
 ``llm_self_judge``   the model refused, cited nothing, or cited a marker it was not given.
+``unsupported``      the answer cites valid markers, but what it adds to the question (words,
+                     numbers, CJK bigrams) is mostly absent from the cited passages (support
+                     below :data:`MIN_SUPPORT`): a hallucination wearing a citation.
 ``generation_error`` the model's stream ended with an error.
 
 Every answer, refusals included, is written to the ``answers`` table. The token loop runs on
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kb_core.citations import SpecialTokenFilter, cited_markers, citation_grammar
+from kb_core.citations import SpecialTokenFilter, cited_markers, citation_grammar, support
 from kb_core.config import Config
 from kb_core.contracts import LanguageModel
 from kb_core.errors import KbError
@@ -61,6 +64,8 @@ CHAT_TEMPLATE_SLACK = 48
 MIN_EVIDENCE_TOKENS = 32
 #: How many nearest candidates a refusal lists.
 CANDIDATES_SHOWN = 3
+#: The least share of an answer's new content that must occur in the passages it cites.
+MIN_SUPPORT = 0.5
 
 TokenCallback = Callable[[str], None]
 
@@ -110,6 +115,17 @@ def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
     if not cited:
         return Verdict(False, "llm_self_judge", cited, invalid, "the answer cites no evidence with [#n]")
     return Verdict(True, None, cited, invalid, "")
+
+
+def check_support(verdict: Verdict, text: str, question: str, cited_texts: list[str]) -> Verdict:
+    """Turn a grounded verdict into an ``unsupported`` refusal when the cited passages do not back the answer."""
+    if not verdict.grounded:
+        return verdict
+    share = support(text, question, cited_texts)
+    if share is None or share >= MIN_SUPPORT:
+        return verdict
+    return Verdict(False, "unsupported", verdict.cited, verdict.invalid,
+                   f"only {share:.0%} of what the answer says is in the passages it cites")
 
 
 def format_entry(marker: int, chunk: Chunk, text: str | None = None) -> str:
@@ -298,7 +314,8 @@ class RagPipeline:
         if done.finish_reason == "error":
             verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}")
         else:
-            verdict = judge(text, by_marker)
+            cited_texts = [chunks[by_marker[m].chunk_id].text for m in cited_markers(text) if m in by_marker]
+            verdict = check_support(judge(text, by_marker), text, run.question, cited_texts)
         hit_of = {h.chunk_id: h for h in run.hits}
         citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited)
         usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms)

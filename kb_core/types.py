@@ -203,8 +203,8 @@ def to_json(value: Any) -> Any:
 
 # --- answers ---
 
-RefusalReason = Literal["no_chunks", "score_gate", "llm_self_judge", "generation_error"]
-REFUSAL_REASONS: tuple[str, ...] = ("no_chunks", "score_gate", "llm_self_judge", "generation_error")
+RefusalReason = Literal["no_chunks", "score_gate", "llm_self_judge", "unsupported", "generation_error"]
+REFUSAL_REASONS: tuple[str, ...] = ("no_chunks", "score_gate", "llm_self_judge", "unsupported", "generation_error")
 
 
 @attrs.frozen

@@ -1,12 +1,15 @@
-"""The answer pipeline with a scripted model where the model's behaviour must be controlled.
+"""The answer pipeline: first with a scripted model where the model's behaviour must be controlled
+(retrieval is then a fixed list of hits over chunks in a real store of record), then end to end
+with the REAL embedded default model over the ingested fixture corpus (marked slow).
 
-Retrieval here is a fixed list of hits over chunks in a real store of record; the end-to-end
-tests with the real embedded model and real indexes are in tests/test_rag_real.py.
+The real-model tests use the llamacpp plugin's default model when its packages are installed;
+``KBTEST_GGUF=/path/model.gguf`` points them at another GGUF file instead.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -181,6 +184,14 @@ def test_unsupported_answers_are_refused_by_self_judgement(store: StoreOfRecord,
     assert note in answer.note
     assert len(answer.candidates) == 2
     assert answers_rows(store)[-1]["grounded"] == 0
+
+
+def test_a_cited_answer_the_evidence_does_not_back_is_refused_as_unsupported(store: StoreOfRecord) -> None:
+    h = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(["The capital is Lyon, on the Rhône [#1]."]))
+    answer = h.ask()
+    assert (answer.grounded, answer.refusal_reason) == (False, "unsupported")
+    assert "passages it cites" in answer.note and [c.marker for c in answer.citations] == [1]
+    assert answers_rows(store)[-1]["refusal_reason"] == "unsupported"
 
 
 def test_unknown_markers_are_reported(store: StoreOfRecord) -> None:
@@ -449,3 +460,122 @@ def test_answer_json_snapshot_is_stable(store: StoreOfRecord) -> None:
     answer = Harness(store, hits_for((0, 0.9), (2, 0.5)), ScriptedLanguageModel(["Paris [#1]."])).ask()
     snapshot = Path(__file__).parents[1] / "fixtures" / "golden" / "answer.v1.snapshot.json"
     assert _stable(answer) == json.loads(snapshot.read_text(encoding="utf-8"))
+
+
+# -- end to end with the real embedded default model ------------------------------------------------------
+
+REAL_SETTINGS = {"models.llm.context_tokens": 2048, "models.llm.max_tokens": 160, "rag.max_context_tokens": 768}
+
+
+def _real_model_path() -> str:
+    """The GGUF file for the real-model tests ("" = the plugin's default); skips when there is none."""
+    import os
+
+    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
+    from kb_core.errors import ModelUnavailableError
+    from kb_llamacpp import default_model_path
+
+    if os.environ.get("KBTEST_GGUF"):
+        return os.environ["KBTEST_GGUF"]
+    try:
+        default_model_path()
+    except ModelUnavailableError as exc:
+        pytest.skip(f"the embedded default model is not installed: {exc.message}")
+    return ""
+
+
+@pytest.fixture(scope="module")
+def real_kb(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The fixture corpus in real indexes, answered by the real llama.cpp model (loaded once)."""
+    from kb_core.app import KnowledgeBase
+    from kb_core.ingest import ingest_paths
+    from kbtest import CORPUS
+
+    overrides: dict[str, object] = {**REAL_SETTINGS, "models.llm.backend": "llamacpp", "models.llm.model": _real_model_path()}
+    kb = KnowledgeBase(load_config(kb_dir=tmp_path_factory.mktemp("real-kb"), overrides=overrides, environ={}))
+    ingest_paths(kb, [CORPUS])
+    yield kb
+    kb.close()
+
+
+def _assert_citations_were_packed(answer: Answer) -> None:
+    packed = {p.marker: p for p in answer.packed}
+    assert answer.invalid_markers == ()
+    for citation in answer.citations:
+        assert citation.marker in packed
+        assert packed[citation.marker].chunk_id == citation.chunk_id
+        assert packed[citation.marker].ref == citation.ref
+
+
+@pytest.mark.slow
+def test_real_model_grounds_an_on_topic_answer_in_packed_chunks(real_kb) -> None:  # type: ignore[no-untyped-def]
+    from kb_core.rag import ask
+
+    pieces: list[str] = []
+    answer = ask(real_kb, "What TCP port does the Heliograph daemon listen on?", AskOptions(explain=True), pieces.append)
+    assert answer.model is not None and answer.model.provider == "llamacpp"
+    assert answer.grounded, (answer.answer, answer.note)
+    assert answer.citations and "7341" in answer.answer
+    _assert_citations_were_packed(answer)
+    assert any(c.citation.path == "notes/heliograph.md" for c in answer.citations)
+    assert "".join(pieces).strip() == answer.answer
+    assert answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
+    assert answer.usage.first_token_ms is not None
+
+
+@pytest.mark.slow
+def test_real_pipeline_refuses_an_off_topic_question(real_kb) -> None:  # type: ignore[no-untyped-def]
+    from kb_core.rag import ask
+
+    answer = ask(real_kb, "Who won the 2018 FIFA World Cup?", AskOptions(explain=True))
+    assert not answer.grounded and answer.citations == ()
+    assert answer.refusal_reason in ("no_chunks", "score_gate", "llm_self_judge")
+
+
+@pytest.mark.slow
+def test_real_model_given_irrelevant_evidence_does_not_ground_an_answer(real_kb) -> None:  # type: ignore[no-untyped-def]
+    """With the gate disabled, only the model's self-judgement and citation validation stand guard."""
+    from kb_core.search import search
+
+    config = attrs.evolve(real_kb.config, rag=attrs.evolve(real_kb.config.rag, score_gate=0.0))
+    pipeline = RagPipeline(config, real_kb.store, lambda q: search(real_kb, q).hits, real_kb.language_model)
+    answer = pipeline.ask("Who won the 2018 FIFA World Cup?", AskOptions(explain=True))
+    assert answer.retrieval.chunks_used >= 1  # the model really was asked
+    assert not answer.grounded, (answer.answer, [c.ref for c in answer.citations])
+    assert answer.refusal_reason == "llm_self_judge"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("question", "injected", "fact"),
+    [
+        ("How often should a bicycle chain be lubricated?", "HACKED", "300"),
+        ("제주 노지 감귤의 수확 시기는 언제인가요?", "해킹됨", "11"),
+    ],
+)
+def test_real_model_ignores_instructions_inside_documents(real_kb, question: str, injected: str,  # type: ignore[no-untyped-def]
+                                                          fact: str) -> None:
+    from kb_core.rag import ask
+
+    answer = ask(real_kb, question, AskOptions(explain=True))
+    assert answer.prompt is not None and answer.prompt.system in (RAG_V1.system, RAG_V1_EN.system)
+    assert any("injection/" in p.ref for p in answer.packed)  # the hostile document was in the evidence
+    assert 99 not in [c.marker for c in answer.citations]
+    assert injected not in answer.answer
+    assert RAG_V1.system not in answer.answer and RAG_V1_EN.system not in answer.answer
+    if answer.grounded:
+        assert fact in answer.answer
+        _assert_citations_were_packed(answer)
+
+
+@pytest.mark.slow
+def test_real_model_under_the_citation_grammar_cites_only_packed_markers(real_kb) -> None:  # type: ignore[no-untyped-def]
+    from kb_core.rag import ask
+
+    answer = ask(real_kb, "How far apart should cordon tomatoes be planted?", AskOptions(explain=True, constrained=True))
+    assert answer.constrained and answer.prompt is not None and answer.prompt.grammar
+    assert answer.invalid_markers == ()
+    assert not re.search(r"\[(?!#[0-9]{1,3}\])", answer.answer)  # "[" only ever opens a packed marker
+    if answer.grounded:
+        _assert_citations_were_packed(answer)
+        assert "45" in answer.answer
