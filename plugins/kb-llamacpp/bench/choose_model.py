@@ -134,7 +134,13 @@ def score(answer: str, question: Question, packed: int, lang: str) -> dict[str, 
     return {"valid_marker": valid, "fact": fact.lower() in answer.lower()}
 
 
-def run(model: LlamaCppModel, lang: str, max_tokens: int) -> list[dict[str, object]]:
+def citation_grammar(packed: int) -> str:
+    """GBNF: free text, then any number of markers that name a packed passage."""
+    markers = " | ".join(f'"{n}"' for n in range(1, packed + 1))
+    return f'root ::= [^[]+ cite*\ncite ::= "[#" ({markers}) "]" [^[]*\n'
+
+
+def run(model: LlamaCppModel, lang: str, max_tokens: int, constrained: bool) -> list[dict[str, object]]:
     """Every question in ``lang``: the answer, its scores and its timing."""
     rows = []
     for i, q in enumerate(QUESTIONS):
@@ -142,6 +148,7 @@ def run(model: LlamaCppModel, lang: str, max_tokens: int) -> list[dict[str, obje
         request = GenerateRequest(
             system=SYSTEM[lang], user=USER[lang].format(q=q.ko if lang == "ko" else q.en, e=packed_text),
             stop=STOP[lang], max_tokens=max_tokens, temperature=0.0, seed=0,
+            grammar=citation_grammar(packed) if constrained else None,
         )
         start = time.perf_counter()
         parts, done = [], None
@@ -180,6 +187,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write every answer here")
+    parser.add_argument("--constrained", action="store_true", help="only allow valid [#n] markers (GBNF)")
     args = parser.parse_args()
     table = ["| model | lang | valid [#n] | fact | both | refused off-topic | s/answer |", "|---|---|---|---|---|---|---|"]
     dump = []
@@ -189,13 +197,13 @@ def main() -> None:
         model = LlamaCppModel(LlamaSettings(path=path, model_id=name, context_tokens=4096, threads=args.threads))
         model.count_tokens("warm up")
         for lang in args.lang or ["en", "ko"]:
-            rows = run(model, lang, args.max_tokens)
+            rows = run(model, lang, args.max_tokens, args.constrained)
             table.append(summarize(name, rows))
             dump.extend({"model": name, **r} for r in rows)
             print(table[-1], flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(dump, ensure_ascii=False, indent=1), encoding="utf-8")
     print("\n".join(table))
-    if args.json:
-        args.json.write_text(json.dumps(dump, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

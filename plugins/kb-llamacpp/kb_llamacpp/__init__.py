@@ -14,7 +14,7 @@ from typing import Any
 from kb_core import hookimpl
 from kb_core.contracts import ModelContext
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
-from kb_llamacpp.packaged import PackagedModel, materialize
+from kb_llamacpp.packaged import PackagedModel, materialize, target_path
 
 __all__ = ["DEFAULT_MODEL", "LlamaCppModel", "LlamaSettings", "default_model_path", "make_model"]
 
@@ -39,13 +39,12 @@ def make_model(ctx: ModelContext) -> LlamaCppModel:
     """The llama.cpp language model the configuration asks for."""
     llm = ctx.config.models.llm
     chosen = llm.model or str(ctx.options.get("model", "") or "")
+    common = {"context_tokens": llm.context_tokens, "threads": llm.threads}
     if chosen:
         path = Path(chosen).expanduser()
-        model_id = path.stem
-    else:
-        path, model_id = default_model_path(), DEFAULT_MODEL.id
-    settings = LlamaSettings(path=path, model_id=model_id, context_tokens=llm.context_tokens, threads=llm.threads)
-    return LlamaCppModel(settings)
+        return LlamaCppModel(LlamaSettings(path=path, model_id=path.stem, **common))
+    default = LlamaSettings(path=target_path(DEFAULT_MODEL), model_id=DEFAULT_MODEL.id, packaged=DEFAULT_MODEL, **common)
+    return LlamaCppModel(default)
 
 
 @hookimpl

@@ -22,6 +22,7 @@ import attrs
 
 from kb_core.errors import KbError, ModelUnavailableError
 from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_llamacpp.packaged import PackagedModel, is_available, materialize
 from kb_llamacpp.stops import StopScanner
 
 GGUF_MAGIC = b"GGUF"
@@ -40,6 +41,7 @@ class LlamaSettings:
     top_k: int = 40
     top_p: float = 0.95
     min_p: float = 0.05
+    packaged: PackagedModel | None = None
 
 
 def _check_file(path: Path) -> str | None:
@@ -56,14 +58,21 @@ class LlamaCppModel:
     """A GGUF model loaded on first use and kept for the life of the process."""
 
     def __init__(self, settings: LlamaSettings) -> None:
-        problem = _check_file(settings.path)
+        problem = self._problem(settings)
         if problem:
-            raise ModelUnavailableError(problem, hint="set [models.llm] model = '/path/to/model.gguf'")
+            hint = "" if settings.packaged else "set [models.llm] model = '/path/to/model.gguf'"
+            raise ModelUnavailableError(problem, hint=hint)
         self.settings = settings
         self.context_tokens = settings.context_tokens
         self.model_ref = ModelRef(id=settings.model_id, provider="llamacpp", path=str(settings.path))
         self._llama: Any = None
         self._template: Any = None
+
+    @staticmethod
+    def _problem(settings: LlamaSettings) -> str | None:
+        if settings.packaged is not None:
+            return is_available(settings.packaged, settings.path.parent)
+        return _check_file(settings.path)
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -71,6 +80,9 @@ class LlamaCppModel:
         if self._llama is None:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            if self.settings.packaged is not None:
+                materialize(self.settings.packaged, self.settings.path.parent)
 
             threads = self.settings.threads or os.cpu_count() or 1
             try:
@@ -156,6 +168,7 @@ class LlamaCppModel:
 
         seed = request.seed if request.seed is not None else random.randrange(2**31)
         llama.set_seed(seed)
+        llama.reset()  # no KV prefix reuse: batch shapes change logits slightly, and answers must repeat
         scanner = StopScanner(tuple(s for s in request.stop if s))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         vocab = llama._model.vocab
@@ -175,7 +188,7 @@ class LlamaCppModel:
                     if llama_cpp.llama_vocab_is_eog(vocab, token):
                         finish = "stop"
                         break
-                    piece = llama.detokenize([token], prev_tokens=prompt + completion)
+                    piece = llama.detokenize([token])
                     completion.append(token)
                     text = scanner.feed(decoder.decode(piece))
                     if text:
@@ -200,7 +213,7 @@ class LlamaCppModel:
         problems: list[Problem] = []
         if importlib_missing("llama_cpp"):
             problems.append(Problem("llamacpp", "llama-cpp-python is not installed", "pip install llama-cpp-python"))
-        problem = _check_file(self.settings.path)
+        problem = self._problem(self.settings)
         if problem:
             problems.append(Problem("llamacpp", problem, "set [models.llm] model = '/path/to/model.gguf'"))
         return problems

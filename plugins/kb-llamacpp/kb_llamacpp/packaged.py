@@ -105,9 +105,25 @@ def _assemble(chunks: list[Path], target: Path, model: PackagedModel) -> None:
         scratch.unlink(missing_ok=True)
 
 
+def target_path(model: PackagedModel, directory: Path | None = None) -> Path:
+    """Where the reassembled file of ``model`` lives (it may not exist yet)."""
+    return (directory or cache_dir()) / model.file_name
+
+
+def is_available(model: PackagedModel, directory: Path | None = None) -> str | None:
+    """Why ``model`` cannot be materialized, or None when it is ready or all its parts are installed."""
+    if _is_ready(target_path(model, directory), model):
+        return None
+    try:
+        part_paths(model)
+    except ModelUnavailableError as exc:
+        return str(exc)
+    return None
+
+
 def materialize(model: PackagedModel, directory: Path | None = None) -> Path:
     """The path of the reassembled GGUF file, building and verifying it on first use."""
-    target = (directory or cache_dir()) / model.file_name
+    target = target_path(model, directory)
     if _is_ready(target, model):
         return target
     chunks = part_paths(model)
