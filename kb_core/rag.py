@@ -442,6 +442,7 @@ def ask(kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(),
     """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
     from kb_core.search import search
 
+    kb.registry.get("language_models", options.backend or kb.config.models.llm.backend)  # a typo fails up front
     pipeline = RagPipeline(
         config=kb.config,
         store=kb.store,
