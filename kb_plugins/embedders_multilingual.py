@@ -17,14 +17,15 @@ from __future__ import annotations
 import importlib.metadata as md
 import os
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from kb_core import hookimpl
 from kb_core.contracts import ModelContext
 from kb_core.errors import ModelUnavailableError
 from kb_core.types import ModelRef
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL_NAME = "multilingual-e5-small-q4"
 # e5 models give unrelated text a cosine similarity around 0.7-0.8 (their vectors share a common
@@ -62,6 +63,8 @@ class MultilingualE5Embedder:
 
     def embed_array(self, texts: Sequence[str], is_query: bool = False) -> np.ndarray:
         """Unit vectors as a (n, 384) float32 array, embedded ``batch_size`` texts at a time."""
+        import numpy as np
+
         items = list(texts)
         out = np.zeros((len(items), self.dimensions), dtype=np.float32)
         for start in range(0, len(items), self.batch_size):

@@ -6,18 +6,25 @@ storage layout, the embedding cache and the score mapping.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kb_core
 from kb_core.contracts import IndexContext
 from kb_core.errors import KbError
-from kb_sqlitevec.index import SqliteVecIndex, similarity_to_score
 
-__all__ = ["SqliteVecIndex", "make_index", "register_indexes", "similarity_to_score"]
+if TYPE_CHECKING:
+    from kb_sqlitevec.index import SqliteVecIndex
+
+__all__ = ["make_index", "register_indexes"]
 
 
 def make_index(ctx: IndexContext) -> SqliteVecIndex:
-    """The sqlitevec index of a knowledge base (needs the configured embedder)."""
+    """The sqlitevec index of a knowledge base (needs the configured embedder).
+
+    The engine (numpy, sqlite-vec) is imported here, not at registration, to keep `kb` start-up fast.
+    """
+    from kb_sqlitevec.index import SqliteVecIndex
+
     if ctx.embedder is None:
         raise KbError("the sqlitevec index needs an embedder", hint="set [models.embedding] name in the config")
     return SqliteVecIndex(
