@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import importlib.util
 import io
 import os
 import random
@@ -55,7 +56,10 @@ def _check_file(path: Path) -> str | None:
 
 
 class LlamaCppModel:
-    """A GGUF model loaded on first use and kept for the life of the process."""
+    """A GGUF model loaded on first use and kept for the life of the process.
+
+    One generation at a time: consume (or drop) a stream before starting the next.
+    """
 
     def __init__(self, settings: LlamaSettings) -> None:
         problem = self._problem(settings)
@@ -211,19 +215,12 @@ class LlamaCppModel:
     def check(self) -> list[Problem]:
         """Problems that would stop generation: the runtime or the model file. Does not load it."""
         problems: list[Problem] = []
-        if importlib_missing("llama_cpp"):
+        if importlib.util.find_spec("llama_cpp") is None:
             problems.append(Problem("llamacpp", "llama-cpp-python is not installed", "pip install llama-cpp-python"))
         problem = self._problem(self.settings)
         if problem:
             problems.append(Problem("llamacpp", problem, "set [models.llm] model = '/path/to/model.gguf'"))
         return problems
-
-
-def importlib_missing(module: str) -> bool:
-    """True when ``module`` cannot be imported."""
-    import importlib.util
-
-    return importlib.util.find_spec(module) is None
 
 
 def _validate_grammar(text: str, llama: Any) -> None:
