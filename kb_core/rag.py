@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import time
 import uuid
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kb_core.citations import SpecialTokenFilter, cited_markers, citation_grammar, support
+from kb_core.citations import MARKER_PATTERN, SpecialTokenFilter, cited_markers, citation_grammar, support
 from kb_core.config import Config
 from kb_core.contracts import LanguageModel
 from kb_core.errors import KbError
@@ -68,6 +69,7 @@ CANDIDATES_SHOWN = 3
 MIN_SUPPORT = 0.5
 
 TokenCallback = Callable[[str], None]
+_SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or digit outside the citation markers
 
 
 @attrs.frozen
@@ -106,6 +108,8 @@ def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
     invalid = tuple(m for m in markers if m not in available)
     if not text.strip():
         return Verdict(False, "llm_self_judge", cited, invalid, "the model gave an empty answer")
+    if not _SAYS_SOMETHING.search(MARKER_PATTERN.sub("", text)):
+        return Verdict(False, "llm_self_judge", cited, invalid, "the answer is nothing but citations")
     if invalid:
         shown = ", ".join(f"[#{m}]" for m in invalid)
         return Verdict(False, "llm_self_judge", cited, invalid,

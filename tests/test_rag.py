@@ -174,6 +174,8 @@ def test_every_citation_of_a_grounded_answer_was_in_the_prompt(store: StoreOfRec
         (["Insufficient evidence. [#1]"], "insufficient"),  # a refusal that cites is still a refusal
         (["Paris is the capital of France."], "cites no evidence"),  # silent ungrounded answer
         (["   "], "empty answer"),
+        (["[#1] [#2]"], "nothing but citations"),  # what the default model wrote once under the grammar
+        (["[#1]."], "nothing but citations"),
         ([], "empty answer"),
     ],
 )
