@@ -17,7 +17,7 @@ Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score
 say). Sentence embedders rarely give negative cosines: with all-MiniLM-L6-v2, off-topic text sits
 around 0.0-0.2 and on-topic passages at 0.4 and above. The common ``(s + 1) / 2`` would put
 off-topic queries at 0.5-0.6, above any useful score gate; this mapping keeps them near 0, so the
-answer pipeline's gate (``rag.score_gate``, 0.3 by default) refuses them.
+answer pipeline's gate (``[rag] score_gates``, 0.35 for vector search by default) refuses them.
 
 sqlite-vec scans every vector of the table (brute force): see ``bench/`` for how latency grows.
 """

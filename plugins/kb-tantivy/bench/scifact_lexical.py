@@ -132,7 +132,7 @@ def main() -> None:
             f"top-hit score {label}: min {min(scores):.3f}  p10 {percentile(scores, 10):.3f}  "
             f"median {statistics.median(scores):.3f}  p90 {percentile(scores, 90):.3f}  max {max(scores):.3f}"
         )
-    gate = Config().rag.score_gate
+    gate = Config().rag.gate("lexical")
     kept = sum(s >= gate for s in top_scores) / len(top_scores)
     passed = sum(s >= gate for s in off_scores) / len(off_scores)
     print(f"at the default gate {gate}: on-topic kept {kept:.0%}, off-topic passed {passed:.0%}")

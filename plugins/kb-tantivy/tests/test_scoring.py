@@ -105,7 +105,7 @@ WELL_MATCHED = ["How often should I descale the espresso machine?", "How should 
 
 
 def test_the_default_gate_passes_well_matched_questions_and_refuses_off_topic(handbook: TantivyIndex) -> None:
-    gate = Config().rag.score_gate
+    gate = Config().rag.gate("lexical")
     assert all(top_score(handbook, q) >= gate for q in WELL_MATCHED)
     assert all(top_score(handbook, q) < gate for q in OFF_TOPIC)
 
@@ -116,7 +116,7 @@ def test_on_topic_top_hits_are_graded_not_pinned_to_one(handbook: TantivyIndex) 
 
 
 def test_question_words_alone_are_no_evidence(handbook: TantivyIndex) -> None:
-    assert top_score(handbook, "What is it and how do I do it?") < Config().rag.score_gate / 2
+    assert top_score(handbook, "What is it and how do I do it?") < Config().rag.gate("lexical") / 2
 
 
 def test_a_question_whose_words_are_absent_scores_nothing(handbook: TantivyIndex) -> None:
