@@ -4,7 +4,7 @@ Writes each document as ``<_id>.md`` (``# {title}\\n\\n{text}``) in a temporary 
 into a fresh knowledge base with both indexes (kb-tantivy, kb-sqlitevec), runs the same code as
 ``kb eval retrieval`` for every mode, and prints the figures with the published baselines.
 
-    python bench/scifact.py [--data /work/shared/datasets/scifact] [--kb DIR] [--keep]
+    python bench/scifact.py [--data ../shared/datasets/scifact] [--kb DIR] [--keep]
 
 ``--kb DIR`` reuses (or keeps) a knowledge base there, so a second run only re-evaluates.
 """
@@ -24,7 +24,7 @@ from kb_core.evaluate_retrieval import evaluate_retrieval
 from kb_core.ingest import ingest_paths
 from kb_core.types import SEARCH_MODES
 
-DEFAULT_DATA = Path("/work/shared/datasets/scifact")
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"
 BASELINES = {"lexical": ("BM25, BEIR paper", 0.665), "vector": ("all-MiniLM-L6-v2, MTEB", 0.645), "hybrid": ("target", 0.70)}
 
 

@@ -2,7 +2,7 @@
 
 Needs a knowledge base holding SciFact (build one with ``python bench/scifact.py --kb DIR``):
 
-    python bench/search_latency.py --kb DIR [--data /work/shared/datasets/scifact] [--cold-runs 5]
+    python bench/search_latency.py --kb DIR [--data ../shared/datasets/scifact] [--cold-runs 5]
 
 Warm: one process, every query once per mode after one warm-up query (models and indexes
 loaded). Cold: wall time of ``kb --kb DIR search QUERY`` as a fresh subprocess (interpreter
@@ -25,7 +25,7 @@ from kb_core.evaluate_retrieval import load_queries, percentile
 from kb_core.search import search
 from kb_core.types import SEARCH_MODES, SearchQuery
 
-DEFAULT_DATA = Path("/work/shared/datasets/scifact")
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"
 
 
 def warm(kb: KnowledgeBase, texts: list[str]) -> dict[str, list[float]]:

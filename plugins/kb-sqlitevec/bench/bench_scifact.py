@@ -47,7 +47,7 @@ from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Document, ModelRef, SearchQuery
 from kb_sqlitevec.index import SqliteVecIndex
 
-DATA = Path("/work/shared/datasets/scifact")
+DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
 BATCH_DOCS = 256
 OFF_TOPIC = [
     "how long should I boil an egg", "who won the 1998 football world cup", "best hiking trails in the alps",

@@ -28,7 +28,7 @@ from kb_core.types import Chunk, SearchQuery
 
 from kb_tantivy import TantivyIndex
 
-DEFAULT_DATA = Path("/work/shared/datasets/scifact")
+DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
 
 OFF_TOPIC = [
     "What is the capital of France?",
