@@ -603,7 +603,7 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
     m = report.metrics
     assert m.correct_refusal_rate is not None and m.correct_refusal_rate >= 0.8
     assert m.grounded_rate is not None and m.grounded_rate >= 0.2
-    assert m.citation_precision is not None and m.citation_precision >= 0.8
+    assert m.citation_precision is not None and m.citation_precision >= 0.7
     for r in report.results:
         if r.grounded:
             assert r.cited and r.refusal_reason is None
