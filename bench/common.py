@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,12 +31,14 @@ def run_kb(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Run `kb ARGS`; return (wall seconds, peak RSS in MiB, stdout)."""
     kb = str(Path(sys.executable).parent / "kb")
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | env
-    started = time.perf_counter()
-    process = subprocess.Popen([kb, *args], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    out = process.stdout.read() if process.stdout else ""
-    err = process.stderr.read() if process.stderr else ""
+    with tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
+        started = time.perf_counter()  # files, not pipes: a large report would fill a pipe and block
+        process = subprocess.Popen([kb, *args], env=full_env, stdout=out_file, stderr=err_file, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"kb {' '.join(args)} failed: {err.strip()}")
     return wall, usage.ru_maxrss / 1024, out
