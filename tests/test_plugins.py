@@ -75,3 +75,33 @@ def test_kb_plugins_json_lists_distributions_versions_and_registrations() -> Non
     for name, (distribution, kind, provided) in EXPECTED.items():
         assert listed[name]["distribution"] == distribution
         assert provided in listed[name]["provides"][kind]
+
+
+def test_a_plugin_command_joins_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    import click
+
+    from kb_core.cli import main
+    from kb_core.plugins import reset_registry
+
+    plugin = ModuleType("greeter")
+
+    @click.command()
+    @click.argument("name")
+    def hello(name: str) -> None:
+        """Say hello."""
+        click.echo(f"hello {name}")
+
+    @kb_core.hookimpl
+    def register_commands(register):  # type: ignore[no-untyped-def]
+        register("hello", hello)
+
+    plugin.register_commands = register_commands  # type: ignore[attr-defined]
+    reset_registry(load_registry(extra_plugins=[("greeter", plugin)]))
+    try:
+        assert main(["hello", "world"]) == 0
+        assert capsys.readouterr().out == "hello world\n"
+    finally:
+        reset_registry(None)
+        from kb_core.cli import cli
+
+        cli.commands.pop("hello", None)
