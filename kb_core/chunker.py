@@ -150,7 +150,9 @@ class Chunker:
     def _split_span(self, text: str, a: int, b: int, budget: int, counter: SpanCounter) -> list[Piece]:
         """Cut text[a:b] into consecutive pieces of at most ``budget`` tokens.
 
-        Cuts fall between sentences where possible, else between words, else between characters.
+        Each sentence is a piece of its own (the packer then fills chunks to the target size, with
+        overlap, sentence by sentence); a sentence over the budget is cut between words, and a word
+        between characters, those fragments merged up to the budget.
         """
         segment = text[a:b]
         for pattern in (SENTENCE, WORD):
@@ -159,11 +161,12 @@ class Chunker:
                 break
         else:
             parts = [(a + i, a + i + 1) for i in range(len(segment))]
+        merge = pattern is not SENTENCE or len(parts) == 1
         pieces: list[Piece] = []
         for (start, stop), count in zip(parts, counter(parts)):
             if count > budget and stop - start > 1:
                 pieces.extend(self._split_span(text, start, stop, budget, counter))
-            elif pieces and pieces[-1][1] == start and pieces[-1][2] + count <= budget:
+            elif merge and pieces and pieces[-1][1] == start and pieces[-1][2] + count <= budget:
                 pieces[-1] = (pieces[-1][0], stop, pieces[-1][2] + count)
             else:
                 pieces.append((start, stop, count))

@@ -28,9 +28,9 @@ class IngestConfig:
     """How files become chunks."""
 
     max_file_bytes: int = 20_000_000
-    chunk_target_tokens: int = 180
+    chunk_target_tokens: int = 240
     chunk_max_tokens: int = 256
-    chunk_overlap_tokens: int = 32
+    chunk_overlap_tokens: int = 64
     ignore: list[str] = attrs.field(factory=list)
     batch_documents: int = 256
 
