@@ -20,14 +20,6 @@ SEARCH_MODES: tuple[str, ...] = ("lexical", "vector", "hybrid")
 
 
 @attrs.frozen
-class Span:
-    """An inclusive, 1-based range of lines in a document."""
-
-    start_line: int
-    end_line: int
-
-
-@attrs.frozen
 class Citation:
     """Where a passage lives: a document path and its line span (``path#L12-L34``)."""
 
