@@ -7,8 +7,10 @@ Exit codes: 0 ok; 1 no result or a refused answer; 2 usage or input error; 3 unh
 from __future__ import annotations
 
 import os
+import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -17,6 +19,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
 from kb_core.output import dumps
+from kb_core.types import Progress
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -64,6 +67,30 @@ def emit(as_json: bool, schema_version: str, payload: Any, human: Callable[[], N
         click.echo(dumps(schema_version, payload))
     else:
         human()
+
+
+@contextmanager
+def terminal_progress(enabled: bool = True) -> Iterator[Progress | None]:
+    """A progress callback drawing one bar per stage on stderr; None when not a terminal or disabled."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    bars: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            for other in bars.values():
+                other.render_finish()
+            bar = bars[stage] = click.progressbar(length=max(total, 1), label=stage.ljust(18), file=sys.stderr)
+            bar.render_progress()
+        bar.update(done - bar.pos)
+
+    try:
+        yield update
+    finally:
+        for bar in bars.values():
+            bar.render_finish()
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session
+from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session, terminal_progress
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.types import SEARCH_MODES, Answer
 
@@ -107,17 +106,6 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
     return 0 if answer.grounded else EXIT_NO_RESULT
 
 
-def _progress(total: int) -> object:
-    """A ``done/total`` counter on stderr when it is a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def advance(done: int, question: str) -> None:
-        click.echo(f"\r{done}/{total} {question[:60]:<60}", err=True, nl=False)
-
-    return advance
-
-
 @eval_group.command("answers")
 @click.option("--golden", "golden_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Golden set: JSONL with question, answerable, expected_docs, must_contain.")
@@ -136,10 +124,9 @@ def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | No
 
     golden = load_golden(golden_file)
     options = AskOptions(mode=mode, constrained=constrained, backend=backend)
-    report = evaluate_answers(session.kb(create=False), golden, options, golden_file=golden_file, out_dir=out_dir,
-                              progress=_progress(len(golden)))  # type: ignore[arg-type]
-    if sys.stderr.isatty():
-        click.echo(err=True)
+    with terminal_progress(enabled=not as_json) as progress:
+        report = evaluate_answers(session.kb(create=False), golden, options, golden_file=golden_file,
+                                  out_dir=out_dir, progress=progress)
 
     def human() -> None:
         m = report.metrics

@@ -3,42 +3,17 @@ plugins and config show. Each is a thin wrapper over a library function."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
-from kb_core.cli import Session, cli, config_group, emit, json_option, pass_session
+from kb_core.cli import Session, cli, config_group, emit, json_option, pass_session, terminal_progress
 from kb_core.config import effective_values
 from kb_core.errors import EXIT_NO_RESULT, EXIT_UNHEALTHY
 from kb_core.ingest import IngestReport, ingest_paths, remove_documents, writer_lock
 from kb_core.indexing import rebuild_index
 from kb_core.maintenance import doctor_report, init_kb, inspect_target
 from kb_core.plugins import registry
-
-
-def _progress_bar() -> tuple[Callable[[str, int, int], None] | None, Callable[[], None]]:
-    """A progress callback drawing one bar per stage on a terminal (none when piped)."""
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    bars: dict[str, Any] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            for other in bars.values():
-                other.render_finish()
-            bar = bars[stage] = click.progressbar(length=max(total, 1), label=stage.ljust(18), file=sys.stderr)
-            bar.render_progress()
-        bar.update(done - bar.pos)
-
-    def finish() -> None:
-        for bar in bars.values():
-            bar.render_finish()
-
-    return update, finish
 
 
 @cli.command("init")
@@ -71,11 +46,8 @@ def _print_report(report: IngestReport) -> None:
 @pass_session
 def ingest_command(session: Session, paths: tuple[Path, ...], as_json: bool) -> None:
     """Add or update the documents under PATHS (files or folders); remove those that disappeared."""
-    progress, finish = _progress_bar() if not as_json else (None, lambda: None)
-    try:
+    with terminal_progress(enabled=not as_json) as progress:
         report = ingest_paths(session.kb(create=True), list(paths), progress)
-    finally:
-        finish()
     emit(as_json, "ingest_report.v1", report, lambda: _print_report(report))
 
 
@@ -139,12 +111,8 @@ def reindex_command(session: Session, stores: tuple[str, ...], as_json: bool) ->
     """Rebuild indexes from the store of record alone."""
     kb = session.kb()
     names = list(stores) or kb.enabled_index_names()
-    progress, finish = _progress_bar() if not as_json else (None, lambda: None)
-    try:
-        with writer_lock(kb):
-            results = [rebuild_index(kb, name, progress) for name in names]
-    finally:
-        finish()
+    with terminal_progress(enabled=not as_json) as progress, writer_lock(kb):
+        results = [rebuild_index(kb, name, progress) for name in names]
     emit(as_json, "reindex.v1", {"indexes": results},
          lambda: [click.echo(f"rebuilt {r.index}: {r.chunks} chunks") for r in results])
 

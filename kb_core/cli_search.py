@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session
+from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session, terminal_progress
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.types import SEARCH_MODES, SearchQuery
 
@@ -67,26 +65,6 @@ def search_command(session: Session, query: str, mode: str | None, k: int | None
     return 0 if response.hits else EXIT_NO_RESULT
 
 
-def _progress_factory() -> Callable[[str, int], Callable[[int], None]] | None:
-    """A ``mode: done/total`` counter on stderr when it is a terminal; nothing otherwise."""
-    if not sys.stderr.isatty():
-        return None
-
-    def make(mode: str, total: int) -> Callable[[int], None]:
-        done = 0
-        if total:
-            click.echo(err=True)
-
-        def advance(step: int) -> None:
-            nonlocal done
-            done += step
-            click.echo(f"\r{mode:<8} {done}/{total} queries", err=True, nl=False)
-
-        return advance
-
-    return make
-
-
 @eval_group.command("retrieval")
 @click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="BEIR queries.jsonl ({\"id\", \"text\"} per line).")
@@ -104,10 +82,9 @@ def eval_retrieval_command(session: Session, queries_file: Path, qrels_file: Pat
     """Measure nDCG@k, Recall@k and MRR@k on a BEIR-format query set (document id = file stem)."""
     from kb_core.evaluate_retrieval import evaluate_retrieval
 
-    report = evaluate_retrieval(session.kb(create=False), queries_file, qrels_file, modes or SEARCH_MODES, k, out_dir,
-                                _progress_factory())
-    if sys.stderr.isatty():
-        click.echo(err=True)
+    with terminal_progress(enabled=not as_json) as progress:
+        report = evaluate_retrieval(session.kb(create=False), queries_file, qrels_file, modes or SEARCH_MODES, k,
+                                    out_dir, progress)
 
     def human() -> None:
         click.echo(f"{report.num_queries} queries, k={report.k}, run {report.run_id}")

@@ -24,7 +24,7 @@ import json
 import math
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +34,11 @@ from kb_core.errors import KbError
 from kb_core.output import dumps
 from kb_core.rag import AskOptions, ask
 from kb_core.store import now_iso
-from kb_core.types import Answer, ModelRef
+from kb_core.types import Answer, ModelRef, Progress
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
 
-Progress = Callable[[int, str], None]
 
 
 @attrs.frozen
@@ -278,7 +277,7 @@ def evaluate_answers(
         model = model or answer.model
         results.append(score_answer(question, answer))
         if progress is not None:
-            progress(done, question.question)
+            progress("golden questions", done, len(golden))
     folder = Path(out_dir) if out_dir is not None else kb.directory / "eval" / f"answers-{run_id}"
     report = AnswerReport(
         run_id=run_id,

@@ -24,7 +24,7 @@ import attrs
 
 from kb_core.errors import KbError
 from kb_core.store import now_iso
-from kb_core.types import SearchQuery, to_json
+from kb_core.types import Progress, SearchQuery, to_json
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
@@ -171,7 +171,7 @@ def run_mode(
     queries: Mapping[str, str],
     qids: Sequence[str],
     k: int,
-    progress: Callable[[int], None] = lambda _: None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, list[tuple[str, float]]], list[float]]:
     """Search every query in one mode: qid -> [(doc id, score)] (top k documents), and latencies in ms."""
     from kb_core.search import search
@@ -179,7 +179,7 @@ def run_mode(
     depth = max(k, CHUNK_DEPTH)
     runs: dict[str, list[tuple[str, float]]] = {}
     latencies: list[float] = []
-    for qid in qids:
+    for done, qid in enumerate(qids, start=1):
         start = time.perf_counter()
         response = search(kb, SearchQuery(text=queries[qid], k=depth, mode=mode))
         latencies.append((time.perf_counter() - start) * 1000)
@@ -187,7 +187,8 @@ def run_mode(
         for hit in response.hits:
             best.setdefault(doc_id_of(hit.doc_path), hit.score)
         runs[qid] = list(best.items())[:k]
-        progress(1)
+        if progress:
+            progress(f"{mode} queries", done, len(qids))
     return runs, latencies
 
 
@@ -231,7 +232,7 @@ def evaluate_retrieval(
     modes: Sequence[str],
     k: int = 10,
     out_dir: Path | None = None,
-    progress_factory: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Progress | None = None,
 ) -> RetrievalReport:
     """Evaluate every mode on a BEIR query set, write run files and ``report.json``, record the run."""
     queries = load_queries(queries_file)
@@ -244,7 +245,6 @@ def evaluate_retrieval(
         out_dir.mkdir(parents=True, exist_ok=True)
     reports = []
     for mode in modes:
-        progress = progress_factory(mode, len(qids)) if progress_factory else (lambda _: None)
         runs, latencies = run_mode(kb, mode, queries, qids, k, progress)
         run_file = ""
         if out_dir is not None:

@@ -9,14 +9,10 @@ pending, and replaying them is harmless, so the next run completes the work.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import attrs
 
 from kb_core.app import KnowledgeBase
-from kb_core.types import Problem
-
-Progress = Callable[[str, int, int], None]
+from kb_core.types import Problem, Progress
 BATCH = 500
 
 

@@ -15,7 +15,7 @@ import fcntl
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,7 @@ from kb_core.errors import KbError
 from kb_core.indexing import SyncResult, sync_all
 from kb_core.source import SourceFile, SourceProblem, normalise, walk
 from kb_core.store import now_iso
-from kb_core.types import Block, Document, IngestWarning
-
-Progress = Callable[[str, int, int], None]
+from kb_core.types import Block, Document, IngestWarning, Progress
 BINARY_SNIFF_BYTES = 8192
 
 

@@ -7,6 +7,7 @@ in an envelope that names its ``schema_version`` (see :mod:`kb_core.schemas`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, Union
 
 import attrs
@@ -177,6 +178,9 @@ class Done:
 
 
 StreamEvent = Union[Token, Done]
+
+#: A progress callback for long work: ``progress(stage, done, total)``.
+Progress = Callable[[str, int, int], None]
 
 
 @attrs.frozen
