@@ -47,17 +47,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kb_core.errors import KbError
-from kb_core.config import DEFAULT_GATES as _CONFIGURED_GATES
+from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
 from kb_core.types import SEARCH_MODES, Hit, SearchQuery
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
-
-#: The score gate proposed per mode, measured on the fixture corpus and on SciFact with off-topic
-#: questions (see the README, "Search scores"): above it on-topic questions, below it clearly
-#: off-topic ones. Lexical scores separate less well (chance word matches), hence a lower gate.
-DEFAULT_GATES = _CONFIGURED_GATES  # defined with the configuration, whose [rag] score_gates defaults to it
-
 
 @attrs.frozen
 class RetrieverRun:
