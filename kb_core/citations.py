@@ -9,6 +9,9 @@ for one. Nothing here raises on any text.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import attrs
 
 #: The strict citation marker: ``[#`` one to three ASCII digits ``]``.
 MARKER_PATTERN = re.compile(r"\[#([0-9]{1,3})\]")
@@ -86,48 +89,79 @@ def citation_grammar(marker_count: int) -> str:
     )
 
 
-# -- support: is what the answer says in the passages it cites? ----------------------------------------
+# -- repair: the loose citation forms small models write ---------------------------------------------
 
-_WORD = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]+", re.UNICODE)
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-#: Words that carry no claim: function words and the filler models wrap answers in.
-FILLER = frozenset(
-    "a an the is are was were be been being of to in on at by for with and or nor but it its this that these those as "
-    "from about into than then so such also there their they them he she his her we you your our i me my not no yes "
-    "do does did has have had can could will would may might must should shall which who whom whose what when where "
-    "why how each every per all any some more most very just only both either neither other another "
-    "according evidence information provided provide based document documents doc states stated say says said "
-    "answer question found mentioned above below given context source sources entry entries cited cite text "
-    "insufficient enough note notes here following".split()
+@attrs.frozen
+class CitableSource:
+    """What citation repair knows of one packed evidence entry: its marker, document and headings."""
+
+    marker: int
+    doc_path: str
+    heading_path: tuple[str, ...] = ()
+
+
+_NUMBER_LIST = r"#?\s*[0-9]{1,3}(?:\s*(?:,|;|、|，|and|&)\s*#?\s*[0-9]{1,3})*"
+#: Bracketed number lists ``[1]``, ``[#1, #2]``, ``[ #1 ]``, ``［1］``, ``【#1】``, and ``(#1)`` / ``(#1, #2)``
+#: (parentheses only with ``#``: ``(1)`` is how prose numbers a list). Not after a word character or ``!``
+#: (``vec![1]``); after ``]`` only when that bracket holds numbers too (``[1][2]``, not ``[label][1]``).
+_LOOSE_NUMBERS = re.compile(
+    rf"(?<![\w!])(?:[\[［【]\s*(?P<b>{_NUMBER_LIST})\s*[\]］】]|\(\s*(?P<p>#\s*[0-9]{{1,3}}(?:\s*[,;]\s*#?\s*[0-9]{{1,3}})*)\s*\))"
 )
+#: A copied evidence header: ``[#2 doc=notes/a.md heading=... span=L1-L9]`` (one line at most).
+_COPIED_HEADER = re.compile(r"\[#([0-9]{1,3})\s[^\]\n]{0,300}\]")
+#: A bracketed name: ``[CHANGELOG.txt]``, ``[doc=notes/a.md]``, ``[Release history]``.
+_ENDS_WITH_NUMBER_BRACKET = re.compile(rf"[\[［【]\s*{_NUMBER_LIST}\s*[\]］】]$")
+_BRACKETED_NAME = re.compile(r"(?<![\w!\]])[\[［【]\s*(?:doc\s*=\s*)?(?P<name>[^\[\]［］【】\n#]{1,120}?)\s*[\]］】](?![(\[])")
 
 
-def _stem(word: str) -> str:
-    return word[:5] if len(word) > 5 else word.rstrip("s") or word
+def _markers(numbers: str, packed: set[int]) -> list[int] | None:
+    found = [int(n) for n in re.findall(r"[0-9]{1,3}", numbers)]
+    return found if found and all(n in packed for n in found) else None
 
 
-def content_units(text: str) -> set[str]:
-    """The claim-bearing units of ``text``: numbers, stemmed words (not filler), CJK character bigrams."""
-    units: set[str] = set()
-    for token in _WORD.findall(MARKER_PATTERN.sub(" ", text.casefold())):
-        if _CJK_CHAR.search(token):
-            chars = "".join(_CJK_CHAR.findall(token))
-            units.update(chars[i : i + 2] for i in range(max(1, len(chars) - 1)))
-        elif token[0].isdigit():
-            units.add(token.rstrip(".,"))
-        elif len(token) > 1 and token not in FILLER:
-            units.add(_stem(token))
-    return units
+def _name_index(sources: Sequence[CitableSource]) -> dict[str, set[int]]:
+    """Each name a source can be called by (path, file name, stem, last heading), casefolded -> markers."""
+    index: dict[str, set[int]] = {}
+    for source in sources:
+        path = source.doc_path.casefold()
+        base = path.rsplit("/", 1)[-1]
+        names = {path, base, base.rsplit(".", 1)[0]}
+        if source.heading_path:
+            names.add(source.heading_path[-1].casefold().strip())
+        for name in names:
+            if name:
+                index.setdefault(name, set()).add(source.marker)
+    return index
 
 
-def support(answer: str, question: str, evidence: list[str]) -> float | None:
-    """The share of what an answer adds to its question that occurs in ``evidence``, or None if it adds nothing.
+def repair_citations(text: str, sources: Sequence[CitableSource]) -> str:
+    """``text`` with the loose citation forms models write turned into strict ``[#n]`` markers.
 
-    A lexical check: an answer whose new words, numbers and CJK bigrams are mostly absent from
-    the passages it cites is not supported by them, whatever markers it carries.
+    A loose form becomes a marker only when the mapping is unambiguous: numbers that were all
+    packed (``[1]``, ``[#1, #2]``, ``(#1)``, a copied ``[#1 doc=...]`` header), or a bracketed
+    document path, file name or heading that names exactly one packed entry. Everything else is
+    left as it was, so it stays prose (or, for a strict marker that was not packed, invalid).
+    Strict markers are never changed, and repairing twice changes nothing more.
     """
-    new = content_units(answer) - content_units(question)
-    if not new:
-        return None
-    found = set().union(*(content_units(e) for e in evidence)) if evidence else set()
-    return len(new & found) / len(new)
+    packed = {s.marker for s in sources}
+
+    def numbers(match: re.Match[str]) -> str:
+        before = match.string[max(0, match.start() - 40) : match.start()]
+        after_label = before.endswith(("]", "］", "】")) and not _ENDS_WITH_NUMBER_BRACKET.search(before)
+        found = _markers(match.group("b") or match.group("p"), packed)
+        if found is None or after_label or MARKER_PATTERN.fullmatch(match.group(0)):
+            return match.group(0)
+        return "".join(f"[#{n}]" for n in found)
+
+    def header(match: re.Match[str]) -> str:
+        return f"[#{match.group(1)}]" if int(match.group(1)) in packed else match.group(0)
+
+    names = _name_index(sources)
+
+    def name(match: re.Match[str]) -> str:
+        markers = names.get(match.group("name").casefold().strip(), set())
+        return f"[#{next(iter(markers))}]" if len(markers) == 1 else match.group(0)
+
+    text = _COPIED_HEADER.sub(header, text)
+    text = _LOOSE_NUMBERS.sub(numbers, text)
+    return _BRACKETED_NAME.sub(name, text)

@@ -32,14 +32,27 @@ def _print_explain(answer: Answer) -> None:
         if answer.prompt.grammar:
             click.echo(_dim("── grammar (constrained generation)"))
             click.echo(_dim(answer.prompt.grammar))
+    if answer.sentences:
+        click.echo(_dim("── sentences, as kb checked them"))
+        for s in answer.sentences:
+            support = "" if s.support is None else f" {s.support:.0%}"
+            backed = "".join(f"[#{m}]" for m in s.supported_by) or "nothing"
+            how = "kb attributed" if s.attributed else "cited"
+            status = f"supported by {backed} ({how}){support}" if s.supported_by else (
+                "needs no support" if s.kind != "claim" else f"UNSUPPORTED{support}")
+            click.echo(_dim(f"  {s.kind:<15} {status}: {s.text}"))
+    if answer.answer_check is not None:
+        click.echo(_dim(f"── answer check: the model gives {answer.answer_check:.2f} that the evidence states the answer"))
 
 
-def _print_outcome(answer: Answer, streamed: bool) -> None:
-    """After the answer's text: its sources and verdict, or the refusal reason and candidates."""
-    if not streamed:
+def _print_outcome(answer: Answer, streamed: str | None) -> None:
+    """After the answer's text (``streamed``, if it was): its sources and verdict, or the refusal reason and candidates."""
+    if streamed is None:
         click.echo(answer.answer)
     else:
         click.echo()
+        if answer.grounded and streamed.strip() != answer.answer:  # citations repaired or sentences dropped
+            click.echo(_dim("As checked: ") + answer.answer)
     if answer.grounded:
         click.echo()
         click.echo(click.style("Sources:", bold=True))
@@ -89,16 +102,17 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
 
     options = AskOptions(k=k, mode=mode, temperature=temperature, seed=seed, explain=explain,
                          constrained=constrained, backend=backend)
-    streamed = not as_json
+    pieces: list[str] = []
 
     def on_token(text: str) -> None:
+        pieces.append(text)
         click.echo(text, nl=False)
 
-    answer = ask(session.kb(create=False), question, options, on_token if streamed else None)
-    streamed = streamed and answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
+    answer = ask(session.kb(create=False), question, options, None if as_json else on_token)
+    shown = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
 
     def human() -> None:
-        _print_outcome(answer, streamed)
+        _print_outcome(answer, "".join(pieces) if shown else None)
         if explain:
             _print_explain(answer)
 

@@ -103,6 +103,19 @@ class LanguageModel(Protocol):
     def check(self) -> list[Problem]: ...
 
 
+@runtime_checkable
+class AnswerChecker(Protocol):
+    """An optional capability of a LanguageModel: how likely its reply to a follow-up is "Yes".
+
+    The conversation is ``request`` (system and user message), the model's ``reply`` to it, then
+    the user's ``follow_up`` question; the result is P(Yes) / (P(Yes) + P(No)) for the first
+    token of the model's next reply, in [0, 1]. The answer pipeline uses it to ask whether the
+    evidence states the answer (the prompt and reply are usually still in the model's cache).
+    """
+
+    def yes_probability(self, request: GenerateRequest, reply: str, follow_up: str) -> float: ...
+
+
 @attrs.frozen
 class IndexContext:
     """What an index factory receives: where to keep its files and how to reach its peers."""

@@ -16,6 +16,18 @@ A golden set is JSONL, one question per line::
 ``accuracy``               questions handled right: answerable ones grounded with every
                            citation from an expected document and every must-contain string;
                            unanswerable ones refused
+``grounded_expected_rate`` answerable questions answered grounded with at least one citation of
+                           an expected document / answerable questions that list some
+``verdict_rate``           grounded answers whose opening verdict (yes / no / mixed) is the
+                           ``expected_verdict`` / questions that give one (``maybe`` = mixed)
+``grounded_violations``    grounded answers that cite a marker not packed or hold a claim no
+                           packed passage supports (kb must keep this at 0)
+``refusal_details``        refusals by their finer cause (``score_gate``, ``model_refused``,
+                           ``no_citation``, ``unsupported_claim``, ``not_answered``, ...)
+``prompt_tokens_p50``      prompt tokens per question that reached the model; ``evaluated_tokens_p50``
+                           the same without the tokens reused from the model's prefix cache
+``check_curve``            for answer-check thresholds 0.0 .. 0.9, the grounded-with-expected rate
+                           and the correct-refusal rate the same answers would give
 """
 
 from __future__ import annotations
@@ -50,6 +62,7 @@ class GoldenQuestion:
     answerable: bool
     expected_docs: tuple[str, ...] = ()
     must_contain: tuple[str, ...] = ()
+    expected_verdict: str | None = None
 
 
 @attrs.frozen
@@ -70,6 +83,24 @@ class QuestionResult:
     answer_id: str
     answer: str
     note: str
+    refusal_detail: str | None = None
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    verdict: str | None = None
+    verdict_right: bool | None = None
+    answer_check: float | None = None
+    claims: int = 0
+    claims_supported: int = 0
+    violation: bool = False
+
+
+@attrs.frozen
+class CheckPoint:
+    """What one answer-check threshold would give on these answers."""
+
+    threshold: float
+    grounded_expected_rate: float | None
+    correct_refusal_rate: float | None
 
 
 @attrs.frozen
@@ -88,6 +119,15 @@ class AnswerMetrics:
     latency_ms_p95: float
     first_token_ms_p50: float | None
     refusal_reasons: dict[str, int] = attrs.field(factory=dict)
+    refusal_details: dict[str, int] = attrs.field(factory=dict)
+    grounded_expected_rate: float | None = None
+    verdict_rate: float | None = None
+    grounded_violations: int = 0
+    prompt_tokens_p50: float | None = None
+    evaluated_tokens_p50: float | None = None
+    claims: int = 0
+    claims_supported: int = 0
+    check_curve: tuple[CheckPoint, ...] = ()
 
     def rates(self) -> dict[str, float | None]:
         """The headline rates by name, in display order."""
@@ -97,6 +137,8 @@ class AnswerMetrics:
             "citation_precision": self.citation_precision,
             "must_contain_rate": self.must_contain_rate,
             "accuracy": self.accuracy,
+            "grounded_expected_rate": self.grounded_expected_rate,
+            "verdict_rate": self.verdict_rate,
         }
 
 
@@ -165,8 +207,12 @@ def parse_golden_line(line: str, number: int, source: str = "golden set") -> Gol
     if not isinstance(answerable, bool):
         raise KbError(f"{where}: answerable must be true or false")
     qid = data.get("id", f"q{number}")
+    verdict = data.get("expected_verdict")
+    if verdict is not None and verdict not in VERDICTS:
+        raise KbError(f"{where}: expected_verdict must be one of {', '.join(VERDICTS)}")
     return GoldenQuestion(str(qid), question, answerable, _strings(data.get("expected_docs"), "expected_docs", where),
-                          _strings(data.get("must_contain"), "must_contain", where))
+                          _strings(data.get("must_contain"), "must_contain", where),
+                          "mixed" if verdict == "maybe" else verdict)
 
 
 def load_golden(path: Path) -> list[GoldenQuestion]:
@@ -187,6 +233,18 @@ def doc_matches(doc_path: str, expected: str) -> bool:
     """True when a knowledge-base path names the expected document (either may carry a folder prefix)."""
     a, b = doc_path.strip("/"), expected.strip("/")
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+VERDICTS = ("yes", "no", "maybe", "mixed")
+
+
+def _violation(answer: Answer) -> bool:
+    """A grounded answer that cites a marker not packed or holds a claim nothing packed supports."""
+    if not answer.grounded:
+        return False
+    packed_markers = {p.marker for p in answer.packed} or {c.marker for c in answer.citations}
+    return bool(answer.invalid_markers) or any(not s.supported for s in answer.sentences) or any(
+        c.marker not in packed_markers for c in answer.citations)
 
 
 def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
@@ -215,6 +273,16 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
         answer_id=answer.answer_id,
         answer=answer.answer,
         note=answer.note,
+        refusal_detail=answer.refusal_detail,
+        prompt_tokens=answer.usage.prompt_tokens,
+        cached_tokens=answer.usage.cached_prompt_tokens,
+        verdict=answer.verdict,
+        verdict_right=(answer.grounded and answer.verdict == golden.expected_verdict)
+        if golden.expected_verdict else None,
+        answer_check=answer.answer_check,
+        claims=sum(s.kind == "claim" for s in answer.sentences),
+        claims_supported=sum(s.kind == "claim" and s.supported for s in answer.sentences),
+        violation=_violation(answer),
     )
 
 
@@ -232,6 +300,26 @@ def _rate(numerator: int, denominator: int) -> float | None:
     return round(numerator / denominator, 4) if denominator else None
 
 
+def _passes_check(result: QuestionResult, threshold: float) -> bool:
+    """Would ``result`` be grounded under an answer-check ``threshold`` (from the check's recorded value)?"""
+    before_check = result.grounded or result.refusal_detail == "not_answered"
+    return before_check and (result.answer_check is None or result.answer_check >= threshold)
+
+
+def check_curve(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult]) -> tuple[CheckPoint, ...]:
+    """Grounded-with-expected and correct-refusal rates at answer-check thresholds 0.0 .. 0.9."""
+    by_id = {g.id: g for g in golden}
+    answerable = [r for r in results if r.answerable and by_id[r.id].expected_docs]
+    unanswerable = [r for r in results if not r.answerable]
+    points = []
+    for tenth in range(10):
+        t = tenth / 10
+        hit = sum(_passes_check(r, t) and r.cited_expected > 0 for r in answerable)
+        refused = sum(not _passes_check(r, t) for r in unanswerable)
+        points.append(CheckPoint(t, _rate(hit, len(answerable)), _rate(refused, len(unanswerable))))
+    return tuple(points)
+
+
 def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult]) -> AnswerMetrics:
     """Aggregate the per-question results into the report's metrics."""
     answerable = [r for r in results if r.answerable]
@@ -240,6 +328,9 @@ def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult
     precision_pool = [r for r in answerable if r.grounded and by_id[r.id].expected_docs]
     with_strings = [r for r in answerable if by_id[r.id].must_contain]
     first_tokens = [r.first_token_ms for r in results if r.first_token_ms is not None]
+    asked = [r for r in results if r.prompt_tokens > 0]
+    with_docs = [r for r in answerable if by_id[r.id].expected_docs]
+    with_verdict = [r for r in results if r.verdict_right is not None]
     return AnswerMetrics(
         questions=len(results),
         answerable=len(answerable),
@@ -253,6 +344,15 @@ def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult
         latency_ms_p95=percentile([r.latency_ms for r in results], 0.95),
         first_token_ms_p50=percentile(first_tokens, 0.5) if first_tokens else None,
         refusal_reasons=dict(sorted(Counter(r.refusal_reason for r in results if r.refusal_reason).items())),
+        refusal_details=dict(sorted(Counter(r.refusal_detail for r in results if r.refusal_detail).items())),
+        grounded_expected_rate=_rate(sum(r.grounded and r.cited_expected > 0 for r in with_docs), len(with_docs)),
+        verdict_rate=_rate(sum(bool(r.verdict_right) for r in with_verdict), len(with_verdict)),
+        grounded_violations=sum(r.violation for r in results),
+        prompt_tokens_p50=percentile([r.prompt_tokens for r in asked], 0.5) if asked else None,
+        evaluated_tokens_p50=percentile([r.prompt_tokens - r.cached_tokens for r in asked], 0.5) if asked else None,
+        claims=sum(r.claims for r in results),
+        claims_supported=sum(r.claims_supported for r in results),
+        check_curve=check_curve(golden, results),
     )
 
 

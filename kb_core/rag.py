@@ -1,15 +1,18 @@
-"""The answer pipeline: retrieve -> gate -> pack -> prompt -> generate -> cite-validate -> persist.
+"""The answer pipeline: retrieve -> gate -> select and pack -> prompt -> generate -> validate -> check -> persist.
 
-An answer is *grounded* only when the model cited at least one ``[#n]`` marker, every marker it
-cited names a chunk that was packed into its prompt, and it did not say the evidence is
-insufficient. Everything else is a refusal with a reason:
+An answer is *grounded* only when every marker it cites (after repairing the loose forms small
+models write) names a packed chunk, it did not say the evidence is insufficient, it makes at
+least one claim, every claim is supported by a packed passage (checked by kb sentence by
+sentence, see :mod:`kb_core.validation`), and, when the model offers it, the model's own answer
+check says the evidence states the answer. Everything else is a refusal with a reason:
 
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
 ``score_gate``       the best hit scores below the gate of its search mode (``[rag] score_gates``); no model call.
-``llm_self_judge``   the model refused, cited nothing, or cited a marker it was not given.
-``unsupported``      the answer cites valid markers, but what it adds to the question (words,
-                     numbers, CJK bigrams) is mostly absent from the cited passages (support
-                     below :data:`MIN_SUPPORT`): a hallucination wearing a citation.
+``llm_self_judge``   the model refused, said nothing, cited a marker it was not given, or, asked
+                     after answering, judged that the evidence does not state the answer
+                     (``refusal_detail`` ``not_answered``; threshold ``[rag] answer_check``).
+``unsupported``      a claim of the answer is not in any packed passage: a hallucination,
+                     with or without a citation.
 ``generation_error`` the model's stream ended with an error.
 
 Every answer, refusals included, is written to the ``answers`` table. The token loop runs on
@@ -20,8 +23,8 @@ removed), and an ``on_token`` that fails is dropped without stopping the generat
 from __future__ import annotations
 
 import json
-import logging
 import re
+import logging
 import secrets
 import time
 import uuid
@@ -30,12 +33,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kb_core.citations import MARKER_PATTERN, SpecialTokenFilter, cited_markers, citation_grammar, support
+from kb_core.citations import CitableSource, SpecialTokenFilter, citation_grammar
 from kb_core.config import Config
-from kb_core.contracts import LanguageModel
+from kb_core.contracts import AnswerChecker, LanguageModel
 from kb_core.errors import KbError
-from kb_core.prompts import PromptTemplate, choose_template, is_refusal, render_user
+from kb_core.packing import pack, select
+from kb_core.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
 from kb_core.store import StoreOfRecord, now_iso
+from kb_core.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.types import (
     SEARCH_MODES,
     Answer,
@@ -65,11 +70,10 @@ CHAT_TEMPLATE_SLACK = 48
 MIN_EVIDENCE_TOKENS = 32
 #: How many nearest candidates a refusal lists.
 CANDIDATES_SHOWN = 3
-#: The least share of an answer's new content that must occur in the passages it cites.
-MIN_SUPPORT = 0.5
 
 TokenCallback = Callable[[str], None]
-_SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or digit outside the citation markers
+#: A chat role's name left alone on the first line once its special tokens are removed.
+_ROLE_LINE = re.compile(r"^\s*(?:assistant|user|system)\s*\n")
 
 
 @attrs.frozen
@@ -87,99 +91,6 @@ class AskOptions:
     constrained: bool | None = None
     backend: str | None = None
     template_version: str | None = None
-
-
-@attrs.frozen
-class Verdict:
-    """What citation validation concluded about a generated answer."""
-
-    grounded: bool
-    refusal_reason: str | None
-    cited: tuple[int, ...]
-    invalid: tuple[int, ...]
-    note: str
-
-
-def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
-    """Validate an answer's citations against the markers that were packed into its prompt."""
-    available = set(packed_markers)
-    markers = cited_markers(text)
-    cited = tuple(m for m in markers if m in available)
-    invalid = tuple(m for m in markers if m not in available)
-    if not text.strip():
-        return Verdict(False, "llm_self_judge", cited, invalid, "the model gave an empty answer")
-    if not _SAYS_SOMETHING.search(MARKER_PATTERN.sub("", text)):
-        return Verdict(False, "llm_self_judge", cited, invalid, "the answer is nothing but citations")
-    if invalid:
-        shown = ", ".join(f"[#{m}]" for m in invalid)
-        return Verdict(False, "llm_self_judge", cited, invalid,
-                       f"the answer cites {shown}, which is not in the evidence ({len(available)} chunks packed)")
-    if is_refusal(text):
-        return Verdict(False, "llm_self_judge", cited, invalid, "the model said the evidence is insufficient")
-    if not cited:
-        return Verdict(False, "llm_self_judge", cited, invalid, "the answer cites no evidence with [#n]")
-    return Verdict(True, None, cited, invalid, "")
-
-
-def check_support(verdict: Verdict, text: str, question: str, cited_texts: list[str]) -> Verdict:
-    """Turn a grounded verdict into an ``unsupported`` refusal when the cited passages do not back the answer."""
-    if not verdict.grounded:
-        return verdict
-    share = support(text, question, cited_texts)
-    if share is None or share >= MIN_SUPPORT:
-        return verdict
-    return Verdict(False, "unsupported", verdict.cited, verdict.invalid,
-                   f"only {share:.0%} of what the answer says is in the passages it cites")
-
-
-def format_entry(marker: int, chunk: Chunk, text: str | None = None) -> str:
-    """One evidence entry: ``[#n doc=... heading=... span=L..-L..]`` then the chunk's text."""
-    heading = " > ".join(chunk.heading_path)
-    header = f"[#{marker} doc={chunk.doc_path} heading={heading} span=L{chunk.start_line}-L{chunk.end_line}]"
-    return f"{header}\n{chunk.text if text is None else text}"
-
-
-def _fit_prefix(text: str, fits: Callable[[str], bool]) -> str:
-    """The longest prefix of ``text`` (cut at a line end when possible) for which ``fits`` holds."""
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(text[:middle]):
-            low = middle
-        else:
-            high = middle - 1
-    prefix = text[:low]
-    line_end = prefix.rfind("\n")
-    return prefix[:line_end] if line_end > len(prefix) // 2 else prefix
-
-
-def pack(hits: Sequence[Hit], chunks: dict[str, Chunk], budget: int,
-         count_tokens: Callable[[str], int]) -> list[tuple[PackedChunk, str]]:
-    """Pack hits in order into at most ``budget`` tokens: (packed chunk, entry text) pairs.
-
-    Stops at the first hit that would overflow the budget; the first hit is always packed,
-    truncated to the budget if it alone is too large. Hits whose chunk no longer exists are skipped.
-    """
-    packed: list[tuple[PackedChunk, str]] = []
-    used = 0
-    for hit in hits:
-        chunk = chunks.get(hit.chunk_id)
-        if chunk is None:
-            continue
-        marker = len(packed) + 1
-        entry = format_entry(marker, chunk)
-        cost = count_tokens(entry + "\n\n")
-        truncated = False
-        if used + cost > budget:
-            if packed:
-                break
-            text = _fit_prefix(chunk.text, lambda t: count_tokens(format_entry(marker, chunk, t) + "\n\n") <= budget)
-            entry = format_entry(marker, chunk, text)
-            cost, truncated = count_tokens(entry + "\n\n"), True
-        used += cost
-        item = PackedChunk(marker, chunk.chunk_id, str(chunk.citation), round(hit.score, 4), cost, truncated, entry)
-        packed.append((item, entry))
-    return packed
 
 
 def _citation_of(hit: Hit, marker: int | None) -> AnswerCitation:
@@ -246,6 +157,9 @@ class RagPipeline:
         if options.k is not None and options.k < 1:
             raise KbError(f"k must be at least 1 (got {options.k})")
         k = max(options.k or 0, self.config.search.default_k)
+        if self.config.rag.unsupported_claims not in UNSUPPORTED_POLICIES:
+            raise KbError(f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
+                          hint=f"use one of: {', '.join(UNSUPPORTED_POLICIES)}")
         template = choose_template(options.template_version or self.config.rag.prompt_template_version, question)
         trace_id = f"ret_{secrets.token_hex(4)}"
         return _Run(question, options, template, mode, k, time.perf_counter(), trace_id)
@@ -289,14 +203,16 @@ class RagPipeline:
 
     def _generate(self, run: _Run, on_token: TokenCallback | None) -> Answer:
         llm = self.language_model()
-        chunks = self.store.get_chunks([h.chunk_id for h in run.hits])
-        packed = pack(run.hits, chunks, self._budget(llm, run), llm.count_tokens)
+        rag = self.config.rag
+        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score)
+        chunks = self.store.get_chunks([h.chunk_id for h in chosen])
+        packed = pack(chosen, chunks, self._budget(llm, run), llm.count_tokens, run.template)
         if not packed:
             log.warning("every retrieved chunk disappeared from the store before packing")
             return self._refusal(run, "no_chunks", run.template.no_chunks_refusal,
                                  "the retrieved chunks no longer exist (re-run kb ingest)")
         evidence = "\n\n".join(entry for _, entry in packed)
-        constrained = self.config.rag.constrained if run.options.constrained is None else run.options.constrained
+        constrained = rag.constrained if run.options.constrained is None else run.options.constrained
         prompt = RenderedPrompt(
             system=run.template.system,
             user=render_user(run.template, run.question, evidence),
@@ -312,26 +228,43 @@ class RagPipeline:
             seed=llm_cfg.seed if run.options.seed is None else run.options.seed,
             grammar=prompt.grammar,
         )
-        text, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
+        raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
+        yes_no = is_yes_no_question(run.question)
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
         if done.finish_reason == "error":
-            verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}")
+            verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}",
+                              raw, (), "generation_error")
         else:
-            cited_texts = [chunks[by_marker[m].chunk_id].text for m in cited_markers(text) if m in by_marker]
-            verdict = check_support(judge(text, by_marker), text, run.question, cited_texts)
+            passages = {m: chunks[item.chunk_id].text for m, item in by_marker.items()}
+            sources = [CitableSource(m, chunks[item.chunk_id].doc_path, chunks[item.chunk_id].heading_path)
+                       for m, item in by_marker.items()]
+            verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
+        check, check_ms = None, 0.0
+        if verdict.grounded and rag.answer_check > 0 and run.template.check and isinstance(llm, AnswerChecker):
+            began = time.perf_counter()
+            check = round(llm.yes_probability(request, raw, run.template.check.format(query=run.question)), 4)
+            check_ms = _ms(began)
+            if check < rag.answer_check:
+                verdict = attrs.evolve(
+                    verdict, grounded=False, refusal_reason="llm_self_judge", refusal_detail="not_answered",
+                    note=f"asked after answering, the model judged that the evidence does not state the answer "
+                         f"(p={check:.2f}, below {rag.answer_check:.2f})")
         hit_of = {h.chunk_id: h for h in run.hits}
-        citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited)
-        usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms)
+        citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited) if verdict.grounded else ()
+        usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms,
+                           done.cached_tokens, check_ms)
+        verdict_word = verdict_of(verdict.text) if yes_no else None
         return self._answer(
-            run, text, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
-            finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt,
+            run, verdict.text or raw, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
+            finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt, verdict_word=verdict_word,
+            check=check,
         )
 
     # -- building and keeping answers -------------------------------------------------------------
 
     def _refusal(self, run: _Run, reason: str, text: str, note: str) -> Answer:
-        verdict = Verdict(False, reason, (), (), note)
+        verdict = Verdict(False, reason, (), (), note, text, (), reason)
         return self._answer(run, text, verdict, (), TokenUsage(latency_ms=_ms(run.started)))
 
     def _answer(
@@ -347,6 +280,8 @@ class RagPipeline:
         finish_reason: str | None = None,
         packed: tuple[PackedChunk, ...] = (),
         prompt: RenderedPrompt | None = None,
+        verdict_word: str | None = None,
+        check: float | None = None,
     ) -> Answer:
         explain = run.options.explain
         candidates = () if verdict.grounded else tuple(_citation_of(h, None) for h in run.hits[:CANDIDATES_SHOWN])
@@ -367,6 +302,10 @@ class RagPipeline:
             grounded=verdict.grounded,
             refusal_reason=verdict.refusal_reason,
             note=verdict.note,
+            refusal_detail=verdict.refusal_detail,
+            sentences=verdict.sentences,
+            verdict=verdict_word,
+            answer_check=check,
             citations=citations,
             candidates=candidates,
             invalid_markers=verdict.invalid,
@@ -438,7 +377,7 @@ def _stream(
     show(cleaner.flush())
     if done is None:
         done = Done("error", error="the model's stream ended without a Done event")
-    return "".join(pieces).strip(), done, first_token_ms, _ms(began)
+    return _ROLE_LINE.sub("", "".join(pieces)).strip(), done, first_token_ms, _ms(began)
 
 
 def ask(kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(),

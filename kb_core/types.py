@@ -175,6 +175,7 @@ class Done:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
+    cached_tokens: int = 0  # of prompt_tokens, how many were reused rather than evaluated
 
 
 StreamEvent = Union[Token, Done]
@@ -229,6 +230,29 @@ class PackedChunk:
 
 
 @attrs.frozen
+class SentenceSupport:
+    """One sentence of an answer as kb checked it (see :mod:`kb_core.attribution`).
+
+    ``kind`` is ``claim``, ``about_sources`` or ``no_new_content``; only claims need support.
+    ``cited`` are the packed markers the model wrote in the sentence, ``supported_by`` the ones
+    whose passages kb found to back it (``attributed`` when kb chose them because the model's own
+    did not), and ``support`` the share of the sentence's new content found there.
+    """
+
+    text: str
+    kind: str
+    cited: tuple[int, ...] = ()
+    supported_by: tuple[int, ...] = ()
+    support: float | None = None
+    attributed: bool = False
+
+    @property
+    def supported(self) -> bool:
+        """True for a claim some packed passage backs (sentences that are not claims need no support)."""
+        return self.kind != "claim" or bool(self.supported_by)
+
+
+@attrs.frozen
 class RenderedPrompt:
     """The exact messages sent to the language model (shown with ``--explain``)."""
 
@@ -264,6 +288,8 @@ class TokenUsage:
     latency_ms: float = 0.0
     first_token_ms: float | None = None
     generation_ms: float = 0.0
+    cached_prompt_tokens: int = 0
+    check_ms: float = 0.0
 
 
 @attrs.frozen
@@ -293,6 +319,10 @@ class Answer:
     usage: TokenUsage
     created_at: str
     note: str = ""
+    refusal_detail: str | None = None
+    sentences: tuple[SentenceSupport, ...] = ()
+    verdict: str | None = None
+    answer_check: float | None = None
     packed: tuple[PackedChunk, ...] = ()
     prompt: RenderedPrompt | None = None
     trace: tuple[Hit, ...] = ()

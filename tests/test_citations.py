@@ -13,10 +13,8 @@ from kb_core.citations import (
     SpecialTokenFilter,
     cited_markers,
     citation_grammar,
-    content_units,
     find_markers,
     strip_special_tokens,
-    support,
 )
 
 LOOSE_FORMS = ["[1]", "[ #1 ]", "[#1a]", "[#1234]", "vec![1]", "[label][1]", "[# 1]", "[#]", "[#-1]", "[#1.5]",
@@ -133,49 +131,3 @@ def test_llama_cpp_parses_the_grammar() -> None:
 
     parsed = llama_cpp.LlamaGrammar.from_string(citation_grammar(12), verbose=False)
     assert parsed is not None
-
-
-# -- support of an answer by the passages it cites ------------------------------------------------------
-
-def test_a_hallucination_wearing_a_valid_citation_has_no_support() -> None:
-    # what the real default model answered when the gate was disabled for an off-topic question
-    answer = "The 2018 FIFA World Cup was won by [#1] Seoul, South Korea."
-    evidence = ["## 교통\n\n서울 지하철은 1974년 8월 15일에 1호선이 처음 개통되었습니다."]
-    assert support(answer, "Who won the 2018 FIFA World Cup?", evidence) == 0.0
-
-
-@pytest.mark.parametrize(
-    ("answer", "question", "evidence"),
-    [
-        ("The Heliograph daemon listens on TCP port 7341 by default. [#1]",
-         "What TCP port does the Heliograph daemon listen on?",
-         "The configuration lives in `heliograph.toml`. The daemon listens on TCP port 7341 by default."),
-        ("According to the evidence, the centre should reach 55 to 65 °C within four days [#2].",
-         "What temperature should the centre of a Berkeley compost pile reach?",
-         "The centre of the pile should reach 55 to 65 °C within four days."),
-        ("서울 지하철 1호선은 1974년 8월 15일에 개통되었습니다. [#1]", "서울 지하철 1호선은 언제 개통되었나요?",
-         "서울 지하철은 1974년 8월 15일에 1호선이 처음 개통되었습니다."),
-        ("明长城的总长度是8851.8公里。[#1]", "明长城的总长度是多少公里？", "根据2009年公布的调查结果，明长城的总长度为8851.8公里。"),
-    ],
-)
-def test_faithful_answers_are_supported(answer: str, question: str, evidence: str) -> None:
-    share = support(answer, question, [evidence])
-    assert share is not None and share >= 0.75
-
-
-def test_an_answer_that_only_restates_the_question_adds_nothing_to_check() -> None:
-    assert support("The daemon port [#1]", "What is the daemon port?", ["unrelated"]) is None
-
-
-def test_content_units_split_words_numbers_and_cjk_bigrams() -> None:
-    assert content_units("The motor draws 4.5 amperes [#3]") == {"motor", "draw", "4.5", "amper"}
-    assert content_units("서울은 수도") == {"서울", "울은", "수도"}
-    assert content_units("according to the evidence") == set()
-
-
-@settings(max_examples=200)
-@given(st.text(), st.text(), st.lists(st.text(), max_size=3))
-def test_support_never_raises_and_is_a_share(answer: str, question: str, evidence: list[str]) -> None:
-    share = support(answer, question, evidence)
-    assert share is None or 0.0 <= share <= 1.0
-    assert support(answer, question, [answer]) in (None, 1.0)

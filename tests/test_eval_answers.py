@@ -42,8 +42,8 @@ GOLDEN = FIXTURES / "golden" / "answers.jsonl"
 
 
 def extractive(request: GenerateRequest) -> list[str]:
-    """Answer with the text of evidence entry [#1] on one line, citing [#1]."""
-    entry = request.user.split("\n[#1 ", 1)[1].split("\n\n[#2 ", 1)[0]
+    """Answer with the text of evidence entry [#1] on one line, citing [#1] (any template's entry format)."""
+    entry = re.split(r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]", re.split(r"\[#1[\] ]", request.user, maxsplit=1)[1])[0]
     return [" ".join(entry.split("\n", 1)[1].split()), " [#1]"]
 
 
@@ -210,8 +210,9 @@ def test_ask_explain_prints_trace_and_prompt(capsys: pytest.CaptureFixture[str],
                                              scripted: ScriptedPlugin) -> None:
     code, out, _ = kb_cli(capsys, kb_dir, "ask", "--explain", "--constrained", "How far apart should cordon tomatoes be planted?")
     assert code == 0
-    assert "── retrieval ret_" in out and "── prompt rag-v1-en: system" in out and "[Evidence]\n[#1 doc=web/tomatoes.html" in out
+    assert "── retrieval ret_" in out and "── prompt rag-v2: system" in out and "Evidence:\n[#1] web/tomatoes.html" in out
     assert "── grammar" in out and "cite ::=" in out
+    assert "── sentences, as kb checked them" in out and "claim           supported by [#1] (cited)" in out
 
 
 def test_ask_gate_refusal_through_the_real_command(kb_dir: Path) -> None:

@@ -21,8 +21,10 @@ import pytest
 from kb_core.config import load_config
 from kb_core.errors import KbError
 from kb_core.output import envelope, schema
-from kb_core.prompts import RAG_V1, RAG_V1_EN, choose_template
-from kb_core.rag import AskOptions, RagPipeline, judge, pack
+from kb_core.prompts import RAG_V1, RAG_V1_EN, RAG_V2, RAG_V2_KO, RAG_V2_ZH, choose_template
+from kb_core.packing import pack
+from kb_core.rag import AskOptions, RagPipeline
+from kb_core.validation import judge
 from kb_core.store import StoreOfRecord
 from kb_core.types import Answer, Chunk, Citation, Document, GenerateRequest, Hit, ModelRef, SearchQuery, to_json
 from tests.support.mock_llm import ScriptedLanguageModel
@@ -72,7 +74,9 @@ class Harness:
     llm_made: int = 0
 
     def pipeline(self) -> RagPipeline:
-        config = load_config(kb_dir=self.store.kb_dir, overrides=self.overrides, environ={})
+        # Every hit is packed unless a test says otherwise: most tests here are about what the model saw.
+        overrides = {"rag.max_chunks": 10, "rag.min_relative_score": 0.0, **self.overrides}
+        config = load_config(kb_dir=self.store.kb_dir, overrides=overrides, environ={})
 
         def retrieve(query: SearchQuery) -> Sequence[Hit]:
             self.queries.append(query)
@@ -119,7 +123,7 @@ def test_gate_refusal_text_follows_the_question_language(store: StoreOfRecord) -
     h = Harness(store, hits_for((2, 0.1)), ScriptedLanguageModel())
     answer = h.ask("대한민국의 수도는 어디인가?")
     assert answer.answer.startswith("근거 부족. KB 에 해당 내용 없음.")
-    assert answer.prompt_template_version == "rag-v1"
+    assert answer.prompt_template_version == "rag-v2-ko"
 
 
 def test_score_exactly_at_the_gate_passes(store: StoreOfRecord) -> None:
@@ -151,12 +155,12 @@ def test_grounded_answer_cites_packed_chunks(store: StoreOfRecord) -> None:
 
 
 def test_every_citation_of_a_grounded_answer_was_in_the_prompt(store: StoreOfRecord) -> None:
-    h = Harness(store, hits_for((0, 0.9), (1, 0.7), (2, 0.6)), ScriptedLanguageModel(["A [#3] B [#1] [#3]"]))
+    h = Harness(store, hits_for((0, 0.9), (1, 0.7), (2, 0.6)), ScriptedLanguageModel(["서울 [#3]. Paris [#1] [#3]."]))
     answer = h.ask()
     assert answer.grounded
     user = h.llm.requests[0].user
     for citation in answer.citations:
-        assert f"[#{citation.marker} doc={citation.citation.path} " in user
+        assert f"[#{citation.marker}] {citation.citation.path} " in user
         chunk = store.get_chunks([citation.chunk_id])[citation.chunk_id]
         assert chunk.text in user
     assert [c.marker for c in answer.citations] == [3, 1]
@@ -167,12 +171,10 @@ def test_every_citation_of_a_grounded_answer_was_in_the_prompt(store: StoreOfRec
     [
         (["Paris [#7]."], "cites [#7]"),  # a marker that was never packed
         (["Paris [#1] and [#7]."], "cites [#7]"),  # one valid marker does not excuse an unknown one
-        (["Paris [1]."], "cites no evidence"),  # footnote style is not a citation
-        (["Use vec![1] in Rust."], "cites no evidence"),
+        (["The capital [#1]."], "says nothing beyond the question"),  # restating the question is no answer
         (["근거가 부족합니다."], "insufficient"),
         (["Insufficient evidence."], "insufficient"),
         (["Insufficient evidence. [#1]"], "insufficient"),  # a refusal that cites is still a refusal
-        (["Paris is the capital of France."], "cites no evidence"),  # silent ungrounded answer
         (["   "], "empty answer"),
         (["[#1] [#2]"], "nothing but citations"),  # what the default model wrote once under the grammar
         (["[#1]."], "nothing but citations"),
@@ -188,19 +190,75 @@ def test_unsupported_answers_are_refused_by_self_judgement(store: StoreOfRecord,
     assert answers_rows(store)[-1]["grounded"] == 0
 
 
-def test_a_cited_answer_the_evidence_does_not_back_is_refused_as_unsupported(store: StoreOfRecord) -> None:
-    h = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(["The capital is Lyon, on the Rhône [#1]."]))
+@pytest.mark.parametrize("script", [["The capital is Lyon, on the Rhône [#1]."], ["Use vec![1] in Rust."],
+                                    ["Paris is the capital [#1]. It has 40 million people [#1]."]])
+def test_a_claim_no_packed_passage_backs_is_refused_as_unsupported(store: StoreOfRecord, script: list[str]) -> None:
+    h = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(script))
     answer = h.ask()
-    assert (answer.grounded, answer.refusal_reason) == (False, "unsupported")
-    assert "passages it cites" in answer.note and [c.marker for c in answer.citations] == [1]
+    assert (answer.grounded, answer.refusal_reason, answer.refusal_detail) == (False, "unsupported", "unsupported_claim")
+    assert "no packed passage supports" in answer.note and answer.citations == ()
+    assert any(s.kind == "claim" and not s.supported for s in answer.sentences)
     assert answers_rows(store)[-1]["refusal_reason"] == "unsupported"
+
+
+def test_unsupported_claims_can_be_dropped_with_a_note(store: StoreOfRecord) -> None:
+    script = ["Paris is the capital [#1]. It has 40 million people [#1]."]
+    answer = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(script),
+                     overrides={"rag.unsupported_claims": "drop"}).ask()
+    assert answer.grounded and answer.answer == "Paris is the capital [#1]."
+    assert "dropped 1 unsupported sentence" in answer.note and "40 million" in answer.note
+
+
+@pytest.mark.parametrize("script", [["Paris [1]."], ["Paris (#1)."], ["Paris [paris.md]."], ["Paris [#1 doc=docs/paris.md]."]])
+def test_loose_citations_are_repaired_into_markers(store: StoreOfRecord, script: list[str]) -> None:
+    answer = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(script)).ask()
+    assert answer.grounded and answer.answer == "Paris [#1]."
+    assert [c.marker for c in answer.citations] == [1]
+
+
+def test_an_uncited_supported_sentence_is_attributed_by_kb(store: StoreOfRecord) -> None:
+    answer = Harness(store, hits_for((0, 0.9), (1, 0.8)), ScriptedLanguageModel(["The Eiffel Tower is 330 metres tall."])).ask(
+        "How tall is the Eiffel Tower?")
+    assert answer.grounded
+    assert [c.marker for c in answer.citations] == [2]
+    [sentence] = answer.sentences
+    assert sentence.attributed and sentence.supported_by == (2,) and sentence.cited == ()
+
+
+def test_a_sentence_about_the_sources_neither_needs_nor_spoils_support(store: StoreOfRecord) -> None:
+    script = ["Paris is the capital of France [#1]. This information is found in the [paris.md] entry [#1]."]
+    answer = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(script)).ask("Which city is the capital of France?")
+    assert answer.grounded
+    assert [s.kind for s in answer.sentences] == ["claim", "about_sources"]
+
+
+def test_only_hits_close_to_the_top_are_packed(store: StoreOfRecord) -> None:
+    llm = ScriptedLanguageModel(["Paris [#1]"])
+    answer = Harness(store, hits_for((0, 0.9), (1, 0.8), (2, 0.5), (3, 0.85)), llm,
+                     overrides={"rag.max_chunks": 2, "rag.min_relative_score": 0.75}).ask(explain=True)
+    assert [p.chunk_id for p in answer.packed] == ["docs/paris.md#0", "docs/paris.md#1"]
+    assert answer.retrieval.chunks_used == 2 and answer.retrieval.chunks_returned == 4
+    alone = Harness(store, hits_for((0, 0.9), (1, 0.5)), ScriptedLanguageModel(["Paris [#1]"]),
+                    overrides={"rag.max_chunks": 3, "rag.min_relative_score": 0.75}).ask(explain=True)
+    assert [p.chunk_id for p in alone.packed] == ["docs/paris.md#0"]
+
+
+@pytest.mark.parametrize(("question", "script", "verdict"), [
+    ("Is Paris the capital of France?", ["Yes. Paris is the capital of France [#1]."], "yes"),
+    ("Is Lyon the capital of France?", ["No. Paris is the capital of France [#1]."], "no"),
+    ("What is the capital of France?", ["Yes. Paris is the capital [#1]."], None),  # not a yes/no question
+])
+def test_yes_no_questions_record_the_opening_verdict(store: StoreOfRecord, question: str, script: list[str],
+                                                     verdict: str | None) -> None:
+    answer = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(script)).ask(question)
+    assert answer.grounded and answer.verdict == verdict
 
 
 def test_unknown_markers_are_reported(store: StoreOfRecord) -> None:
     h = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(["Paris [#1] [#7] [#0]"]))
     answer = h.ask()
     assert answer.invalid_markers == (7, 0)
-    assert [c.marker for c in answer.citations] == [1]
+    assert not answer.grounded and answer.citations == () and answer.refusal_detail == "invalid_marker"
 
 
 def test_generation_error_is_a_refusal(store: StoreOfRecord) -> None:
@@ -215,7 +273,7 @@ def test_judge_matches_the_rules() -> None:
     assert not judge("x [#1] [#3]", [1, 2]).grounded
     assert judge("x [#1] [#3]", [1, 2]).invalid == (3,)
     assert not judge("근거가 부족하다 [#1]", [1]).grounded
-    assert not judge("x [1]", [1]).grounded
+    assert not judge("x [1]", [1]).grounded  # judge sees strict markers only; validate() repairs first
 
 
 # -- special tokens and prompt injection -------------------------------------------------------------
@@ -225,8 +283,8 @@ def test_special_tokens_are_removed_before_validation_and_display(store: StoreOf
     script = ["<|im_start|>", "assistant\n", "Paris <|", "im_end|>", "[#1]<tool_call>", "</tool_call>", "<|eot_id|>"]
     h = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(script))
     answer = h.pipeline().ask("capital of France?", AskOptions(), shown.append)
-    assert answer.answer == "assistant\nParis [#1]"
     assert "".join(shown) == "assistant\nParis [#1]"
+    assert answer.answer == "Paris [#1]"  # the role name left alone on the first line is template residue
     assert answer.grounded
 
 
@@ -236,11 +294,11 @@ def test_system_prompt_is_fixed_whatever_the_documents_say(store: StoreOfRecord)
     h.hits = hits_for((0, 0.9))
     h.ask("What is the capital of France?")
     first, second = h.llm.requests
-    assert first.system == second.system == RAG_V1_EN.system
+    assert first.system == second.system == RAG_V2.system
     assert INJECTION not in first.system
-    evidence = first.user.split("[Evidence]\n", 1)[1]
+    evidence, question = first.user.removeprefix("Evidence:\n").split("\n\nQuestion: ")
     assert INJECTION in evidence  # document text only inside the evidence section, unaltered
-    assert first.user.split("[Evidence]\n", 1)[0] == "[Question]\nWhat is the capital of France?\n\n"
+    assert question == "What is the capital of France?"
 
 
 def test_injected_marker_from_a_document_is_not_a_valid_citation(store: StoreOfRecord) -> None:
@@ -253,19 +311,25 @@ def test_question_cannot_fill_the_evidence_slot(store: StoreOfRecord) -> None:
     h = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(["Paris [#1]"]))
     h.ask("What is {packed_chunks} and {query}?")
     user = h.llm.requests[0].user
-    assert user.startswith("[Question]\nWhat is {packed_chunks} and {query}?\n\n[Evidence]\n[#1 doc=docs/paris.md ")
+    assert user == ("Evidence:\n[#1] docs/paris.md > Guide > Part 0\nParis is the capital of France.\n\n"
+                    "Question: What is {packed_chunks} and {query}?")
 
 
 def test_template_follows_the_question_language(store: StoreOfRecord) -> None:
     h = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
     answer = h.ask("대한민국의 수도는?")
     request = h.llm.requests[0]
-    assert answer.prompt_template_version == "rag-v1"
-    assert request.system == RAG_V1.system
-    assert request.user.startswith("[질문]\n대한민국의 수도는?\n\n[근거]\n[#1 doc=docs/seoul.md heading=Guide > Part 0 span=L1-L1]\n")
-    assert request.stop == ("\n\n[질문]",)
-    assert choose_template("auto", "北京是中国的首都吗?") is RAG_V1
-    assert choose_template("auto", "What does 서울 mean?") is RAG_V1_EN
+    assert answer.prompt_template_version == "rag-v2-ko"
+    assert request.system == RAG_V2_KO.system
+    assert request.user == "근거:\n[#1] docs/seoul.md > Guide > Part 0\n서울은 대한민국의 수도이다.\n\n질문: 대한민국의 수도는?"
+    assert choose_template("auto", "北京是中国的首都吗?") is RAG_V2_ZH
+    assert choose_template("auto", "What does 서울 mean?") is RAG_V2
+    # the seed's rag-v1 stays selectable, with its own format
+    v1 = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
+    assert v1.ask("대한민국의 수도는?", template_version="rag-v1").prompt_template_version == "rag-v1"
+    assert v1.llm.requests[0].user.startswith(
+        "[질문]\n대한민국의 수도는?\n\n[근거]\n[#1 doc=docs/seoul.md heading=Guide > Part 0 span=L1-L1]\n")
+    assert v1.llm.requests[0].stop == ("\n\n[질문]",)
     assert choose_template("rag-v1", "English question") is RAG_V1
     with pytest.raises(KbError):
         choose_template("rag-v9", "x")
@@ -378,7 +442,7 @@ def test_request_carries_options_and_config(store: StoreOfRecord) -> None:
     first, second = llm.requests
     assert (first.temperature, first.seed, first.max_tokens) == (0.7, 42, 200)
     assert (second.temperature, second.seed) == (0.0, 0)
-    assert first.stop == ("\n\n[Question]",) and first.grammar is None
+    assert first.stop == RAG_V2.stop and first.grammar is None
 
 
 def test_constrained_generation_sends_a_grammar_of_the_packed_markers(store: StoreOfRecord) -> None:

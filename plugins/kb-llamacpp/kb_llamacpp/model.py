@@ -1,7 +1,10 @@
 """A :class:`kb_core.contracts.LanguageModel` that runs a GGUF file in process with llama-cpp-python.
 
 The prompt is rendered with the model's own chat template (``tokenizer.chat_template`` in the
-GGUF metadata) and tokenized exactly once, so ``Done.prompt_tokens`` is exact. Generation runs
+GGUF metadata) and tokenized exactly once, so ``Done.prompt_tokens`` is exact. The part of it
+before the user's message (template opening and system message) is evaluated once and reused
+across questions and processes (:mod:`kb_llamacpp.prefix_cache`); ``Done.cached_tokens`` says
+how many prompt tokens were reused. Generation runs
 token by token through ``Llama.generate``: every sampled token is counted, end-of-generation
 tokens and stop strings end the stream with ``"stop"``, and the token budget (or a full
 context) with ``"length"``.
@@ -23,7 +26,8 @@ import attrs
 
 from kb_core.errors import KbError, ModelUnavailableError
 from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
-from kb_llamacpp.packaged import PackagedModel, is_available, materialize
+from kb_llamacpp.packaged import PackagedModel, cache_dir, is_available, materialize
+from kb_llamacpp.prefix_cache import PrefixCache
 from kb_llamacpp.stops import StopScanner
 
 GGUF_MAGIC = b"GGUF"
@@ -71,6 +75,7 @@ class LlamaCppModel:
         self.model_ref = ModelRef(id=settings.model_id, provider="llamacpp", path=str(settings.path))
         self._llama: Any = None
         self._template: Any = None
+        self._prefixes: PrefixCache | None = None
 
     @staticmethod
     def _problem(settings: LlamaSettings) -> str | None:
@@ -118,6 +123,8 @@ class LlamaCppModel:
                 add_generation_prompt=True,
             )
             self._llama = llama
+            key = f"ctx={self.settings.context_tokens} batch={self.settings.batch_tokens} threads={threads}"
+            self._prefixes = PrefixCache(cache_dir(), self.settings.path, key)
         return self._llama
 
     # -- tokens -------------------------------------------------------------------------------
@@ -126,17 +133,29 @@ class LlamaCppModel:
         """Tokens ``text`` takes in this model's vocabulary (no BOS, special tokens as text)."""
         return len(self._load().tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def render_prompt(self, request: GenerateRequest) -> str:
-        """The request as the model's chat template renders it, ready for the assistant's turn."""
+    def render_prompt(self, request: GenerateRequest, *turns: tuple[str, str]) -> str:
+        """The request (then any further ``(role, content)`` turns) as the chat template renders it."""
         self._load()
         messages = [{"role": "system", "content": request.system}] if request.system else []
         messages.append({"role": "user", "content": request.user})
+        messages += [{"role": role, "content": content} for role, content in turns]
         return str(self._template(messages=messages).prompt)
+
+    def _tokens(self, text: str) -> list[int]:
+        return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def prompt_tokens(self, request: GenerateRequest) -> list[int]:
         """The exact tokens the model reads for ``request``."""
-        prompt = self.render_prompt(request)  # the template writes any BOS the model wants
-        return list(self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+        return self._tokens(self.render_prompt(request))  # the template writes any BOS the model wants
+
+    def prefix_tokens(self, request: GenerateRequest, tokens: list[int]) -> list[int]:
+        """The tokens of ``tokens`` before the user's message, when they tokenize apart cleanly (else [])."""
+        prompt = self.render_prompt(request)
+        cut = prompt.rfind(request.user) if request.user else -1
+        if cut <= 0:
+            return []
+        prefix = self._tokens(prompt[:cut])
+        return prefix if len(prefix) < len(tokens) and tokens[: len(prefix)] == prefix else []
 
     # -- generation ---------------------------------------------------------------------------
 
@@ -171,8 +190,14 @@ class LlamaCppModel:
         import llama_cpp
 
         seed = request.seed if request.seed is not None else random.randrange(2**31)
+        prefix = self.prefix_tokens(request, prompt)
+        cached = 0
+        if prefix and self._prefixes is not None:
+            # The prefix is always its own batch, restored or computed, so answers repeat either way.
+            cached = len(prefix) if self._prefixes.prepare(llama, prefix) else 0
+        else:
+            llama.reset()
         llama.set_seed(seed)
-        llama.reset()  # no KV prefix reuse: batch shapes change logits slightly, and answers must repeat
         scanner = StopScanner(tuple(s for s in request.stop if s))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         vocab = llama._model.vocab
@@ -206,9 +231,41 @@ class LlamaCppModel:
             if rest:
                 yield Token(rest)
         except Exception as exc:  # llama.cpp failures surface as assorted exception types
-            yield Done("error", len(prompt), len(completion), error=f"{type(exc).__name__}: {exc}")
+            yield Done("error", len(prompt), len(completion), error=f"{type(exc).__name__}: {exc}", cached_tokens=cached)
             return
-        yield Done(finish, len(prompt), len(completion))
+        yield Done(finish, len(prompt), len(completion), cached_tokens=cached)
+
+    # -- the answer check -----------------------------------------------------------------------
+
+    def yes_probability(self, request: GenerateRequest, reply: str, follow_up: str) -> float:
+        """P(Yes) / (P(Yes) + P(No)) for the first token of the reply to ``follow_up`` after ``reply``.
+
+        Only the tokens not already in the context are evaluated: right after generating
+        ``reply`` that is the follow-up turn alone.
+        """
+        import numpy as np
+
+        llama = self._load()
+        tokens = self._tokens(self.render_prompt(request, ("assistant", reply), ("user", follow_up)))
+        if len(tokens) >= self.context_tokens:
+            return 1.0  # no room to ask: the check abstains
+        common = 0
+        for have, want in zip(llama._input_ids.tolist(), tokens[:-1]):
+            if have != want:
+                break
+            common += 1
+        llama.n_tokens = common
+        llama.eval(tokens[common:])
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+        yes = self._first_tokens(("Yes", "yes", " Yes", "YES"))
+        no = self._first_tokens(("No", "no", " No", "NO"))
+        top = max(logits[list(yes | no)])
+        p_yes = float(np.exp(logits[list(yes)] - top).sum())
+        p_no = float(np.exp(logits[list(no)] - top).sum())
+        return p_yes / (p_yes + p_no)
+
+    def _first_tokens(self, words: tuple[str, ...]) -> set[int]:
+        return {self._llama.tokenize(w.encode("utf-8"), add_bos=False, special=False)[0] for w in words}
 
     # -- health -------------------------------------------------------------------------------
 

@@ -1,0 +1,77 @@
+"""Packing: which retrieved chunks the model reads, under which markers, within a token budget.
+
+Every packed token costs the user time before the first word (prefill), so only hits that can
+matter are packed: the first hit always; a later one only while fewer than ``max_chunks`` are
+packed and its score is at least ``min_relative_score`` of the top hit's. A hit far behind the
+first adds reading, not evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kb_core.prompts import PromptTemplate
+from kb_core.types import Chunk, Hit, PackedChunk
+
+_DEFAULT_HEADER = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"
+
+
+def format_entry(marker: int, chunk: Chunk, text: str | None = None, header: str = _DEFAULT_HEADER) -> str:
+    """One evidence entry: the template's header line for ``[#marker]``, then the chunk's text."""
+    heading = " > ".join(chunk.heading_path)
+    line = header.format(marker=marker, doc=chunk.doc_path, heading=heading, start=chunk.start_line,
+                         end=chunk.end_line)
+    return f"{line.rstrip(' >')}\n{chunk.text if text is None else text}"
+
+
+def _fit_prefix(text: str, fits: Callable[[str], bool]) -> str:
+    """The longest prefix of ``text`` (cut at a line end when possible) for which ``fits`` holds."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(text[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    prefix = text[:low]
+    line_end = prefix.rfind("\n")
+    return prefix[:line_end] if line_end > len(prefix) // 2 else prefix
+
+
+def select(hits: Sequence[Hit], max_chunks: int, min_relative_score: float) -> list[Hit]:
+    """The hits worth packing: the first, then those within ``min_relative_score`` of it, at most ``max_chunks``."""
+    if not hits:
+        return []
+    floor = hits[0].score * min_relative_score
+    return [hits[0], *(h for h in hits[1:] if h.score >= floor)][: max(1, max_chunks)]
+
+
+def pack(hits: Sequence[Hit], chunks: dict[str, Chunk], budget: int, count_tokens: Callable[[str], int],
+         template: PromptTemplate | None = None) -> list[tuple[PackedChunk, str]]:
+    """Pack hits in order into at most ``budget`` tokens: (packed chunk, entry text) pairs.
+
+    Stops at the first hit that would overflow the budget; the first hit is always packed,
+    truncated to the budget if it alone is too large. Hits whose chunk no longer exists are skipped.
+    """
+    header = template.entry_header if template is not None else _DEFAULT_HEADER
+    packed: list[tuple[PackedChunk, str]] = []
+    used = 0
+    for hit in hits:
+        chunk = chunks.get(hit.chunk_id)
+        if chunk is None:
+            continue
+        marker = len(packed) + 1
+        entry = format_entry(marker, chunk, header=header)
+        cost = count_tokens(entry + "\n\n")
+        truncated = False
+        if used + cost > budget:
+            if packed:
+                break
+            text = _fit_prefix(
+                chunk.text, lambda t: count_tokens(format_entry(marker, chunk, t, header) + "\n\n") <= budget)
+            entry = format_entry(marker, chunk, text, header)
+            cost, truncated = count_tokens(entry + "\n\n"), True
+        used += cost
+        item = PackedChunk(marker, chunk.chunk_id, str(chunk.citation), round(hit.score, 4), cost, truncated, entry)
+        packed.append((item, entry))
+    return packed
