@@ -14,6 +14,7 @@ from kb_core.contracts import Embedder, IndexContext, LanguageModel, ModelContex
 from kb_core.errors import KbError
 from kb_core.plugins import Registry, registry as default_registry
 from kb_core.store import StoreOfRecord
+from kb_core.types import Progress
 
 
 class KnowledgeBase:
@@ -27,6 +28,8 @@ class KnowledgeBase:
         self._embedder: Embedder | None = None
         self._indexes: dict[str, Any] = {}
         self._llms: dict[str, LanguageModel] = {}
+        #: Where models report long first-use work (set by the CLI to a terminal progress bar).
+        self.progress: Progress | None = None
 
     @property
     def directory(self) -> Path:
@@ -91,7 +94,7 @@ class KnowledgeBase:
         name = backend or self.config.models.llm.backend
         if name not in self._llms:
             factory = self.registry.get("language_models", name).factory
-            self._llms[name] = factory(ModelContext(self.config, self.config.backend_options(name)))
+            self._llms[name] = factory(ModelContext(self.config, self.config.backend_options(name), self.progress))
         return self._llms[name]
 
     def close(self) -> None:

@@ -107,6 +107,8 @@ _NUMBER_LIST = r"#?\s*[0-9]{1,3}(?:\s*(?:,|;|、|，|and|&)\s*#?\s*[0-9]{1,3})*"
 _LOOSE_NUMBERS = re.compile(
     rf"(?<![\w!])(?:[\[［【]\s*(?P<b>{_NUMBER_LIST})\s*[\]］】]|\(\s*(?P<p>#\s*[0-9]{{1,3}}(?:\s*[,;]\s*#?\s*[0-9]{{1,3}})*)\s*\))"
 )
+#: A bare ``#n`` right after a sentence's end mark (``…公里。#1``), or closing the text.
+_BARE_AFTER_END = re.compile(r"(?<=[.!?。！？])([ \t]?)#([0-9]{1,3})(?![0-9\w])")
 #: A copied evidence header: ``[#2 doc=notes/a.md heading=... span=L1-L9]`` (one line at most).
 _COPIED_HEADER = re.compile(r"\[#([0-9]{1,3})\s[^\]\n]{0,300}\]")
 #: A bracketed name: ``[CHANGELOG.txt]``, ``[doc=notes/a.md]``, ``[Release history]``.
@@ -138,7 +140,8 @@ def repair_citations(text: str, sources: Sequence[CitableSource]) -> str:
     """``text`` with the loose citation forms models write turned into strict ``[#n]`` markers.
 
     A loose form becomes a marker only when the mapping is unambiguous: numbers that were all
-    packed (``[1]``, ``[#1, #2]``, ``(#1)``, a copied ``[#1 doc=...]`` header), or a bracketed
+    packed (``[1]``, ``[#1, #2]``, ``(#1)``, a copied ``[#1 doc=...]`` header, a bare ``#1`` right
+    after a sentence's end mark), or a bracketed
     document path, file name or heading that names exactly one packed entry. Everything else is
     left as it was, so it stays prose (or, for a strict marker that was not packed, invalid).
     Strict markers are never changed, and repairing twice changes nothing more.
@@ -162,6 +165,10 @@ def repair_citations(text: str, sources: Sequence[CitableSource]) -> str:
         markers = names.get(match.group("name").casefold().strip(), set())
         return f"[#{next(iter(markers))}]" if len(markers) == 1 else match.group(0)
 
+    def bare(match: re.Match[str]) -> str:
+        return f"{match.group(1)}[#{match.group(2)}]" if int(match.group(2)) in packed else match.group(0)
+
+    text = _BARE_AFTER_END.sub(bare, text)
     text = _COPIED_HEADER.sub(header, text)
     text = _LOOSE_NUMBERS.sub(numbers, text)
     return _BRACKETED_NAME.sub(name, text)

@@ -85,6 +85,9 @@ def terminal_progress(enabled: bool = True) -> Iterator[Progress | None]:
             bar = bars[stage] = click.progressbar(length=max(total, 1), label=stage.ljust(18), file=sys.stderr)
             bar.render_progress()
         bar.update(done - bar.pos)
+        if done >= total:  # a finished stage ends its line before anything else is printed
+            bar.render_finish()
+            del bars[stage]
 
     try:
         yield update

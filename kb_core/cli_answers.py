@@ -8,6 +8,7 @@ import click
 
 from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session, terminal_progress
 from kb_core.errors import EXIT_NO_RESULT
+from kb_core.prompts import RAG_V1, TEMPLATES
 from kb_core.types import SEARCH_MODES, Answer
 
 MODE_CHOICE = click.Choice(list(SEARCH_MODES))
@@ -27,6 +28,8 @@ def _print_explain(answer: Answer) -> None:
     if answer.prompt is not None:
         click.echo(_dim(f"── prompt {answer.prompt_template_version}: system"))
         click.echo(_dim(answer.prompt.system))
+        if TEMPLATES.get(answer.prompt_template_version, RAG_V1).examples:
+            click.echo(_dim(f"── then the worked examples of {answer.prompt_template_version} (fixed), then the user message"))
         click.echo(_dim("── prompt: user"))
         click.echo(_dim(answer.prompt.user))
         if answer.prompt.grammar:
@@ -108,7 +111,10 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
         pieces.append(text)
         click.echo(text, nl=False)
 
-    answer = ask(session.kb(create=False), question, options, None if as_json else on_token)
+    kb = session.kb(create=False)
+    with terminal_progress() as progress:  # joining and loading a model the first time
+        kb.progress = progress
+        answer = ask(kb, question, options, None if as_json else on_token)
     shown = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
 
     def human() -> None:

@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
-from kb_core.types import Chunk, GenerateRequest, Hit, ModelRef, ParsedDocument, Problem, SearchQuery, StreamEvent
+from kb_core.types import (
+    Chunk,
+    GenerateRequest,
+    Hit,
+    ModelRef,
+    ParsedDocument,
+    Problem,
+    Progress,
+    SearchQuery,
+    StreamEvent,
+)
 
 if TYPE_CHECKING:
     from kb_core.config import Config
@@ -129,7 +139,12 @@ class IndexContext:
 
 @attrs.frozen
 class ModelContext:
-    """What an embedder or language-model factory receives."""
+    """What an embedder or language-model factory receives.
+
+    ``progress`` (stage, done, total), when given, is how a model reports long first-use work
+    (joining a packaged model, loading it) so that the user sees what is happening.
+    """
 
     config: Config
     options: dict[str, object] = attrs.field(factory=dict)
+    progress: Progress | None = None

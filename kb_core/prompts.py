@@ -35,6 +35,7 @@ class PromptTemplate:
     no_chunks_refusal: str
     entry_header: str = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"  # slots: those names
     check: str = ""  # the follow-up question of the answer check (slot {query}); "" = no check
+    examples: tuple[tuple[str, str], ...] = ()  # worked (user, assistant) turns before the question
 
 
 RAG_V1 = PromptTemplate(
@@ -73,6 +74,51 @@ RAG_V1_EN = PromptTemplate(
 
 _V2_ENTRY = "[#{marker}] {doc} > {heading}"
 
+
+def _examples(user: str, turns: tuple[tuple[str, str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Worked (user, assistant) turns from (evidence, question, answer) triples, in the template's format."""
+    return tuple((user.replace("{packed_chunks}", evidence).replace("{query}", question), answer)
+                 for evidence, question, answer in turns)
+
+
+_EXAMPLES_EN = (
+    ("[#1] notes/garden.md > Roses\nPrune roses in late winter, just before new growth starts. Cut each cane back "
+     "by about a third.\n\n[#2] notes/garden.md > Lawn\nMow the lawn weekly from April to October.",
+     "When should roses be pruned?",
+     "Roses should be pruned in late winter, just before new growth starts [#1]."),
+    ("[#1] notes/trip.md > Lisbon\nWe stayed three nights in Lisbon and took the tram to Belém.",
+     "How much did the hotel in Lisbon cost?",
+     "Insufficient evidence."),
+    ("[#1] papers/walking.md > Results\nAfter 12 weeks, patients who walked daily had lower blood pressure than "
+     "patients who did not walk.",
+     "Does daily walking lower blood pressure?",
+     "Yes. After 12 weeks, patients who walked daily had lower blood pressure than those who did not [#1]."),
+)
+_EXAMPLES_KO = (
+    ("[#1] notes/정원.md > 장미\n장미는 새순이 나오기 직전인 늦겨울에 가지치기한다. 줄기는 3분의 1 정도 자른다.\n\n"
+     "[#2] notes/정원.md > 잔디\n잔디는 4월부터 10월까지 매주 깎는다.",
+     "장미는 언제 가지치기하나요?",
+     "장미는 새순이 나오기 직전인 늦겨울에 가지치기한다 [#1]."),
+    ("[#1] notes/여행.md > 리스본\n리스본에서 사흘 밤을 묵었고 트램을 타고 벨렝에 갔다.",
+     "리스본 호텔은 얼마였나요?",
+     "근거가 부족하다."),
+    ("[#1] papers/걷기.md > 결과\n12주 뒤 매일 걸은 환자는 걷지 않은 환자보다 혈압이 낮았다.",
+     "매일 걸으면 혈압이 내려가나요?",
+     "예. 12주 뒤 매일 걸은 환자는 걷지 않은 환자보다 혈압이 낮았다 [#1]."),
+)
+_EXAMPLES_ZH = (
+    ("[#1] notes/花园.md > 玫瑰\n玫瑰在晚冬、新芽萌发之前修剪。每根枝条剪掉约三分之一。\n\n"
+     "[#2] notes/花园.md > 草坪\n四月到十月每周修剪一次草坪。",
+     "玫瑰应该什么时候修剪？",
+     "玫瑰应在晚冬、新芽萌发之前修剪[#1]。"),
+    ("[#1] notes/旅行.md > 里斯本\n我们在里斯本住了三晚，坐电车去了贝伦。",
+     "里斯本的酒店花了多少钱？",
+     "证据不足。"),
+    ("[#1] papers/步行.md > 结果\n12周后，每天步行的患者血压低于不步行的患者。",
+     "每天步行能降低血压吗？",
+     "是。12周后，每天步行的患者血压低于不步行的患者[#1]。"),
+)
+
 RAG_V2 = PromptTemplate(
     version="rag-v2",
     system=(
@@ -92,6 +138,7 @@ RAG_V2 = PromptTemplate(
     no_chunks_refusal=RAG_V1_EN.no_chunks_refusal,
     entry_header=_V2_ENTRY,
     check="Do the evidence entries state the answer to the question \"{query}\"? Reply Yes or No.",
+    examples=_examples("Evidence:\n{packed_chunks}\n\nQuestion: {query}", _EXAMPLES_EN),
 )
 
 RAG_V2_KO = attrs.evolve(
@@ -111,6 +158,7 @@ RAG_V2_KO = attrs.evolve(
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal=RAG_V1.no_chunks_refusal,
     check="근거 항목에 질문 \"{query}\"의 답이 나와 있습니까? Yes 또는 No로 답하세요.",
+    examples=_examples("근거:\n{packed_chunks}\n\n질문: {query}", _EXAMPLES_KO),
 )
 
 RAG_V2_ZH = attrs.evolve(
@@ -130,6 +178,7 @@ RAG_V2_ZH = attrs.evolve(
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal="证据不足：知识库中没有与问题匹配的内容。",
     check="证据条目中是否写明了问题“{query}”的答案？请回答 Yes 或 No。",
+    examples=_examples("证据：\n{packed_chunks}\n\n问题：{query}", _EXAMPLES_ZH),
 )
 
 TEMPLATES: dict[str, PromptTemplate] = {t.version: t for t in (RAG_V1, RAG_V1_EN, RAG_V2, RAG_V2_KO, RAG_V2_ZH)}

@@ -190,8 +190,9 @@ class RagPipeline:
 
     def _budget(self, llm: LanguageModel, run: _Run) -> int:
         """Evidence tokens: min(max_context_tokens, context - prompt overhead - reserved completion)."""
+        examples = sum(llm.count_tokens(a) + llm.count_tokens(b) + CHAT_TEMPLATE_SLACK for a, b in run.template.examples)
         overhead = (llm.count_tokens(run.template.system) + llm.count_tokens(render_user(run.template, run.question, ""))
-                    + CHAT_TEMPLATE_SLACK)
+                    + CHAT_TEMPLATE_SLACK + examples)
         room = llm.context_tokens - overhead - self.config.models.llm.max_tokens
         if room < MIN_EVIDENCE_TOKENS:
             raise KbError(
@@ -227,6 +228,7 @@ class RagPipeline:
             temperature=llm_cfg.temperature if run.options.temperature is None else run.options.temperature,
             seed=llm_cfg.seed if run.options.seed is None else run.options.seed,
             grammar=prompt.grammar,
+            examples=run.template.examples,
         )
         raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
         yes_no = is_yes_no_question(run.question)

@@ -149,7 +149,11 @@ class Hit:
 
 @attrs.frozen
 class GenerateRequest:
-    """What a language model is asked to do."""
+    """What a language model is asked to do.
+
+    ``examples`` are (user, assistant) turns shown between the system message and ``user``:
+    worked examples of the task, the same for every question (so a backend may cache them).
+    """
 
     system: str
     user: str
@@ -158,6 +162,7 @@ class GenerateRequest:
     temperature: float = 0.0
     seed: int | None = None
     grammar: str | None = None
+    examples: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen

@@ -31,6 +31,8 @@ SOURCES = [
         ("Released [doc=notes/CHANGELOG.txt].", "Released [#1]."),
         ("Rolled back [Rollback].", "Rolled back [#3]."),
         ("Copied [#2 doc=notes/release-process.md heading=Release process span=L1-L9].", "Copied [#2]."),
+        ("明长城的总长度为8851.8公里。#1", "明长城的总长度为8851.8公里。[#1]"),
+        ("It is 45 cm. #2", "It is 45 cm. [#2]"),
     ],
 )
 def test_unambiguous_loose_forms_become_markers(text: str, expected: str) -> None:
@@ -48,6 +50,8 @@ def test_unambiguous_loose_forms_become_markers(text: str, expected: str) -> Non
         "A reference link [label][1] and [the docs](https://example.org).",
         "An unknown name [README.md].",
         "A strict marker that was not packed [#9] stays as it is.",
+        "See issue #1 for details.",  # a bare number inside a sentence is prose
+        "Done. #12",  # not packed
     ],
 )
 def test_ambiguous_or_unknown_forms_stay_as_they_are(text: str) -> None:

@@ -372,10 +372,16 @@ def test_pipeline_budget_uses_the_models_context_and_tokenizer(store: StoreOfRec
     hits = [Hit(c.chunk_id, c.doc_path, 0.9, i + 1, c.citation) for i, c in enumerate(giant)]
     llm = ScriptedLanguageModel(["x [#1]"], context_tokens=3000)
     h = Harness(store, hits, llm, overrides={"models.llm.max_tokens": 384})
-    answer = h.ask(explain=True)
+    answer = h.ask(explain=True, template_version="rag-v1-en")
     request = llm.requests[0]
     assert len(request.system) + len(request.user) + 384 <= 3000
     assert answer.retrieval.chunks_used == len(answer.packed) == 2
+    # the worked examples of rag-v2 take their share of the context too
+    llm_v2 = ScriptedLanguageModel(["x [#1]"], context_tokens=4000)
+    Harness(store, hits, llm_v2, overrides={"models.llm.max_tokens": 384}).ask(template_version="rag-v2")
+    request = llm_v2.requests[0]
+    assert request.examples and len(request.system) + len(request.user) + 384 + sum(
+        len(a) + len(b) for a, b in request.examples) <= 4000
     # a generous context is capped by [rag] max_context_tokens instead
     llm_big = ScriptedLanguageModel(["x [#1]"], context_tokens=100_000)
     h2 = Harness(store, hits, llm_big, overrides={"rag.max_context_tokens": 2000})

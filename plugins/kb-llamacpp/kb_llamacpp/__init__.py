@@ -39,7 +39,7 @@ def make_model(ctx: ModelContext) -> LlamaCppModel:
     """The llama.cpp language model the configuration asks for."""
     llm = ctx.config.models.llm
     chosen = llm.model or str(ctx.options.get("model", "") or "")
-    common = {"context_tokens": llm.context_tokens, "threads": llm.threads}
+    common = {"context_tokens": llm.context_tokens, "threads": llm.threads, "progress": ctx.progress}
     if chosen:
         path = Path(chosen).expanduser()
         return LlamaCppModel(LlamaSettings(path=path, model_id=path.stem, **common))

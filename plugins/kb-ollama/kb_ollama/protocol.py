@@ -51,6 +51,8 @@ def normalize_model_name(name: str) -> str:
 def chat_body(model: str, request: GenerateRequest, *, num_ctx: int, seed: int) -> dict[str, Any]:
     """The ``POST /api/chat`` body for one generation, streamed."""
     messages = [{"role": "system", "content": request.system}] if request.system else []
+    for asked, answered in request.examples:
+        messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
     messages.append({"role": "user", "content": request.user})
     options: dict[str, Any] = {
         "temperature": request.temperature,
