@@ -33,6 +33,7 @@ class IngestConfig:
     chunk_overlap_tokens: int = 64
     ignore: list[str] = attrs.field(factory=list)
     batch_documents: int = 256
+    follow_symlinks: bool = False  # follow links that lead outside the ingested folder
 
 
 @attrs.define

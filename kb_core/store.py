@@ -12,7 +12,9 @@ searches keep working while an ingest writes.
 from __future__ import annotations
 
 import json
+import os
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
     import sqlite3  # type: ignore[no-redef]
 
-from kb_core.errors import KbError
+from kb_core.errors import EXIT_STORAGE, KbError
 from kb_core.types import Chunk, Document
 
 DB_NAME = "kb.sqlite3"
@@ -96,6 +98,60 @@ MIGRATIONS: list[str] = [
 ]
 
 
+def _writable(path: Path) -> bool:
+    """Whether the database and its folder can be written (immutable files and read-only media cannot)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open a database that cannot be written: ``mode=ro``, or ``immutable=1`` when even the WAL
+    index cannot be created next to it (read-only media)."""
+    uri = "file:" + urllib.parse.quote(str(path.resolve()))
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error:
+        conn.close()
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) with the new folder readable by its owner only (0700)."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path, 0o700)
+
+
+def _create_private_file(path: Path) -> None:
+    """Create an empty file readable by its owner only (0600), unless it exists."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+
+
+def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None:
+    """A disk-full or read-only SQLite error as a one-line :class:`KbError` (None for anything else)."""
+    if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("full", "readonly", "read-only")):
+        return _storage_error(kb_dir, exc)
+    return None
+
+
+def _storage_error(kb_dir: Path | str, exc: Exception) -> KbError:
+    text, where = str(exc), f" at {kb_dir}" if kb_dir else ""
+    if "full" in text:
+        return KbError(f"the disk is full; the interrupted change to the knowledge base{where} was rolled back",
+                       hint="free some space and run the command again", exit_code=EXIT_STORAGE)
+    if "readonly" in text or "read-only" in text:
+        return KbError(f"the knowledge base{where} is read-only", hint="copy it somewhere writable",
+                       exit_code=EXIT_STORAGE)
+    if "locked" in text or "busy" in text:
+        return KbError(f"the knowledge base{where} is busy ({text})", hint="wait for the other kb process",
+                       exit_code=EXIT_STORAGE)
+    return KbError(f"cannot write the knowledge base{where}: {text}", exit_code=EXIT_STORAGE)
+
+
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string with seconds."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -137,14 +193,21 @@ class StoreOfRecord:
         self.path = self.kb_dir / DB_NAME
         if not self.path.exists() and not create:
             raise KbError(f"no knowledge base at {self.kb_dir}", hint="run 'kb init' or 'kb ingest PATH' first")
+        self.read_only = self.path.exists() and not _writable(self.path)
         try:
-            self.kb_dir.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
+            if self.read_only:
+                self.conn = _connect_read_only(self.path)
+            else:
+                make_private_dir(self.kb_dir)
+                _create_private_file(self.path)
+                self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                            check_same_thread=False)
+                self.conn.execute("PRAGMA busy_timeout = 30000")
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as exc:
             raise KbError(f"cannot open the knowledge base at {self.kb_dir}: {exc}") from None
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self._migrate()
 
@@ -155,29 +218,52 @@ class StoreOfRecord:
         """The number of migrations applied."""
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
-    def _migrate(self) -> None:
-        version = self.schema_version
+    def _check_version(self, version: int) -> None:
         if version > len(MIGRATIONS):
             raise KbError(
                 f"the knowledge base at {self.kb_dir} was written by a newer kb (schema {version})",
                 hint="upgrade kb",
             )
-        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self.transaction():
+
+    def _migrate(self) -> None:
+        """Apply the missing migrations; the version is read again inside the write transaction,
+        so concurrent first opens (``kb list`` and ``kb init`` at once) never apply one twice."""
+        version = self.schema_version
+        self._check_version(version)
+        if version == len(MIGRATIONS):
+            return
+        if self.read_only:
+            raise KbError(f"the knowledge base at {self.kb_dir} is read-only and needs an upgrade (schema {version})",
+                          hint="open it once where it is writable")
+        with self.transaction():
+            version = self.schema_version
+            self._check_version(version)
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 for statement in filter(str.strip, script.split(";")):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version = {number}")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE), committed on success, rolled back on error."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """A write transaction (BEGIN IMMEDIATE), committed on success, rolled back on error.
+
+        A full disk or a read-only knowledge base becomes a one-line :class:`KbError`; the
+        transaction is rolled back, so what was stored before is intact.
+        """
+        if self.read_only:
+            raise KbError(f"the knowledge base at {self.kb_dir} is read-only", hint="search and list work; to change it,"
+                          " copy it somewhere writable", exit_code=EXIT_STORAGE)
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            raise _storage_error(self.kb_dir, exc) from None
 
     def close(self) -> None:
         """Close the connection."""
@@ -192,6 +278,18 @@ class StoreOfRecord:
         else:
             rows = self.conn.execute("SELECT path, content_hash FROM documents WHERE source_root = ?", (source_root,))
         return {row[0]: row[1] for row in rows}
+
+    def document_owners(self) -> dict[str, str]:
+        """path -> the source root (absolute folder) each document came from."""
+        return {row[0]: row[1] for row in self.conn.execute("SELECT path, source_root FROM documents")}
+
+    def source_roots(self) -> list[str]:
+        """Every folder documents came from."""
+        return [row[0] for row in self.conn.execute("SELECT DISTINCT source_root FROM documents ORDER BY 1")]
+
+    def repoint_root(self, old: str, new: str) -> int:
+        """Make ``new`` the source folder of every document of ``old``; caller holds a transaction."""
+        return int(self.conn.execute("UPDATE documents SET source_root = ? WHERE source_root = ?", (new, old)).rowcount)
 
     def replace_document(self, document: Document, chunks: Sequence[Chunk], mtime_ns: int = 0) -> None:
         """Insert or replace a document with its chunks; caller holds a transaction."""
