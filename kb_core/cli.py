@@ -128,7 +128,13 @@ def config_group() -> None:
 
 
 def _register_builtin_commands() -> None:
-    from kb_core import cli_documents, cli_search, cli_answers  # noqa: F401  (each adds its commands)
+    from kb_core import cli_answers, cli_documents, cli_history, cli_search  # noqa: F401  (each adds its commands)
+    from kb_core.cli_checks import check_query
+
+    ask = cli.commands.get("ask")
+    for param in ask.params if ask is not None else ():
+        if param.name == "question" and param.callback is None:
+            param.callback = check_query  # an empty or blank question is a usage error before anything loads
 
 
 def _register_plugin_commands() -> None:

@@ -72,3 +72,11 @@ class SafeStream:
 def raw_stream(stream: Any) -> Any:
     """The stream under a :class:`SafeStream` (for kb's own progress bars), else ``stream``."""
     return stream.raw if isinstance(stream, SafeStream) else stream
+
+
+def shortened(text: str, limit: int = 200) -> str:
+    """``text`` escaped and cut to ``limit`` characters, saying how much was left out (for echoing a query)."""
+    escaped = shown(text)
+    if len(escaped) <= limit:
+        return escaped
+    return f"{escaped[:limit]}… ({len(escaped) - limit} more characters)"
