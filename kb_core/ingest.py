@@ -28,7 +28,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.chunker import Chunker, ChunkLimits
 from kb_core.errors import EXIT_STORAGE, KbError
 from kb_core.indexing import SyncResult, sync_all
-from kb_core.roots import Root, is_protected, protected, resolve_root
+from kb_core.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.source import SourceFile, SourceProblem, normalise, single_file, walk
 from kb_core.store import make_private_dir, now_iso
 from kb_core.types import Block, Document, IngestWarning, Progress
@@ -215,6 +215,7 @@ class Ingester:
         """Bring the documents of one root in step with the folder (or single file)."""
         root = resolve_root(Path(given), self.store.source_roots())
         root_key = str(root.base)
+        self.warnings.extend(IngestWarning(old, note) for old, note in absorb_inner_roots(self.store, root))
         files, problems = self._files(root)
         refused = self._claim(root, files)
         known = {p: h for p, h in self.store.document_hashes(root_key).items() if root.covers(p)}

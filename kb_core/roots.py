@@ -3,7 +3,8 @@
 A document is keyed by its path relative to the folder it came from (its *source root*). A file
 or subfolder inside a folder that is already a source root is ingested relative to that root,
 so ``kb ingest notes/sub/a.md`` after ``kb ingest notes`` updates ``sub/a.md`` instead of
-storing a second copy as ``a.md``.
+storing a second copy as ``a.md``; and ``kb ingest notes`` after ``kb ingest notes/sub`` takes
+the documents of ``notes/sub`` in under ``sub/`` (:func:`absorb_inner_roots`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import attrs
 
+from kb_core.chunker import chunk_id
 from kb_core.errors import KbError
 from kb_core.source import SourceProblem
+from kb_core.store import StoreOfRecord
 
 
 @attrs.frozen
@@ -64,3 +67,34 @@ def is_protected(path: str, prefixes: Sequence[str]) -> bool:
         if path == prefix or path.startswith(prefix + "/"):
             return True
     return False
+
+
+def absorb_inner_roots(store: StoreOfRecord, root: Root) -> list[tuple[str, str]]:
+    """Re-key the documents of stored roots inside ``root`` under it (``a.md`` of ``notes/sub`` becomes
+    ``sub/a.md`` of ``notes``), chunks and all, in one transaction; returns (old root, note) pairs.
+
+    A document whose new path is already taken stays where it was.
+    """
+    notes: list[tuple[str, str]] = []
+    if root.single:
+        return notes
+    for inner in store.source_roots():
+        folder = Path(inner)
+        if root.base not in folder.parents:
+            continue
+        prefix = folder.relative_to(root.base).as_posix() + "/"
+        if not prefix.startswith(root.start):
+            continue
+        moved = 0
+        with store.transaction():
+            for document in [d for d in store.list_documents() if d.source_root == inner]:
+                new_path = prefix + document.path
+                if store.get_document(new_path) is not None:
+                    continue
+                chunks = [attrs.evolve(c, doc_path=new_path, chunk_id=chunk_id(new_path, c.ordinal, c.content_hash))
+                          for c in store.chunks_of([document.path])]
+                store.delete_documents([document.path])
+                store.replace_document(attrs.evolve(document, path=new_path, source_root=str(root.base)), chunks)
+                moved += 1
+        notes.append((inner, f"{inner} is inside {root.base}: its {moved} document(s) are now stored under {prefix}"))
+    return notes
