@@ -141,8 +141,9 @@ def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None
 def _storage_error(kb_dir: Path | str, exc: Exception) -> KbError:
     text, where = str(exc), f" at {kb_dir}" if kb_dir else ""
     if "full" in text:
-        return KbError(f"the disk is full; the interrupted change to the knowledge base{where} was rolled back",
-                       hint="free some space and run the command again", exit_code=EXIT_STORAGE)
+        return KbError(f"the disk is full: kb stopped writing the knowledge base{where}; what was stored before is"
+                       " intact", hint="free some space and run the command again; the next 'kb ingest' completes"
+                       " an interrupted one", exit_code=EXIT_STORAGE)
     if "readonly" in text or "read-only" in text:
         return KbError(f"the knowledge base{where} is read-only", hint="copy it somewhere writable",
                        exit_code=EXIT_STORAGE)
