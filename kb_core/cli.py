@@ -21,7 +21,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
 from kb_core.output import dumps
-from kb_core.store import storage_error
+from kb_core.sqlite_files import storage_error
 from kb_core.terminal import SafeStream, raw_stream, shown
 from kb_core.types import Progress
 

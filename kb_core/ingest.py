@@ -30,7 +30,8 @@ from kb_core.errors import EXIT_STORAGE, KbError
 from kb_core.indexing import SyncResult, sync_all
 from kb_core.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.source import SourceFile, SourceProblem, normalise, single_file, walk
-from kb_core.store import make_private_dir, now_iso
+from kb_core.sqlite_files import make_private_dir
+from kb_core.store import now_iso
 from kb_core.types import Block, Document, IngestWarning, Progress
 
 BINARY_SNIFF_BYTES = 8192

@@ -12,9 +12,7 @@ searches keep working while an ingest writes.
 from __future__ import annotations
 
 import json
-import os
 import time
-import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +24,7 @@ except ImportError:  # pragma: no cover - the interpreter's own module is a fall
     import sqlite3  # type: ignore[no-redef]
 
 from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.sqlite_files import connect_read_only, create_private_file, make_private_dir, storage_error_for, writable
 from kb_core.types import Chunk, Document
 
 DB_NAME = "kb.sqlite3"
@@ -98,61 +97,6 @@ MIGRATIONS: list[str] = [
 ]
 
 
-def _writable(path: Path) -> bool:
-    """Whether the database and its folder can be written (immutable files and read-only media cannot)."""
-    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """Open a database that cannot be written: ``mode=ro``, or ``immutable=1`` when even the WAL
-    index cannot be created next to it (read-only media)."""
-    uri = "file:" + urllib.parse.quote(str(path.resolve()))
-    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.Error:
-        conn.close()
-    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
-
-
-def make_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) with the new folder readable by its owner only (0700)."""
-    if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(path, 0o700)
-
-
-def _create_private_file(path: Path) -> None:
-    """Create an empty file readable by its owner only (0600), unless it exists."""
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass
-
-
-def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None:
-    """A disk-full or read-only SQLite error as a one-line :class:`KbError` (None for anything else)."""
-    if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("full", "readonly", "read-only")):
-        return _storage_error(kb_dir, exc)
-    return None
-
-
-def _storage_error(kb_dir: Path | str, exc: Exception) -> KbError:
-    text, where = str(exc), f" at {kb_dir}" if kb_dir else ""
-    if "full" in text:
-        return KbError(f"the disk is full: kb stopped writing the knowledge base{where}; what was stored before is"
-                       " intact", hint="free some space and run the command again; the next 'kb ingest' completes"
-                       " an interrupted one", exit_code=EXIT_STORAGE)
-    if "readonly" in text or "read-only" in text:
-        return KbError(f"the knowledge base{where} is read-only", hint="copy it somewhere writable",
-                       exit_code=EXIT_STORAGE)
-    if "locked" in text or "busy" in text:
-        return KbError(f"the knowledge base{where} is busy ({text})", hint="wait for the other kb process",
-                       exit_code=EXIT_STORAGE)
-    return KbError(f"cannot write the knowledge base{where}: {text}", exit_code=EXIT_STORAGE)
-
-
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string with seconds."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -194,13 +138,13 @@ class StoreOfRecord:
         self.path = self.kb_dir / DB_NAME
         if not self.path.exists() and not create:
             raise KbError(f"no knowledge base at {self.kb_dir}", hint="run 'kb init' or 'kb ingest PATH' first")
-        self.read_only = self.path.exists() and not _writable(self.path)
+        self.read_only = self.path.exists() and not writable(self.path)
         try:
             if self.read_only:
-                self.conn = _connect_read_only(self.path)
+                self.conn = connect_read_only(self.path)
             else:
                 make_private_dir(self.kb_dir)
-                _create_private_file(self.path)
+                create_private_file(self.path)
                 self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
                                             check_same_thread=False)
                 self.conn.execute("PRAGMA busy_timeout = 30000")
@@ -264,7 +208,7 @@ class StoreOfRecord:
                 raise
             self.conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
-            raise _storage_error(self.kb_dir, exc) from None
+            raise storage_error_for(self.kb_dir, exc) from None
 
     def close(self) -> None:
         """Close the connection."""

@@ -16,12 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kbtest import run_kb
 
 from kb_core.errors import EXIT_STORAGE, KbError
 from kb_core.ingest import ingest_paths
 from kb_core.store import StoreOfRecord, sqlite3
-
-from kbtest import run_kb
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 
@@ -73,13 +72,13 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 1.5 MB tmpfs: a real full disk (needs root / CAP_SYS_ADMIN, else skipped)."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)], capture_output=True)
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)], capture_output=True, check=False)
     if made.returncode != 0:
         pytest.skip("cannot mount a small tmpfs here")
     try:
         yield mount
     finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
 def test_a_real_full_disk_keeps_what_was_stored(tmp_path: Path, tiny_disk: Path) -> None:

@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import jsonschema
+from kbtest import run_kb
 
 from kb_core.output import schema
 from kb_core.store import StoreOfRecord
-
-from kbtest import run_kb
 
 SECRET = "what is my bank PIN zanzibar-4471"
 

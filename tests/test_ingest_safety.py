@@ -10,12 +10,11 @@ import os
 from pathlib import Path
 
 import pytest
+from kbtest import run_kb
 
 from kb_core.app import KnowledgeBase
 from kb_core.ingest import ingest_paths
 from kb_core.types import SearchQuery
-
-from kbtest import run_kb
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 

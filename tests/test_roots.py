@@ -9,12 +9,11 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from kbtest import run_kb
 
 from kb_core.app import KnowledgeBase
 from kb_core.ingest import ingest_paths
 from kb_core.types import SearchQuery
-
-from kbtest import run_kb
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 NFC = unicodedata.normalize("NFC", "café.md")

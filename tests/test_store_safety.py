@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbtest import run_kb
 
 from kb_core.store import StoreOfRecord
-
-from kbtest import run_kb
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 
@@ -31,7 +30,7 @@ def test_concurrent_first_opens_never_give_an_internal_error(tmp_path: Path) -> 
         kb_dir = tmp_path / f"R{round_}"
         processes = [_kb("--kb", str(kb_dir), "init" if i % 3 == 2 else "list") for i in range(6)]
         for process in processes:
-            out, err = process.communicate(timeout=120)
+            _, err = process.communicate(timeout=120)
             assert process.returncode in (0, 1, 2), err  # 1: empty list; 2: 'no knowledge base' before init
             assert "internal error" not in err and "Traceback" not in err, err
         assert StoreOfRecord(kb_dir, create=False).schema_version == 2
@@ -62,7 +61,7 @@ def _ingested(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 def _chattr(flag: str, *paths: Path) -> bool:
     if not shutil.which("chattr"):
         return False
-    return subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True).returncode == 0
+    return subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, check=False).returncode == 0
 
 
 def test_an_immutable_knowledge_base_can_be_searched_and_listed(tmp_path: Path) -> None:
@@ -96,7 +95,8 @@ def _as_nobody(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | ENV
         env |= {"HOME": str(shared), "XDG_CONFIG_HOME": str(shared)}
         result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", kb, "--kb",
-                                 str(shared / "k"), *args], capture_output=True, text=True, env=env, timeout=120)
+                                 str(shared / "k"), *args], capture_output=True, text=True, env=env, timeout=120,
+                                check=False)
         if "python" in result.stderr.lower() and "Permission denied" in result.stderr:
             pytest.skip("the test interpreter is not readable by nobody")
         return result

@@ -12,12 +12,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from kbtest import run_kb
 
 from kb_core.output import dumps
 from kb_core.terminal import escape_stream_text, shown
-
-from kbtest import run_kb
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 #: Anything a terminal may act on, apart from newline and tab (allowed in stream output).
@@ -71,11 +71,12 @@ def test_cli_output_never_carries_raw_controls(tmp_path: Path, names: list[str])
     for name, body in files.items():
         (docs / name).write_text(body, encoding="utf-8")
     env = ENV | {"KB_HOME": str(root / "k")}
+    first = min(files)
     runs = [run_kb("ingest", str(docs), env=env), run_kb("list", env=env),
             run_kb("search", "marmot0", "--mode", "lexical", env=env),
-            run_kb("inspect", sorted(files)[0], env=env)]
-    chunk = json.loads(run_kb("inspect", sorted(files)[0], "--json", env=env).stdout)["chunks"][0]
-    runs.append(run_kb("inspect", f"{sorted(files)[0]}#L{chunk['start_line']}-L{chunk['end_line']}", env=env))
+            run_kb("inspect", first, env=env)]
+    chunk = json.loads(run_kb("inspect", first, "--json", env=env).stdout)["chunks"][0]
+    runs.append(run_kb("inspect", f"{first}#L{chunk['start_line']}-L{chunk['end_line']}", env=env))
     for result in runs:
         assert result.returncode == 0, result.stderr
         for stream in (result.stdout, result.stderr):
