@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import urllib.parse
 from pathlib import Path
@@ -49,9 +50,17 @@ def create_private_file(path: Path) -> None:
 
 
 def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None:
-    """A disk-full or read-only SQLite error as a one-line :class:`KbError` (None for anything else)."""
-    if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("full", "readonly", "read-only")):
+    """A full disk or read-only storage, met anywhere (SQLite, an index engine, a plain write), as a
+    one-line :class:`KbError`; None for anything else."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and any(w in text for w in ("full", "readonly", "read-only")):
         return storage_error_for(kb_dir, exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return storage_error_for(kb_dir, sqlite3.OperationalError("disk is full"))
+    if isinstance(exc, OSError) and exc.errno == errno.EROFS:
+        return storage_error_for(kb_dir, sqlite3.OperationalError("read-only file system"))
+    if "No space left on device" in text or "os error 28" in text:  # e.g. an index engine's own error type
+        return storage_error_for(kb_dir, sqlite3.OperationalError("disk is full"))
     return None
 
 

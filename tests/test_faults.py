@@ -117,3 +117,21 @@ def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
             assert run_kb("ingest", str(folder), env=ENV | {"KB_HOME": str(tmp_path / "k")}).returncode == 0
     paths = _paths(tmp_path / "k")
     assert len(paths) == 400 and len(set(paths)) == 400
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), ValueError("IoError (os error 28)")])
+def test_a_full_disk_in_an_index_engine_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str], error: Exception) -> None:
+    from kb_core.cli import main
+    from kb_tantivy.index import TantivyIndex
+
+    docs = _notes(tmp_path / "docs", 3, tag="ibex")
+    monkeypatch.setenv("KB_INDEXES__ENABLED", '["tantivy"]')
+    monkeypatch.setattr(TantivyIndex, "commit", lambda self: (_ for _ in ()).throw(error))
+    assert main(["--kb", str(tmp_path / "k"), "ingest", str(docs)]) == EXIT_STORAGE
+    err = capsys.readouterr().err
+    assert "disk is full" in err and len(err.strip().splitlines()) == 1
+    assert _paths(tmp_path / "k") == ["ibex0.md", "ibex1.md", "ibex2.md"]  # the store of record kept them
+    monkeypatch.undo()
+    monkeypatch.setenv("KB_INDEXES__ENABLED", '["tantivy"]')
+    assert main(["--kb", str(tmp_path / "k"), "ingest", str(docs)]) == 0  # and the next run completes the index
