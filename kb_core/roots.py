@@ -17,7 +17,7 @@ import attrs
 
 from kb_core.chunker import chunk_id
 from kb_core.errors import KbError
-from kb_core.source import SourceProblem
+from kb_core.source import SourceProblem, normalise
 from kb_core.store import StoreOfRecord
 
 
@@ -32,7 +32,8 @@ class Root:
 
     def covers(self, path: str) -> bool:
         """Whether a stored path lies in the part of the root this run walks."""
-        return path == self.start if self.single else path.startswith(self.start)
+        start = normalise(self.start)  # stored paths are NFC; ``start`` is spelled as on disk
+        return path == start if self.single else path.startswith(start)
 
 
 def resolve_root(given: Path, stored_roots: Sequence[str]) -> Root:
@@ -83,12 +84,12 @@ def absorb_inner_roots(store: StoreOfRecord, root: Root) -> list[tuple[str, str]
         if root.base not in folder.parents:
             continue
         prefix = folder.relative_to(root.base).as_posix() + "/"
-        if not prefix.startswith(root.start):
+        if not normalise(prefix).startswith(normalise(root.start)):
             continue
         moved = 0
         with store.transaction():
             for document in [d for d in store.list_documents() if d.source_root == inner]:
-                new_path = prefix + document.path
+                new_path = normalise(prefix) + document.path
                 if store.get_document(new_path) is not None:
                     continue
                 chunks = [attrs.evolve(c, doc_path=new_path, chunk_id=chunk_id(new_path, c.ordinal, c.content_hash))
