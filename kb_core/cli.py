@@ -1,7 +1,9 @@
 """The ``kb`` command line: a thin layer over the library functions.
 
 Exit codes: 0 ok; 1 no result or a refused answer; 2 usage or input error; 3 unhealthy
-(``kb doctor``); 130 interrupted. Errors a user can cause print one line on stderr.
+(``kb doctor``); 4 an ingest finished but some files failed; 5 the knowledge base cannot be
+written (disk full, read-only); 130 interrupted. Errors a user can cause print one line on
+stderr, with control characters escaped (see :mod:`kb_core.terminal`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from kb_core.app import KnowledgeBase
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
 from kb_core.output import dumps
+from kb_core.sqlite_files import storage_error
+from kb_core.terminal import SafeStream, raw_stream, shown
 from kb_core.types import Progress
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -82,7 +86,8 @@ def terminal_progress(enabled: bool = True) -> Iterator[Progress | None]:
         if bar is None:
             for other in bars.values():
                 other.render_finish()
-            bar = bars[stage] = click.progressbar(length=max(total, 1), label=stage.ljust(18), file=sys.stderr)
+            bar = bars[stage] = click.progressbar(length=max(total, 1), label=stage.ljust(18),
+                                                  file=raw_stream(sys.stderr))
             bar.render_progress()
         bar.update(done - bar.pos)
         if done >= total:  # a finished stage ends its line before anything else is printed
@@ -126,7 +131,13 @@ def config_group() -> None:
 
 
 def _register_builtin_commands() -> None:
-    from kb_core import cli_documents, cli_search, cli_answers  # noqa: F401  (each adds its commands)
+    from kb_core import cli_answers, cli_documents, cli_history, cli_search  # noqa: F401  (each adds its commands)
+    from kb_core.cli_checks import check_query
+
+    ask = cli.commands.get("ask")
+    for param in ask.params if ask is not None else ():
+        if param.name == "question" and param.callback is None:
+            param.callback = check_query  # an empty or blank question is a usage error before anything loads
 
 
 def _register_plugin_commands() -> None:
@@ -137,15 +148,35 @@ def _register_plugin_commands() -> None:
             cli.add_command(registration.factory, name)
 
 
+MAX_ERROR_CHARS = 300
+
+
+def error_line(exc: KbError) -> str:
+    """One inert line for an error: control characters escaped, a long message (a query) shortened."""
+    message = shown(exc.message)
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[:MAX_ERROR_CHARS]}… ({len(message) - MAX_ERROR_CHARS} more characters)"
+    return f"kb: error: {message}" + (f" ({shown(exc.hint)})" if exc.hint else "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; map errors to one line on stderr and a documented exit code."""
+    """Run the CLI with terminal-safe output streams; map errors to one line and a documented exit code."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         _register_builtin_commands()
         _register_plugin_commands()
         result = cli.main(args=argv, prog_name="kb", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except KbError as exc:
-        click.echo(f"kb: error: {exc}", err=True)
+        click.echo(error_line(exc), err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
@@ -161,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug, not a user mistake: say so, show details on request
+        storage = storage_error(exc)
+        if storage is not None:
+            click.echo(error_line(storage), err=True)
+            return storage.exit_code
         if os.environ.get("KB_DEBUG"):
             traceback.print_exc()
         click.echo(f"kb: internal error: {type(exc).__name__}: {exc} (set KB_DEBUG=1 for details)", err=True)

@@ -9,11 +9,13 @@ import click
 
 from kb_core.cli import Session, cli, config_group, emit, json_option, pass_session, terminal_progress
 from kb_core.config import effective_values
-from kb_core.errors import EXIT_NO_RESULT, EXIT_UNHEALTHY
-from kb_core.ingest import IngestReport, ingest_paths, remove_documents, writer_lock
+from kb_core.errors import EXIT_NO_RESULT, EXIT_PARTIAL, EXIT_UNHEALTHY
 from kb_core.indexing import rebuild_index
+from kb_core.ingest import IngestReport, ingest_paths, remove_documents, writer_lock
 from kb_core.maintenance import doctor_report, init_kb, inspect_target
 from kb_core.plugins import registry
+from kb_core.source import normalise
+from kb_core.terminal import shown
 
 
 @cli.command("init")
@@ -26,29 +28,40 @@ def init_command(session: Session, as_json: bool) -> None:
 
 
 def _print_report(report: IngestReport) -> None:
+    """The summary on stdout; each failed file, warning and skipped index on stderr."""
     click.echo(
         f"added {len(report.added)}, updated {len(report.updated)}, unchanged {report.unchanged}, "
         f"removed {len(report.removed)}, failed {len(report.failed)}"
         f"  ({report.documents} documents, {report.chunks} chunks, {report.took_ms / 1000:.1f} s)"
     )
     for problem in report.failed:
-        click.echo(f"  failed: {problem.path}: {problem.reason}")
+        click.echo(f"  failed: {shown(problem.path)}: {shown(problem.reason)}", err=True)
     for note in report.warnings:
-        click.echo(f"  warning: {note.path}: {note.reason}")
+        click.echo(f"  warning: {shown(note.path)}: {shown(note.reason)}", err=True)
     for result in report.indexes:
         if result.skipped_reason:
-            click.echo(f"  index {result.index} not updated: {result.skipped_reason}")
+            click.echo(f"  index {result.index} not updated: {shown(result.skipped_reason)}", err=True)
 
 
 @cli.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--follow-symlinks/--no-follow-symlinks", default=None,
+              help="Follow symbolic links that lead outside the folder (default: [ingest] follow_symlinks, off).")
+@click.option("--repoint", is_flag=True,
+              help="Make these folders the source of documents stored from another folder (a moved or copied folder).")
 @json_option
 @pass_session
-def ingest_command(session: Session, paths: tuple[Path, ...], as_json: bool) -> None:
-    """Add or update the documents under PATHS (files or folders); remove those that disappeared."""
+def ingest_command(session: Session, paths: tuple[Path, ...], follow_symlinks: bool | None, repoint: bool,
+                   as_json: bool) -> int:
+    """Add or update the documents under PATHS (files or folders); remove those that disappeared.
+
+    Exit code 4 when the run finished but some files failed (each is listed on stderr).
+    """
     with terminal_progress(enabled=not as_json) as progress:
-        report = ingest_paths(session.kb(create=True), list(paths), progress)
+        report = ingest_paths(session.kb(create=True), list(paths), progress, follow_symlinks=follow_symlinks,
+                              repoint=repoint)
     emit(as_json, "ingest_report.v1", report, lambda: _print_report(report))
+    return EXIT_PARTIAL if report.failed else 0
 
 
 @cli.command("list")
@@ -57,11 +70,11 @@ def ingest_command(session: Session, paths: tuple[Path, ...], as_json: bool) -> 
 @pass_session
 def list_command(session: Session, prefix: str, as_json: bool) -> int:
     """List the stored documents."""
-    documents = session.kb().store.list_documents(prefix)
+    documents = session.kb().store.list_documents(normalise(prefix))
 
     def human() -> None:
         for doc in documents:
-            click.echo(f"{doc.path}\t{doc.chunk_count} chunks\t{doc.title}")
+            click.echo(f"{shown(doc.path)}\t{doc.chunk_count} chunks\t{shown(doc.title)}")
 
     emit(as_json, "document_list.v1", {"documents": documents}, human)
     return 0 if documents else EXIT_NO_RESULT
@@ -73,24 +86,25 @@ def list_command(session: Session, prefix: str, as_json: bool) -> int:
 @pass_session
 def inspect_command(session: Session, target: str, as_json: bool) -> None:
     """Show a document (by path) or a chunk (by id or citation path#L12-L34)."""
-    kind, value = inspect_target(session.kb(), target)
+    kind, value = inspect_target(session.kb(), normalise(target))
     if kind == "document":
         document, chunks = value
 
         def human() -> None:
-            click.echo(f"{document.path}  ({document.title})")
+            click.echo(f"{shown(document.path)}  ({shown(document.title)})")
             click.echo(f"  parser {document.parser}, {document.size} bytes, sha256 {document.content_hash[:16]}…")
             for key, item in sorted(document.metadata.items()):
-                click.echo(f"  {key}: {item}")
+                click.echo(f"  {shown(key)}: {shown(item)}")
             for chunk in chunks:
-                heading = " > ".join(chunk.heading_path)
-                click.echo(f"  [{chunk.chunk_id}] {chunk.citation}  {chunk.token_count} tokens  {heading}")
+                heading = shown(" > ".join(chunk.heading_path))
+                click.echo(f"  [{chunk.chunk_id}] {shown(chunk.citation)}  {chunk.token_count} tokens  {heading}")
 
         emit(as_json, "document.v1", {"document": document, "chunks": chunks}, human)
     else:
         chunk = value
+        heading = shown(" > ".join(chunk.heading_path))
         emit(as_json, "chunk.v1", {"chunk": chunk, "citation": str(chunk.citation)},
-             lambda: click.echo(f"{chunk.citation}  [{chunk.chunk_id}]  {' > '.join(chunk.heading_path)}\n\n{chunk.text}"))
+             lambda: click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}"))
 
 
 @cli.command("rm")
@@ -158,7 +172,7 @@ def config_show_command(session: Session, as_json: bool) -> None:
 
     def human() -> None:
         for item in values:
-            click.echo(f"{item['key']} = {item['value']!r}  ({item['source']})")
+            click.echo(f"{item['key']} = {shown(repr(item['value']))}  ({shown(item['source'])})")
 
     emit(as_json, "config.v1", {"values": values}, human)
 

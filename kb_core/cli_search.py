@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 import click
 
 from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session, terminal_progress
+from kb_core.cli_checks import check_glob, check_query
 from kb_core.errors import EXIT_NO_RESULT
+from kb_core.terminal import shortened, shown
 from kb_core.types import SEARCH_MODES, SearchQuery
 
 if TYPE_CHECKING:
@@ -21,11 +23,11 @@ MODE_CHOICE = click.Choice(list(SEARCH_MODES))
 def _print_hits(response: SearchResponse, explain: bool) -> None:
     """Rank, score, citation, heading path and snippet of every hit (and why, with ``explain``)."""
     if not response.hits:
-        click.echo(f"no results for {response.query!r} ({response.mode})", err=True)
+        click.echo(f"no results for '{shortened(response.query)}' ({response.mode})", err=True)
     for hit, why in zip(response.hits, response.explanations):
-        click.echo(f"{hit.rank:>2}. {hit.score:.3f}  {click.style(str(hit.citation), bold=True)}")
+        click.echo(f"{hit.rank:>2}. {hit.score:.3f}  {click.style(shown(hit.citation), bold=True)}")
         if hit.heading_path:
-            click.echo(f"    {' > '.join(hit.heading_path)}")
+            click.echo(f"    {shown(' > '.join(hit.heading_path))}")
         snippet = " ".join(hit.snippet.split())
         if snippet:
             click.echo(textwrap.indent(textwrap.shorten(snippet, width=240, placeholder=" ..."), "    "))
@@ -42,10 +44,11 @@ def _print_hits(response: SearchResponse, explain: bool) -> None:
 
 
 @cli.command("search")
-@click.argument("query")
+@click.argument("query", callback=check_query)
 @click.option("--mode", type=MODE_CHOICE, help="Search mode (default: [search] mode, normally hybrid).")
 @click.option("--k", "k", type=click.IntRange(min=1), help="How many hits (default: [search] default_k).")
-@click.option("--path", "path_glob", help="Only documents whose path matches this glob (e.g. 'notes/*.md').")
+@click.option("--path", "path_glob", callback=check_glob,
+              help="Only documents whose path matches this glob (e.g. 'notes/*.md'; * also matches /).")
 @click.option("--explain", is_flag=True, help="Show each retriever's ranks and scores behind every hit.")
 @json_option
 @pass_session

@@ -33,6 +33,7 @@ class IngestConfig:
     chunk_overlap_tokens: int = 64
     ignore: list[str] = attrs.field(factory=list)
     batch_documents: int = 256
+    follow_symlinks: bool = False  # follow links that lead outside the ingested folder
 
 
 @attrs.define
@@ -174,6 +175,14 @@ def _parse_env_value(raw: str) -> Any:
         return raw
 
 
+def _is_file(path: Path) -> bool:
+    """Whether the default config file exists (a folder we may not enter has none for us)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
@@ -199,7 +208,7 @@ def load_config(
 
     explicit = config_path or env.get("KB_CONFIG")
     path = Path(explicit).expanduser() if explicit else default_config_path()
-    if explicit or path.is_file():
+    if explicit or _is_file(path):
         for key, value in _flatten(_read_file(path)).items():
             _set(data, key, value)
             sources[key] = f"file:{path}"

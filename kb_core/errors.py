@@ -6,6 +6,8 @@ EXIT_OK = 0
 EXIT_NO_RESULT = 1  # no search result, or an answer that was refused
 EXIT_USAGE = 2  # bad arguments, bad input, bad configuration
 EXIT_UNHEALTHY = 3  # kb doctor found problems
+EXIT_PARTIAL = 4  # an ingest finished, but some files failed (each reported on stderr)
+EXIT_STORAGE = 5  # the knowledge base cannot be written: disk full, read-only, or busy
 
 
 class KbError(Exception):

@@ -14,7 +14,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shlex
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,12 +26,16 @@ import attrs
 
 from kb_core.app import KnowledgeBase
 from kb_core.chunker import Chunker, ChunkLimits
-from kb_core.errors import KbError
+from kb_core.errors import EXIT_STORAGE, KbError
 from kb_core.indexing import SyncResult, sync_all
-from kb_core.source import SourceFile, SourceProblem, normalise, walk
+from kb_core.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
+from kb_core.source import SourceFile, SourceProblem, normalise, single_file, walk
+from kb_core.sqlite_files import make_private_dir
 from kb_core.store import now_iso
 from kb_core.types import Block, Document, IngestWarning, Progress
+
 BINARY_SNIFF_BYTES = 8192
+KEPT = "; the stored earlier version is kept"
 
 
 @attrs.frozen
@@ -59,8 +65,14 @@ class _Prepared:
 @contextmanager
 def writer_lock(kb: KnowledgeBase) -> Iterator[None]:
     """Hold the knowledge base's writer lock (one ingest, rm or reindex at a time)."""
-    kb.directory.mkdir(parents=True, exist_ok=True)
-    with open(kb.directory / "writer.lock", "a+") as handle:
+    try:
+        make_private_dir(kb.directory)
+        handle = os.fdopen(os.open(kb.directory / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600), "a+")
+    except OSError as exc:
+        raise KbError(f"cannot write to the knowledge base at {kb.directory}: {exc.strerror}",
+                      hint="search and list work on a read-only knowledge base; copy it somewhere writable to change it",
+                      exit_code=EXIT_STORAGE) from None
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -113,12 +125,15 @@ def _decode(data: bytes) -> tuple[str | None, str]:
 class Ingester:
     """One ingest run over some roots."""
 
-    def __init__(self, kb: KnowledgeBase, progress: Progress | None = None) -> None:
+    def __init__(self, kb: KnowledgeBase, progress: Progress | None = None, *, follow_symlinks: bool | None = None,
+                 repoint: bool = False) -> None:
         self.kb = kb
         self.store = kb.store
         self.progress = progress
         self.parsers = _Parsers(kb)
         self.chunker = make_chunker(kb)
+        self.follow_symlinks = kb.config.ingest.follow_symlinks if follow_symlinks is None else follow_symlinks
+        self.repoint = repoint
         self.added: list[str] = []
         self.updated: list[str] = []
         self.unchanged = 0
@@ -126,13 +141,17 @@ class Ingester:
         self.failed: list[IngestWarning] = []
         self.warnings: list[IngestWarning] = []
 
-    def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes) -> _Prepared | None:
+    def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes,
+                 stored: bool) -> _Prepared | None:
         text, warning = _decode(data)
         if text is None:
-            self.failed.append(IngestWarning(file.path, warning))
+            self.failed.append(IngestWarning(file.path, warning + KEPT if stored else warning))
+            return None
+        if warning and stored:  # never replace a good stored version with replacement characters
+            self.failed.append(IngestWarning(file.path, warning.split(";")[0] + KEPT))
             return None
         if not text.strip():
-            self.failed.append(IngestWarning(file.path, "empty file; skipped"))
+            self.failed.append(IngestWarning(file.path, "empty file; skipped" + (KEPT if stored else "")))
             return None
         parser_name, parser = self.parsers.for_path(file.path)
         try:
@@ -174,17 +193,33 @@ class Ingester:
             (self.updated if item.document.path in known else self.added).append(item.document.path)
             self.warnings.extend(IngestWarning(item.document.path, w) for w in item.warnings)
 
-    def ingest_root(self, root: Path) -> None:
+    def _claim(self, root: Root, files: list[SourceFile]) -> set[str]:
+        """Paths stored from another folder: re-point that folder here (``repoint``), else refuse them."""
+        here = str(root.base)
+        owners = self.store.document_owners()
+        foreign = {f.path: owners[f.path] for f in files if owners.get(f.path, here) != here}
+        if not foreign:
+            return set()
+        if self.repoint:
+            with self.store.transaction():
+                for old in sorted(set(foreign.values())):
+                    moved = self.store.repoint_root(old, here)
+                    self.warnings.append(IngestWarning(old, f"re-pointed {moved} document(s) from {old} to {here}"))
+            return set()
+        for path, owner in sorted(foreign.items()):
+            self.failed.append(IngestWarning(path, f"a document with this path came from another folder ({owner});"
+                                             f" skipped (to make this folder its source, keeping every document and"
+                                             f" answer: kb ingest --repoint {shlex.quote(str(root.given))})"))
+        return set(foreign)
+
+    def ingest_root(self, given: Path) -> None:
         """Bring the documents of one root in step with the folder (or single file)."""
-        root = root.expanduser()
-        if not root.exists():
-            raise KbError(f"no such file or folder: {root}", hint="check the path")
-        single = root.is_file()
-        base = root.parent if single else root
-        root_key = str(base.resolve())
-        known = self.store.document_hashes(root_key)
-        other_roots = self.store.document_hashes()
-        files = self._files(root, base, single)
+        root = resolve_root(Path(given), self.store.source_roots())
+        root_key = str(root.base)
+        self.warnings.extend(IngestWarning(old, note) for old, note in absorb_inner_roots(self.store, root))
+        files, problems = self._files(root)
+        refused = self._claim(root, files)
+        known = {p: h for p, h in self.store.document_hashes(root_key).items() if root.covers(p)}
         seen: set[str] = set()
         batch: list[_Prepared] = []
         size = self.kb.config.ingest.batch_documents
@@ -192,9 +227,7 @@ class Ingester:
             seen.add(file.path)
             if self.progress:
                 self.progress("reading", position, len(files))
-            if file.path in other_roots and file.path not in known:
-                self.failed.append(IngestWarning(file.path, "a document with this path came from another folder;"
-                                                 f" skipped (run 'kb rm {file.path}' first to replace it)"))
+            if file.path in refused:
                 continue
             data = self._read(file)
             if data is None:
@@ -203,7 +236,7 @@ class Ingester:
             if known.get(file.path) == content_hash:
                 self.unchanged += 1
                 continue
-            prepared = self._prepare(file, root_key, content_hash, data)
+            prepared = self._prepare(file, root_key, content_hash, data, stored=file.path in known)
             if prepared is not None:
                 batch.append(prepared)
             if len(batch) >= size:
@@ -211,32 +244,53 @@ class Ingester:
                 batch = []
         if batch:
             self._write(batch, known)
-        if not single:
-            gone = sorted(set(known) - seen)
+        if not root.single:
+            keep = protected(problems)
+            gone = sorted(p for p in set(known) - seen if not is_protected(p, keep))
             with self.store.transaction():
                 self.store.delete_documents(gone)
             self.removed.extend(gone)
 
-    def _files(self, root: Path, base: Path, single: bool) -> list[SourceFile]:
+    def _files(self, root: Root) -> tuple[list[SourceFile], list[SourceProblem]]:
+        """The files of a root (one spelling per NFC name), and the problems met finding them."""
         extensions = list(self.parsers.by_extension)
-        if single:
-            if root.suffix.lower() not in extensions:
-                raise KbError(f"no parser for {root.name}", hint=f"supported: {', '.join(sorted(extensions))}")
-            return [SourceFile(normalise(root.name), root, root.stat().st_size)]
-        files: list[SourceFile] = []
-        for item in walk(base, extensions, self.kb.config.ingest.ignore, skip_dirs=[self.kb.directory]):
-            if isinstance(item, SourceProblem):
-                self.failed.append(IngestWarning(item.path, item.reason))
+        if root.single:
+            if root.given.suffix.lower() not in extensions:
+                raise KbError(f"no parser for {root.given.name}", hint=f"supported: {', '.join(sorted(extensions))}")
+            items = list(single_file(root.base, root.start, root.given, follow_symlinks=self.follow_symlinks))
+        else:
+            items = list(walk(root.base, extensions, self.kb.config.ingest.ignore, skip_dirs=[self.kb.directory],
+                              follow_symlinks=self.follow_symlinks, start=root.start))
+        problems = [i for i in items if isinstance(i, SourceProblem)]
+        self.failed.extend(IngestWarning(p.path or ".", p.reason) for p in problems)
+        chosen: dict[str, SourceFile] = {}
+        for item in sorted((i for i in items if isinstance(i, SourceFile)), key=_spelling_order):
+            if item.path in chosen:
+                self.warnings.append(IngestWarning(item.path, f"{str(item.absolute)!r} spells the same name in"
+                                                   " another Unicode form (NFC/NFD); only"
+                                                   f" {str(chosen[item.path].absolute)!r} is stored"))
             else:
-                files.append(item)
-        return files
+                chosen[item.path] = item
+        return sorted(chosen.values(), key=lambda f: f.path), problems
 
 
-def ingest_paths(kb: KnowledgeBase, paths: Sequence[Path], progress: Progress | None = None) -> IngestReport:
-    """Ingest files and folders, then bring every enabled index up to date."""
+def _spelling_order(file: SourceFile) -> tuple[str, bool, str]:
+    """NFC spellings first, then by raw name: the same file wins every run."""
+    raw = str(file.absolute)
+    return file.path, unicodedata.normalize("NFC", raw) != raw, raw
+
+
+def ingest_paths(kb: KnowledgeBase, paths: Sequence[Path], progress: Progress | None = None, *,
+                 follow_symlinks: bool | None = None, repoint: bool = False) -> IngestReport:
+    """Ingest files and folders, then bring every enabled index up to date.
+
+    ``follow_symlinks`` (default: ``[ingest] follow_symlinks``) follows links that leave a root;
+    ``repoint`` makes each root the source of stored documents that came from another folder
+    (a moved or copied notes folder).
+    """
     started = time.perf_counter()
     with writer_lock(kb):
-        ingester = Ingester(kb, progress)
+        ingester = Ingester(kb, progress, follow_symlinks=follow_symlinks, repoint=repoint)
         for path in paths:
             ingester.ingest_root(Path(path))
         indexes = sync_all(kb, progress)
@@ -260,7 +314,7 @@ def remove_documents(kb: KnowledgeBase, paths: Sequence[str]) -> list[str]:
     with writer_lock(kb):
         targets: list[str] = []
         for path in paths:
-            clean = path.strip().replace(os.sep, "/")
+            clean = normalise(path.strip())
             if clean.endswith("/"):
                 targets.extend(d.path for d in kb.store.list_documents(prefix=clean))
             elif kb.store.get_document(clean):

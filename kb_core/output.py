@@ -7,10 +7,14 @@ A JSON Schema for each version ships in ``kb_core/schemas/<name>.json`` (``name`
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from typing import Any
 
+from kb_core.terminal import UNSAFE_OUTSIDE_C0
 from kb_core.types import to_json
+
+_TERMINAL_UNSAFE = re.compile(f"[{UNSAFE_OUTSIDE_C0}]")  # json.dumps escapes C0 controls itself
 
 
 def envelope(schema_version: str, payload: Any) -> dict[str, Any]:
@@ -22,8 +26,13 @@ def envelope(schema_version: str, payload: Any) -> dict[str, Any]:
 
 
 def dumps(schema_version: str, payload: Any) -> str:
-    """The JSON text of :func:`envelope` (UTF-8 characters kept, one document per call)."""
-    return json.dumps(envelope(schema_version, payload), ensure_ascii=False, indent=2, sort_keys=False)
+    """The JSON text of :func:`envelope` (UTF-8 characters kept, one document per call).
+
+    Characters a terminal may act on are written as ``\\uXXXX`` escapes (JSON's own control
+    characters already are), so the text is exact JSON and inert on a terminal.
+    """
+    text = json.dumps(envelope(schema_version, payload), ensure_ascii=False, indent=2, sort_keys=False)
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def schema(schema_version: str) -> dict[str, Any]:

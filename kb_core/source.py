@@ -1,13 +1,21 @@
 """The filesystem source: which files under a folder belong to the knowledge base.
 
-Recursive; follows symbolic links but never enters a directory twice (loops are safe); skips
-``.git/`` and other tool folders by default, plus the patterns of a ``.kbignore`` file at the
-root (gitignore syntax) and of ``[ingest] ignore``. Paths are relative to the root, with ``/``
-separators and NFC-normalised, so the same note has the same id on every platform.
+Recursive; never enters a directory twice (loops are safe); skips ``.git/`` and other tool
+folders by default, plus the patterns of a ``.kbignore`` file at the root (gitignore syntax) and
+of ``[ingest] ignore``. Paths are relative to the root, with ``/`` separators and NFC-normalised,
+so the same note has the same id on every platform.
+
+Symbolic links: by default a link is followed only when its target stays inside the root (so a
+link to ``/etc/passwd`` or to ``/etc`` is skipped with a reason); ``follow_symlinks=True``
+(``kb ingest --follow-symlinks``, ``[ingest] follow_symlinks``) follows every link.
+
+Every problem says whether the documents stored at (or under) its path must be *kept*: a folder
+that cannot be listed or a file behind a broken link is a read failure, not a deletion.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -22,6 +30,7 @@ DEFAULT_IGNORES = (
     ".kbignore",
 )
 IGNORE_FILE = ".kbignore"
+OUTSIDE = "symbolic link to {target}, outside the folder; skipped (kb ingest --follow-symlinks follows it)"
 
 
 @attrs.frozen
@@ -35,10 +44,15 @@ class SourceFile:
 
 @attrs.frozen
 class SourceProblem:
-    """A file or folder the walk could not use, and why."""
+    """A file or folder the walk could not use, and why.
+
+    ``path`` ends with '/' for a folder ('' for the root itself); ``keep`` means the documents
+    stored at or under it must be kept, because it could not be *read* (it was not removed).
+    """
 
     path: str
     reason: str
+    keep: bool = False
 
 
 def normalise(relative: str) -> str:
@@ -49,52 +63,107 @@ def normalise(relative: str) -> str:
 def _ignore_spec(root: Path, extra: Sequence[str]) -> pathspec.PathSpec:
     lines = list(DEFAULT_IGNORES) + list(extra)
     ignore_file = root / IGNORE_FILE
-    if ignore_file.is_file():
-        lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    try:
+        if ignore_file.is_file():
+            lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        pass
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _link_problem(entry: os.DirEntry[str], relative: str, root_real: Path, follow: bool) -> SourceProblem | None:
+    """Why a symbolic link must not be followed (None when it may be)."""
+    try:
+        target = Path(entry.path).resolve(strict=True)
+    except FileNotFoundError:
+        return SourceProblem(normalise(relative), "broken symbolic link; skipped", keep=True)
+    except (RuntimeError, OSError) as exc:  # RuntimeError: a link loop (Python < 3.13)
+        loop = isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP
+        reason = "symbolic link loop; skipped" if loop else f"cannot resolve symbolic link: {exc.strerror}"
+        return SourceProblem(normalise(relative), reason, keep=True)
+    if not follow and not _inside(target, root_real):
+        return SourceProblem(normalise(relative), OUTSIDE.format(target=target))
+    return None
+
+
 def walk(root: Path, extensions: Sequence[str], extra_ignores: Sequence[str] = (),
-         skip_dirs: Sequence[Path] = ()) -> Iterator[SourceFile | SourceProblem]:
-    """Yield the files under ``root`` with a wanted extension, and problems met on the way."""
+         skip_dirs: Sequence[Path] = (), *, follow_symlinks: bool = False,
+         start: str = "") -> Iterator[SourceFile | SourceProblem]:
+    """Yield the files under ``root`` with a wanted extension, and problems met on the way.
+
+    ``start`` (a relative folder ending in '/') limits the walk to that part of the root.
+    """
     spec = _ignore_spec(root, extra_ignores)
     wanted = {e.lower() for e in extensions}
     skip = {p.resolve() for p in skip_dirs}
+    root_real = root.resolve()
     seen: set[tuple[int, int]] = set()
-    stack: list[tuple[Path, str]] = [(root, "")]
+    stack: list[tuple[Path, str]] = [(root / start if start else root, start)]
     while stack:
         folder, prefix = stack.pop()
         try:
             info = folder.stat()
         except OSError as exc:
-            yield SourceProblem(prefix or ".", f"cannot read folder: {exc.strerror}")
+            yield SourceProblem(normalise(prefix), f"cannot read folder: {exc.strerror}", keep=True)
             continue
         if (info.st_dev, info.st_ino) in seen:
-            yield SourceProblem(prefix or ".", "symlink loop or folder reached twice; skipped")
+            yield SourceProblem(normalise(prefix), "symlink loop or folder reached twice; skipped")
             continue
         seen.add((info.st_dev, info.st_ino))
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
         except OSError as exc:
-            yield SourceProblem(prefix or ".", f"cannot list folder: {exc.strerror}")
+            yield SourceProblem(normalise(prefix), f"cannot list folder: {exc.strerror}", keep=True)
             continue
         for entry in entries:
             relative = f"{prefix}{entry.name}"
+            wanted_name = Path(entry.name).suffix.lower() in wanted
             try:
+                is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=True)
                 is_file = not is_dir and entry.is_file(follow_symlinks=True)
-            except OSError as exc:
-                yield SourceProblem(normalise(relative), f"cannot stat: {exc.strerror}")
+            except OSError as exc:  # a link loop, or no permission to look
+                reason = "symbolic link loop" if exc.errno == errno.ELOOP else f"cannot stat: {exc.strerror}"
+                yield SourceProblem(normalise(relative), f"{reason}; skipped", keep=True)
                 continue
+            if is_dir and spec.match_file(relative + "/"):
+                continue
+            if not is_dir and (not wanted_name or spec.match_file(relative)):
+                continue
+            if is_link:
+                problem = _link_problem(entry, relative + ("/" if is_dir else ""), root_real, follow_symlinks)
+                if problem is not None:
+                    yield problem
+                    continue
             if is_dir:
-                if not spec.match_file(relative + "/") and Path(entry.path).resolve() not in skip:
+                if Path(entry.path).resolve() not in skip:
                     stack.append((Path(entry.path), relative + "/"))
-            elif is_file and Path(entry.name).suffix.lower() in wanted and not spec.match_file(relative):
+            elif is_file:
                 try:
                     size = entry.stat(follow_symlinks=True).st_size
                 except OSError as exc:
-                    yield SourceProblem(normalise(relative), f"cannot stat: {exc.strerror}")
+                    yield SourceProblem(normalise(relative), f"cannot stat: {exc.strerror}", keep=True)
                     continue
                 yield SourceFile(normalise(relative), Path(entry.path), size)
-            elif not is_dir and not is_file and entry.is_symlink() and Path(entry.name).suffix.lower() in wanted:
-                yield SourceProblem(normalise(relative), "broken symbolic link; skipped")
+            else:
+                yield SourceProblem(normalise(relative), "not a regular file; skipped")
+
+
+def single_file(base: Path, relative: str, given: Path, *, follow_symlinks: bool = False
+                ) -> Iterator[SourceFile | SourceProblem]:
+    """The one file ``given`` (stored as ``relative`` under ``base``), or why it cannot be used."""
+    path = normalise(relative)
+    try:
+        target = given.resolve(strict=True)
+        size = target.stat().st_size
+    except (OSError, RuntimeError) as exc:
+        yield SourceProblem(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}", keep=True)
+        return
+    if given.is_symlink() and not follow_symlinks and not _inside(target, base.resolve()):
+        yield SourceProblem(path, OUTSIDE.format(target=target))
+        return
+    yield SourceFile(path, given, size)

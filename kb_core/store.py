@@ -23,7 +23,8 @@ try:
 except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
     import sqlite3  # type: ignore[no-redef]
 
-from kb_core.errors import KbError
+from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.sqlite_files import connect_read_only, create_private_file, make_private_dir, storage_error_for, writable
 from kb_core.types import Chunk, Document
 
 DB_NAME = "kb.sqlite3"
@@ -137,14 +138,21 @@ class StoreOfRecord:
         self.path = self.kb_dir / DB_NAME
         if not self.path.exists() and not create:
             raise KbError(f"no knowledge base at {self.kb_dir}", hint="run 'kb init' or 'kb ingest PATH' first")
+        self.read_only = self.path.exists() and not writable(self.path)
         try:
-            self.kb_dir.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
+            if self.read_only:
+                self.conn = connect_read_only(self.path)
+            else:
+                make_private_dir(self.kb_dir)
+                create_private_file(self.path)
+                self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                            check_same_thread=False)
+                self.conn.execute("PRAGMA busy_timeout = 30000")
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as exc:
             raise KbError(f"cannot open the knowledge base at {self.kb_dir}: {exc}") from None
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self._migrate()
 
@@ -155,29 +163,52 @@ class StoreOfRecord:
         """The number of migrations applied."""
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
-    def _migrate(self) -> None:
-        version = self.schema_version
+    def _check_version(self, version: int) -> None:
         if version > len(MIGRATIONS):
             raise KbError(
                 f"the knowledge base at {self.kb_dir} was written by a newer kb (schema {version})",
                 hint="upgrade kb",
             )
-        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self.transaction():
+
+    def _migrate(self) -> None:
+        """Apply the missing migrations; the version is read again inside the write transaction,
+        so concurrent first opens (``kb list`` and ``kb init`` at once) never apply one twice."""
+        version = self.schema_version
+        self._check_version(version)
+        if version == len(MIGRATIONS):
+            return
+        if self.read_only:
+            raise KbError(f"the knowledge base at {self.kb_dir} is read-only and needs an upgrade (schema {version})",
+                          hint="open it once where it is writable")
+        with self.transaction():
+            version = self.schema_version
+            self._check_version(version)
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 for statement in filter(str.strip, script.split(";")):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version = {number}")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE), committed on success, rolled back on error."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """A write transaction (BEGIN IMMEDIATE), committed on success, rolled back on error.
+
+        A full disk or a read-only knowledge base becomes a one-line :class:`KbError`; the
+        transaction is rolled back, so what was stored before is intact.
+        """
+        if self.read_only:
+            raise KbError(f"the knowledge base at {self.kb_dir} is read-only", hint="search and list work; to change it,"
+                          " copy it somewhere writable", exit_code=EXIT_STORAGE)
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            raise storage_error_for(self.kb_dir, exc) from None
 
     def close(self) -> None:
         """Close the connection."""
@@ -192,6 +223,18 @@ class StoreOfRecord:
         else:
             rows = self.conn.execute("SELECT path, content_hash FROM documents WHERE source_root = ?", (source_root,))
         return {row[0]: row[1] for row in rows}
+
+    def document_owners(self) -> dict[str, str]:
+        """path -> the source root (absolute folder) each document came from."""
+        return {row[0]: row[1] for row in self.conn.execute("SELECT path, source_root FROM documents")}
+
+    def source_roots(self) -> list[str]:
+        """Every folder documents came from."""
+        return [row[0] for row in self.conn.execute("SELECT DISTINCT source_root FROM documents ORDER BY 1")]
+
+    def repoint_root(self, old: str, new: str) -> int:
+        """Make ``new`` the source folder of every document of ``old``; caller holds a transaction."""
+        return int(self.conn.execute("UPDATE documents SET source_root = ? WHERE source_root = ?", (new, old)).rowcount)
 
     def replace_document(self, document: Document, chunks: Sequence[Chunk], mtime_ns: int = 0) -> None:
         """Insert or replace a document with its chunks; caller holds a transaction."""

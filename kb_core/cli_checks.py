@@ -1,0 +1,51 @@
+"""Checks of command-line values that click cannot express: a query must say something, and a
+``--path`` glob must be well formed. Each failure is a one-line usage error (exit 2)."""
+
+from __future__ import annotations
+
+import click
+
+from kb_core.errors import KbError
+from kb_core.terminal import shortened
+
+GLOB_HELP = ("fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one"
+             " of a set")
+
+
+def check_query(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A search query or question with something in it (not empty, not only blanks)."""
+    if value is not None and not value.strip():
+        name = "question" if param.name == "question" else "query"
+        raise KbError(f"the {name} is empty", hint=f"give some words to {'ask' if name == 'question' else 'search'}"
+                      " for, in quotes")
+    return value
+
+
+def glob_problem(pattern: str) -> str:
+    """Why ``pattern`` is not a usable glob ('' when it is)."""
+    if not pattern.strip():
+        return "it is empty"
+    position = 0
+    while position < len(pattern):
+        if pattern[position] == "[":
+            end = position + 1
+            if end < len(pattern) and pattern[end] == "!":
+                end += 1
+            if end < len(pattern) and pattern[end] == "]":
+                end += 1
+            end = pattern.find("]", end)
+            if end < 0:
+                return f"the '[' at character {position + 1} has no closing ']'"
+            position = end
+        position += 1
+    return ""
+
+
+def check_glob(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A well-formed ``--path`` glob (or None)."""
+    if value is None:
+        return None
+    problem = glob_problem(value)
+    if problem:
+        raise KbError(f"invalid --path glob {shortened(value, 80)}: {problem}", hint=GLOB_HELP)
+    return value

@@ -1,0 +1,80 @@
+"""Opening SQLite files safely: owner-only creation, read-only fallbacks, and storage errors
+(disk full, read-only) as one-line :class:`~kb_core.errors.KbError` values."""
+
+from __future__ import annotations
+
+import errno
+import os
+import urllib.parse
+from pathlib import Path
+
+try:
+    from pysqlite3 import dbapi2 as sqlite3
+except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
+    import sqlite3  # type: ignore[no-redef]
+
+from kb_core.errors import EXIT_STORAGE, KbError
+
+
+def writable(path: Path) -> bool:
+    """Whether the database and its folder can be written (immutable files and read-only media cannot)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open a database that cannot be written: ``mode=ro``, or ``immutable=1`` when even the WAL
+    index cannot be created next to it (read-only media)."""
+    uri = "file:" + urllib.parse.quote(str(path.resolve()))
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error:
+        conn.close()
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) with the new folder readable by its owner only (0700)."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path, 0o700)
+
+
+def create_private_file(path: Path) -> None:
+    """Create an empty file readable by its owner only (0600), unless it exists."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+
+
+def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None:
+    """A full disk or read-only storage, met anywhere (SQLite, an index engine, a plain write), as a
+    one-line :class:`KbError`; None for anything else."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and any(w in text for w in ("full", "readonly", "read-only")):
+        return storage_error_for(kb_dir, exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return storage_error_for(kb_dir, sqlite3.OperationalError("disk is full"))
+    if isinstance(exc, OSError) and exc.errno == errno.EROFS:
+        return storage_error_for(kb_dir, sqlite3.OperationalError("read-only file system"))
+    if "No space left on device" in text or "os error 28" in text:  # e.g. an index engine's own error type
+        return storage_error_for(kb_dir, sqlite3.OperationalError("disk is full"))
+    return None
+
+
+def storage_error_for(kb_dir: Path | str, exc: Exception) -> KbError:
+    """The one-line error for an SQLite failure to write (disk full, read-only, busy, other)."""
+    text, where = str(exc), f" at {kb_dir}" if kb_dir else ""
+    if "full" in text:
+        return KbError(f"the disk is full: kb stopped writing the knowledge base{where}; what was stored before is"
+                       " intact", hint="free some space and run the command again; the next 'kb ingest' completes"
+                       " an interrupted one", exit_code=EXIT_STORAGE)
+    if "readonly" in text or "read-only" in text:
+        return KbError(f"the knowledge base{where} is read-only", hint="copy it somewhere writable",
+                       exit_code=EXIT_STORAGE)
+    if "locked" in text or "busy" in text:
+        return KbError(f"the knowledge base{where} is busy ({text})", hint="wait for the other kb process",
+                       exit_code=EXIT_STORAGE)
+    return KbError(f"cannot write the knowledge base{where}: {text}", exit_code=EXIT_STORAGE)
