@@ -71,6 +71,10 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
             click.echo(click.style("Nearest candidates:", bold=True))
             for c in answer.candidates:
                 click.echo(f"  {c.ref}  (score {c.score:.2f})")
+    if answer.ignored_instructions:
+        shown = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
+        click.echo(click.style(f"Note: {shown} contains instructions addressed to the assistant; kb treated them "
+                               "as data and ignored them.", fg="yellow"))
     usage = answer.usage
     timing = f"{usage.latency_ms / 1000:.1f} s"
     if usage.first_token_ms is not None:

@@ -37,6 +37,7 @@ from kb_core.citations import CitableSource, SpecialTokenFilter, citation_gramma
 from kb_core.config import Config
 from kb_core.contracts import AnswerChecker, LanguageModel
 from kb_core.errors import KbError
+from kb_core.injection import has_instructions, without_instructions
 from kb_core.packing import pack, select
 from kb_core.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
 from kb_core.store import StoreOfRecord, now_iso
@@ -238,7 +239,8 @@ class RagPipeline:
             verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}",
                               raw, (), "generation_error")
         else:
-            passages = {m: chunks[item.chunk_id].text for m, item in by_marker.items()}
+            # Instructions hidden in a passage are not evidence: claims are checked against the rest.
+            passages = {m: without_instructions(chunks[item.chunk_id].text) for m, item in by_marker.items()}
             sources = [CitableSource(m, chunks[item.chunk_id].doc_path, chunks[item.chunk_id].heading_path)
                        for m, item in by_marker.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
@@ -257,10 +259,11 @@ class RagPipeline:
         usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms,
                            done.cached_tokens, check_ms)
         verdict_word = verdict_of(verdict.text) if yes_no else None
+        ignored = tuple(m for m, item in by_marker.items() if has_instructions(chunks[item.chunk_id].text))
         return self._answer(
             run, verdict.text or raw, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
             finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt, verdict_word=verdict_word,
-            check=check,
+            check=check, ignored=ignored,
         )
 
     # -- building and keeping answers -------------------------------------------------------------
@@ -284,6 +287,7 @@ class RagPipeline:
         prompt: RenderedPrompt | None = None,
         verdict_word: str | None = None,
         check: float | None = None,
+        ignored: tuple[int, ...] = (),
     ) -> Answer:
         explain = run.options.explain
         candidates = () if verdict.grounded else tuple(_citation_of(h, None) for h in run.hits[:CANDIDATES_SHOWN])
@@ -308,6 +312,7 @@ class RagPipeline:
             sentences=verdict.sentences,
             verdict=verdict_word,
             answer_check=check,
+            ignored_instructions=ignored,
             citations=citations,
             candidates=candidates,
             invalid_markers=verdict.invalid,

@@ -301,10 +301,15 @@ class TokenUsage:
 class Answer:
     """A grounded answer with the citations it used, or a refusal with its reason (``answer.v1``).
 
-    ``grounded`` is true only when the model cited at least one marker and every marker it
-    cited names a chunk it was given. ``candidates`` lists the nearest chunks of a refusal and
-    ``note`` says in one line why it was refused. ``packed``, ``prompt`` and ``trace`` (every
-    retrieved hit) are filled only when explaining.
+    ``grounded`` is true only when every marker the answer cites names a chunk it was given and
+    every claim in it is supported by a packed passage, as kb checked sentence by sentence
+    (``sentences``); see :mod:`kb_core.rag`. ``citations`` are the passages that support it.
+    ``candidates`` lists the nearest chunks of a refusal; ``note`` says in one line why it was
+    refused (or what was dropped) and ``refusal_detail`` names the finer cause. ``verdict`` is
+    the opening yes / no / mixed of an answer to a yes/no question; ``answer_check`` the model's
+    probability, asked after answering, that the evidence states the answer;
+    ``ignored_instructions`` the packed passages that held instructions to the assistant.
+    ``packed``, ``prompt`` and ``trace`` (every retrieved hit) are filled only when explaining.
     """
 
     answer_id: str
@@ -328,6 +333,7 @@ class Answer:
     sentences: tuple[SentenceSupport, ...] = ()
     verdict: str | None = None
     answer_check: float | None = None
+    ignored_instructions: tuple[int, ...] = ()
     packed: tuple[PackedChunk, ...] = ()
     prompt: RenderedPrompt | None = None
     trace: tuple[Hit, ...] = ()
