@@ -106,6 +106,26 @@ def show(report: AnswerReport) -> None:
               f" exp={r.cited_expected} {r.prompt_tokens}t {r.answer[:90]!r}")
 
 
+def prefill_ratio(kb: KnowledgeBase, report: AnswerReport) -> None:
+    """Time to first token p50 against llama.cpp's own prefill of the same number of uncached tokens."""
+    llm = kb.language_model()
+    llama = getattr(llm, "_llama", None)
+    evaluated = report.metrics.evaluated_tokens_p50
+    if llama is None or not evaluated or report.metrics.first_token_ms_p50 is None:
+        return
+    tokens = llama.tokenize(("The evidence entries follow. " * 200).encode(), add_bos=False)[: int(evaluated)]
+    timings = []
+    for _ in range(3):
+        llama.reset()
+        began = time.perf_counter()
+        llama.eval(tokens)
+        timings.append((time.perf_counter() - began) * 1000)
+    own = sorted(timings)[1]
+    ttft = report.metrics.first_token_ms_p50
+    print(f"  llama.cpp prefill of {int(evaluated)} tokens: {own:.0f} ms ({evaluated / own * 1000:.0f} tokens/s); "
+          f"time to first token p50 {ttft:.0f} ms = {ttft / own:.2f} x prefill")
+
+
 def _value(raw: str) -> Any:
     try:
         return json.loads(raw)
@@ -128,7 +148,8 @@ def main() -> None:
         report = evaluate_answers(kb, load_golden(golden), AskOptions(), golden_file=golden,
                                   out_dir=OUT / f"answers-{args.set}-{args.label}")
         print(f"evaluated in {time.perf_counter() - began:.0f} s; report {report.report_path}")
-    show(report)
+        show(report)
+        prefill_ratio(kb, report)
 
 
 if __name__ == "__main__":

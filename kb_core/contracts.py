@@ -115,15 +115,15 @@ class LanguageModel(Protocol):
 
 @runtime_checkable
 class AnswerChecker(Protocol):
-    """An optional capability of a LanguageModel: how likely its reply to a follow-up is "Yes".
+    """An optional capability of a LanguageModel: how likely its reply to ``request`` starts with "Yes".
 
-    The conversation is ``request`` (system and user message), the model's ``reply`` to it, then
-    the user's ``follow_up`` question; the result is P(Yes) / (P(Yes) + P(No)) for the first
-    token of the model's next reply, in [0, 1]. The answer pipeline uses it to ask whether the
-    evidence states the answer (the prompt and reply are usually still in the model's cache).
+    Returns P(Yes) / (P(Yes) + P(No)) for the first token of the reply, in [0, 1], without
+    generating. The answer pipeline asks it whether the evidence states the answer, with the
+    check appended to the question's user message; a model that keeps its context can then
+    reuse what it evaluated for the answer that follows.
     """
 
-    def yes_probability(self, request: GenerateRequest, reply: str, follow_up: str) -> float: ...
+    def yes_probability(self, request: GenerateRequest) -> float: ...
 
 
 @attrs.frozen

@@ -7,7 +7,8 @@ data, not commands. Changing a template's wording means a new version name.
 ``rag-v1`` is the Korean template of the seed specification, verbatim; ``rag-v1-en`` is its
 English equivalent. ``rag-v2`` (``rag-v2-ko``, ``rag-v2-zh`` in Korean and Chinese) asks for short
 answers with a marker after every sentence, puts the question after the evidence, asks for the
-verdict first on yes/no questions, and is followed by an answer check (:attr:`PromptTemplate.check`).
+verdict first on yes/no questions, and has an answer check (:attr:`PromptTemplate.check`): before
+answering, the model is asked whether the evidence states the answer at all.
 ``auto`` picks ``rag-v2`` in the question's language: mostly Hangul -> ``rag-v2-ko``, mostly Han
 (Chinese, Japanese) -> ``rag-v2-zh``, otherwise ``rag-v2``.
 """
@@ -34,7 +35,8 @@ class PromptTemplate:
     candidate_line: str  # slots: {ref} {score}
     no_chunks_refusal: str
     entry_header: str = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"  # slots: those names
-    check: str = ""  # the follow-up question of the answer check (slot {query}); "" = no check
+    check: str = ""  # the answer check, asked after the question before answering; "" = no check
+    unanswered_refusal: str = ""  # what a refusal by the answer check says
     examples: tuple[tuple[str, str], ...] = ()  # worked (user, assistant) turns before the question
 
 
@@ -137,7 +139,8 @@ RAG_V2 = PromptTemplate(
     candidate_line=RAG_V1_EN.candidate_line,
     no_chunks_refusal=RAG_V1_EN.no_chunks_refusal,
     entry_header=_V2_ENTRY,
-    check="Do the evidence entries state the answer to the question \"{query}\"? Reply Yes or No.",
+    check="Before you answer: do the evidence entries state the answer to this question? Reply Yes or No.",
+    unanswered_refusal="Insufficient evidence: the passages found are about the question but do not state the answer.",
     examples=_examples("Evidence:\n{packed_chunks}\n\nQuestion: {query}", _EXAMPLES_EN),
 )
 
@@ -157,7 +160,8 @@ RAG_V2_KO = attrs.evolve(
     gate_refusal=RAG_V1.gate_refusal,
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal=RAG_V1.no_chunks_refusal,
-    check="근거 항목에 질문 \"{query}\"의 답이 나와 있습니까? Yes 또는 No로 답하세요.",
+    check="답하기 전에: 근거 항목에 이 질문의 답이 나와 있습니까? Yes 또는 No로 답하세요.",
+    unanswered_refusal="근거 부족. 찾은 문서가 질문과 관련은 있지만 답이 나와 있지 않다.",
     examples=_examples("근거:\n{packed_chunks}\n\n질문: {query}", _EXAMPLES_KO),
 )
 
@@ -177,7 +181,8 @@ RAG_V2_ZH = attrs.evolve(
     gate_refusal="证据不足：知识库中没有足够匹配的内容。\n最接近的候选（均低于阈值 {gate}）：",
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal="证据不足：知识库中没有与问题匹配的内容。",
-    check="证据条目中是否写明了问题“{query}”的答案？请回答 Yes 或 No。",
+    check="回答之前：证据条目中是否写明了这个问题的答案？请回答 Yes 或 No。",
+    unanswered_refusal="证据不足：找到的段落与问题相关，但没有写明答案。",
     examples=_examples("证据：\n{packed_chunks}\n\n问题：{query}", _EXAMPLES_ZH),
 )
 

@@ -4,12 +4,12 @@ An answer is *grounded* only when every marker it cites (after repairing the loo
 models write) names a packed chunk, it did not say the evidence is insufficient, it makes at
 least one claim, every claim is supported by a packed passage (checked by kb sentence by
 sentence, see :mod:`kb_core.validation`), and, when the model offers it, the model's own answer
-check says the evidence states the answer. Everything else is a refusal with a reason:
+check (asked before it answers) says the evidence states the answer. Everything else is a refusal with a reason:
 
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
 ``score_gate``       the best hit scores below the gate of its search mode (``[rag] score_gates``); no model call.
 ``llm_self_judge``   the model refused, said nothing, cited a marker it was not given, or, asked
-                     after answering, judged that the evidence does not state the answer
+                     before answering, judged that the evidence does not state the answer
                      (``refusal_detail`` ``not_answered``; threshold ``[rag] answer_check``).
 ``unsupported``      a claim of the answer is not in any packed passage: a hallucination,
                      with or without a citation.
@@ -231,10 +231,18 @@ class RagPipeline:
             grammar=prompt.grammar,
             examples=run.template.examples,
         )
-        raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
-        yes_no = is_yes_no_question(run.question)
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
+        check, check_ms = self._check(llm, request, run)
+        if check is not None and check < rag.answer_check:
+            note = (f"asked before answering, the model judged that the evidence does not state the answer "
+                    f"(p={check:.2f}, below {rag.answer_check:.2f})")
+            verdict = Verdict(False, "llm_self_judge", (), (), note, run.template.unanswered_refusal, (), "not_answered")
+            usage = TokenUsage(latency_ms=_ms(run.started), check_ms=check_ms)
+            return self._answer(run, verdict.text, verdict, (), usage, model=llm.model_ref, constrained=constrained,
+                                packed=tuple(items), prompt=prompt, check=check)
+        raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
+        yes_no = is_yes_no_question(run.question)
         if done.finish_reason == "error":
             verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}",
                               raw, (), "generation_error")
@@ -244,16 +252,6 @@ class RagPipeline:
             sources = [CitableSource(m, chunks[item.chunk_id].doc_path, chunks[item.chunk_id].heading_path)
                        for m, item in by_marker.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
-        check, check_ms = None, 0.0
-        if verdict.grounded and rag.answer_check > 0 and run.template.check and isinstance(llm, AnswerChecker):
-            began = time.perf_counter()
-            check = round(llm.yes_probability(request, raw, run.template.check.format(query=run.question)), 4)
-            check_ms = _ms(began)
-            if check < rag.answer_check:
-                verdict = attrs.evolve(
-                    verdict, grounded=False, refusal_reason="llm_self_judge", refusal_detail="not_answered",
-                    note=f"asked after answering, the model judged that the evidence does not state the answer "
-                         f"(p={check:.2f}, below {rag.answer_check:.2f})")
         hit_of = {h.chunk_id: h for h in run.hits}
         citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited) if verdict.grounded else ()
         usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms,
@@ -265,6 +263,18 @@ class RagPipeline:
             finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt, verdict_word=verdict_word,
             check=check, ignored=ignored,
         )
+
+    def _check(self, llm: LanguageModel, request: GenerateRequest, run: _Run) -> tuple[float | None, float]:
+        """The model's P(the evidence states the answer), asked right after the question; (None, 0) when off.
+
+        The check shares the prompt up to the question, so a model that keeps its context (llama.cpp)
+        evaluates only the check's own tokens, and the answer then reuses the evidence it read.
+        """
+        if self.config.rag.answer_check <= 0 or not run.template.check or not isinstance(llm, AnswerChecker):
+            return None, 0.0
+        began = time.perf_counter()
+        asked = attrs.evolve(request, user=f"{request.user}\n\n{run.template.check}", grammar=None)
+        return round(llm.yes_probability(asked), 4), _ms(began)
 
     # -- building and keeping answers -------------------------------------------------------------
 

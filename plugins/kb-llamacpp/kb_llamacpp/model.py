@@ -77,6 +77,7 @@ class LlamaCppModel:
         self._llama: Any = None
         self._template: Any = None
         self._prefixes: PrefixCache | None = None
+        self._checked: list[int] | None = None  # the tokens the answer check left in the context
 
     @staticmethod
     def _problem(settings: LlamaSettings) -> str | None:
@@ -199,13 +200,7 @@ class LlamaCppModel:
         import llama_cpp
 
         seed = request.seed if request.seed is not None else random.randrange(2**31)
-        prefix = self.prefix_tokens(request, prompt)
-        cached = 0
-        if prefix and self._prefixes is not None:
-            # The prefix is always its own batch, restored or computed, so answers repeat either way.
-            cached = len(prefix) if self._prefixes.prepare(llama, prefix) else 0
-        else:
-            llama.reset()
+        cached = self._start_from_prefix(llama, request, prompt, after_check=True)
         llama.set_seed(seed)
         scanner = StopScanner(tuple(s for s in request.stop if s))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -244,27 +239,43 @@ class LlamaCppModel:
             return
         yield Done(finish, len(prompt), len(completion), cached_tokens=cached)
 
+    def _start_from_prefix(self, llama: Any, request: GenerateRequest, tokens: list[int],
+                           after_check: bool = False) -> int:
+        """Leave the context holding the prompt's fixed prefix (or more of ``tokens``); the tokens reused.
+
+        The prefix is always its own batch, restored or computed, so answers repeat either way.
+        ``after_check``: when the answer check just evaluated this prompt's evidence, the context is
+        kept and ``generate`` evaluates only what differs (the same steps on every run).
+        """
+        checked, self._checked = self._checked, None
+        prefix = self.prefix_tokens(request, tokens)
+        if not prefix or self._prefixes is None:
+            llama.reset()
+            return 0
+        if after_check and checked is not None:
+            reused = _common_length(checked, tokens)
+            if reused > len(prefix):
+                return min(reused, len(tokens) - 1)
+        return len(prefix) if self._prefixes.prepare(llama, prefix) else 0
+
     # -- the answer check -----------------------------------------------------------------------
 
-    def yes_probability(self, request: GenerateRequest, reply: str, follow_up: str) -> float:
-        """P(Yes) / (P(Yes) + P(No)) for the first token of the reply to ``follow_up`` after ``reply``.
+    def yes_probability(self, request: GenerateRequest) -> float:
+        """P(Yes) / (P(Yes) + P(No)) for the first token of the reply to ``request``, without generating.
 
-        Only the tokens not already in the context are evaluated: right after generating
-        ``reply`` that is the follow-up turn alone.
+        The prompt prefix is restored from the prefix cache and only the rest is evaluated; the
+        context is left holding it, so an answer to a request that shares it evaluates only what differs.
         """
         import numpy as np
 
         llama = self._load()
-        tokens = self._tokens(self.render_prompt(request, ("assistant", reply), ("user", follow_up)))
+        tokens = self.prompt_tokens(request)
         if len(tokens) >= self.context_tokens:
             return 1.0  # no room to ask: the check abstains
-        common = 0
-        for have, want in zip(llama._input_ids.tolist(), tokens[:-1]):
-            if have != want:
-                break
-            common += 1
-        llama.n_tokens = common
-        llama.eval(tokens[common:])
+        self._start_from_prefix(llama, request, tokens)
+        llama.n_tokens = _common_length(llama._input_ids.tolist(), tokens[:-1])
+        llama.eval(tokens[llama.n_tokens :])
+        self._checked = tokens
         logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
         yes = self._first_tokens(("Yes", "yes", " Yes", "YES"))
         no = self._first_tokens(("No", "no", " No", "NO"))
@@ -300,3 +311,13 @@ def _validate_grammar(text: str, llama: Any) -> None:
         reason = next((line.strip() for line in log.getvalue().splitlines() if line.strip()), "parse error")
         raise KbError(f"the generation grammar is not valid GBNF: {reason}", hint="fix the grammar's rules")
     llama_cpp.llama_sampler_free(sampler)
+
+
+def _common_length(a: list[int], b: list[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    length = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        length += 1
+    return length
