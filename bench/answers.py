@@ -28,11 +28,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kb_core.app import KnowledgeBase  # noqa: E402
-from kb_core.config import load_config  # noqa: E402
-from kb_core.evaluate_answers import AnswerReport, evaluate_answers, load_golden  # noqa: E402
-from kb_core.ingest import ingest_paths  # noqa: E402
-from kb_core.rag import AskOptions  # noqa: E402
+from kb_core.app import KnowledgeBase
+from kb_core.config import load_config
+from kb_core.evaluate_answers import AnswerReport, evaluate_answers, load_golden
+from kb_core.ingest import ingest_paths
+from kb_core.rag import AskOptions
 
 DATASETS = REPO.parent / "shared" / "datasets"
 OUT = REPO / "bench" / "out"

@@ -175,7 +175,7 @@ def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | No
 @json_option
 def eval_compare_command(baseline: Path, candidate: Path, as_json: bool) -> None:
     """Print the metric deltas from report BASELINE to report CANDIDATE (report.json files)."""
-    from kb_core.evaluate_answers import compare_reports
+    from kb_core.evaluate_compare import compare_reports
 
     comparison = compare_reports(baseline, candidate)
 

@@ -23,12 +23,12 @@ removed), and an ``on_token`` that fails is dropped without stopping the generat
 from __future__ import annotations
 
 import json
-import re
 import logging
+import re
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -41,12 +41,10 @@ from kb_core.injection import has_instructions, without_instructions
 from kb_core.packing import pack, select
 from kb_core.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
 from kb_core.store import StoreOfRecord, now_iso
-from kb_core.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.types import (
     SEARCH_MODES,
     Answer,
     AnswerCitation,
-    Chunk,
     Done,
     GenerateRequest,
     Hit,
@@ -59,6 +57,7 @@ from kb_core.types import (
     TokenUsage,
     to_json,
 )
+from kb_core.validation import UNSUPPORTED_POLICIES, Verdict, validate
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase

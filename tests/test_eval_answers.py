@@ -25,13 +25,13 @@ from kb_core.errors import KbError
 from kb_core.evaluate_answers import (
     GoldenQuestion,
     QuestionResult,
-    compare_reports,
     doc_matches,
     load_golden,
     parse_golden_line,
     percentile,
     summarize,
 )
+from kb_core.evaluate_compare import compare_reports
 from kb_core.output import schema
 from kb_core.plugins import load_registry, reset_registry
 from kb_core.types import GenerateRequest
