@@ -12,6 +12,7 @@ from kb_core.config import effective_values
 from kb_core.errors import EXIT_NO_RESULT, EXIT_UNHEALTHY
 from kb_core.ingest import IngestReport, ingest_paths, remove_documents, writer_lock
 from kb_core.indexing import rebuild_index
+from kb_core.language_fit import ingest_notice
 from kb_core.maintenance import doctor_report, init_kb, inspect_target
 from kb_core.plugins import registry
 
@@ -49,6 +50,7 @@ def ingest_command(session: Session, paths: tuple[Path, ...], as_json: bool) -> 
     with terminal_progress(enabled=not as_json) as progress:
         report = ingest_paths(session.kb(create=True), list(paths), progress)
     emit(as_json, "ingest_report.v1", report, lambda: _print_report(report))
+    ingest_notice(session.kb())  # on stderr, when the embedder does not model the corpus's languages
 
 
 @cli.command("list")

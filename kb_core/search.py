@@ -41,17 +41,22 @@ from __future__ import annotations
 
 import fnmatch
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kb_core.errors import KbError
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
+from kb_core.errors import KbError
 from kb_core.types import SEARCH_MODES, Hit, SearchQuery
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
+
+#: Fusion weights (see the module docstring): a retriever whose best score stands SEPARATION_FULL
+#: above its SEPARATION_RANK-th best counts fully; less separation, proportionally less.
+SEPARATION_RANK = 10
+SEPARATION_FULL = 0.1
 
 @attrs.frozen
 class RetrieverRun:
@@ -63,6 +68,7 @@ class RetrieverRun:
     took_ms: float
     top_scores: tuple[float, ...] = ()
     top_raw_scores: tuple[float, ...] = ()
+    weight: float = 1.0
 
 
 @attrs.frozen
@@ -73,6 +79,7 @@ class Contribution:
     rank: int
     score: float
     raw_score: float
+    weight: float = 1.0
 
 
 @attrs.frozen
@@ -128,12 +135,36 @@ def _run_retriever(retriever: Any, query: SearchQuery) -> tuple[list[Hit], Retri
     return kept, run
 
 
-def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int) -> list[tuple[Hit, HitExplanation]]:
+def retriever_weight(scores: Sequence[float]) -> float:
+    """How informative one retriever's evidence is for this query, in [0, 1] (see the module docstring).
+
+    The separation of its hits: its best score minus its ``SEPARATION_RANK``-th best (0 when it
+    returned fewer), over ``SEPARATION_FULL``. Scores that are all 0 (an embedder that does not
+    model the query's script) or all alike (every hit equally near) give 0.
+    """
+    if not scores:
+        return 0.0
+    ranked = sorted((_clamp(s) for s in scores), reverse=True)
+    tail = ranked[SEPARATION_RANK - 1] if len(ranked) >= SEPARATION_RANK else 0.0
+    return _clamp((ranked[0] - tail) / SEPARATION_FULL)
+
+
+def fusion_weights(results: Sequence[tuple[str, Sequence[Hit]]]) -> dict[str, float]:
+    """Each retriever's :func:`retriever_weight`; all 1.0 when every one is 0 (nothing to prefer)."""
+    weights = {name: retriever_weight([h.score for h in hits]) for name, hits in results}
+    return weights if any(weights.values()) else dict.fromkeys(weights, 1.0)
+
+
+def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int,
+         weights: Mapping[str, float] | None = None) -> list[tuple[Hit, HitExplanation]]:
     """Fuse ranked lists (``(retriever name, hits)``) into hits ordered by ``rrf_norm * evidence``.
 
-    The returned hits are unnumbered (rank 0); ties break on raw RRF, then chunk id.
+    Each retriever counts with its weight (default: :func:`fusion_weights`). The returned hits are
+    unnumbered (rank 0); ties break on raw RRF, then chunk id.
     """
-    best_rrf = len(results) / (rrf_k + 1) if results else 1.0
+    weights = dict(weights) if weights is not None else fusion_weights(results)
+    total = sum(weights.values()) or 1.0
+    best_rrf = total / (rrf_k + 1)
     first: dict[str, Hit] = {}
     parts: dict[str, list[Contribution]] = {}
     for name, hits in results:
@@ -141,12 +172,13 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int) -> list[tuple
             if name in (c.retriever for c in parts.get(hit.chunk_id, ())):
                 continue  # a chunk counts once per list, at its best rank
             first.setdefault(hit.chunk_id, hit)
-            parts.setdefault(hit.chunk_id, []).append(Contribution(name, rank, _clamp(hit.score), float(hit.raw_score)))
+            contribution = Contribution(name, rank, _clamp(hit.score), float(hit.raw_score), weights[name])
+            parts.setdefault(hit.chunk_id, []).append(contribution)
     fused: list[tuple[Hit, HitExplanation]] = []
     for chunk_id, contributions in parts.items():
-        rrf = sum(1.0 / (rrf_k + c.rank) for c in contributions)
+        rrf = sum(c.weight / (rrf_k + c.rank) for c in contributions)
         rrf_norm = _clamp(rrf / best_rrf)
-        evidence = sum(c.score for c in contributions) / len(results)
+        evidence = _clamp(sum(c.weight * c.score for c in contributions) / total)
         hit = first[chunk_id]
         fused_hit = attrs.evolve(
             hit,
@@ -202,7 +234,12 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
         hits, run = _run_retriever(retriever, fetch)
         results.append((retriever.name, hits))
         runs.append(run)
-    ranked = fuse(results, cfg.rrf_k) if fused else _passthrough(*results[0])
+    if fused:
+        weights = fusion_weights(results)
+        runs = [attrs.evolve(run, weight=round(weights[run.name], 4)) for run in runs]
+        ranked = fuse(results, cfg.rrf_k, weights)
+    else:
+        ranked = _passthrough(*results[0])
     ranked = ranked[: query.k]
     hits = [attrs.evolve(hit, rank=rank) for rank, (hit, _) in enumerate(ranked, start=1)]
     hits = _fill_from_store(kb, hits)
