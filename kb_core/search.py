@@ -177,6 +177,8 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int,
     fused: list[tuple[Hit, HitExplanation]] = []
     for chunk_id, contributions in parts.items():
         rrf = sum(c.weight / (rrf_k + c.rank) for c in contributions)
+        if rrf <= 0.0:
+            continue  # found only by retrievers whose evidence does not count for this query
         rrf_norm = _clamp(rrf / best_rrf)
         evidence = _clamp(sum(c.weight * c.score for c in contributions) / total)
         hit = first[chunk_id]
