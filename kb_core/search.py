@@ -91,6 +91,8 @@ class HitExplanation:
     rrf_norm: float
     evidence: float
     contributions: tuple[Contribution, ...] = ()
+    gate_from: float | None = None
+    gate_to: float | None = None
 
 
 @attrs.frozen
@@ -155,16 +157,43 @@ def fusion_weights(results: Sequence[tuple[str, Sequence[Hit]]]) -> dict[str, fl
     return weights if any(weights.values()) else dict.fromkeys(weights, 1.0)
 
 
-def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int,
-         weights: Mapping[str, float] | None = None) -> list[tuple[Hit, HitExplanation]]:
+def lead_gate(weights: Mapping[str, float], gates: Mapping[str, float], fused_gate: float) -> float:
+    """The gate that ``rrf_norm * evidence`` faces under these weights (see the module docstring).
+
+    The fused mode's gate when the retrievers count alike, the gate of the leading retriever's mode
+    when it counts alone, linear in the leading retriever's share of the weight in between.
+    """
+    total = sum(weights.values())
+    if len(weights) < 2 or total <= 0:
+        return fused_gate
+    lead = max(weights, key=lambda name: weights[name])
+    even = 1 / len(weights)
+    t = _clamp((weights[lead] / total - even) / (1 - even))
+    return (1 - t) * fused_gate + t * gates.get(lead, fused_gate)
+
+
+def to_gate(value: float, source: float, target: float) -> float:
+    """Map ``value`` in [0, 1] piecewise linearly so that ``source`` lands on ``target`` (0 and 1 stay)."""
+    if not 0.0 < source < 1.0 or not 0.0 < target < 1.0 or source == target:
+        return _clamp(value)
+    if value <= source:
+        return _clamp(value * target / source)
+    return _clamp(target + (value - source) * (1 - target) / (1 - source))
+
+
+def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int, weights: Mapping[str, float] | None = None,
+         gates: Mapping[str, float] | None = None, fused_gate: float | None = None) -> list[tuple[Hit, HitExplanation]]:
     """Fuse ranked lists (``(retriever name, hits)``) into hits ordered by ``rrf_norm * evidence``.
 
-    Each retriever counts with its weight (default: :func:`fusion_weights`). The returned hits are
-    unnumbered (rank 0); ties break on raw RRF, then chunk id.
+    Each retriever counts with its weight (default: :func:`fusion_weights`). With ``gates`` (each
+    retriever's mode gate) and ``fused_gate``, the value is mapped from :func:`lead_gate` to
+    ``fused_gate`` (:func:`to_gate`; identity when the retrievers count alike). The returned hits
+    are unnumbered (rank 0); ties break on raw RRF, then chunk id.
     """
     weights = dict(weights) if weights is not None else fusion_weights(results)
     total = sum(weights.values()) or 1.0
     best_rrf = total / (rrf_k + 1)
+    source = lead_gate(weights, gates, fused_gate) if gates is not None and fused_gate is not None else None
     first: dict[str, Hit] = {}
     parts: dict[str, list[Contribution]] = {}
     for name, hits in results:
@@ -181,15 +210,16 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int,
             continue  # found only by retrievers whose evidence does not count for this query
         rrf_norm = _clamp(rrf / best_rrf)
         evidence = _clamp(sum(c.weight * c.score for c in contributions) / total)
+        score = rrf_norm * evidence
+        if source is not None and fused_gate is not None:
+            score = to_gate(score, source, fused_gate)
         hit = first[chunk_id]
         fused_hit = attrs.evolve(
-            hit,
-            score=rrf_norm * evidence,
-            rank=0,
-            retriever="+".join(c.retriever for c in contributions),
-            raw_score=rrf,
+            hit, score=score, rank=0, retriever="+".join(c.retriever for c in contributions), raw_score=rrf
         )
-        fused.append((fused_hit, HitExplanation(chunk_id, rrf, rrf_norm, evidence, tuple(contributions))))
+        explanation = HitExplanation(chunk_id, rrf, rrf_norm, evidence, tuple(contributions),
+                                     None if source is None else round(source, 6), fused_gate if source else None)
+        fused.append((fused_hit, explanation))
     fused.sort(key=lambda pair: (-pair[0].score, -pair[1].rrf, pair[0].chunk_id))
     return fused
 
@@ -239,7 +269,8 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
     if fused:
         weights = fusion_weights(results)
         runs = [attrs.evolve(run, weight=round(weights[run.name], 4)) for run in runs]
-        ranked = fuse(results, cfg.rrf_k, weights)
+        gates = {r.name: kb.config.rag.gate(r.mode) for r in retrievers}
+        ranked = fuse(results, cfg.rrf_k, weights, gates, kb.config.rag.gate(query.mode))
     else:
         ranked = _passthrough(*results[0])
     ranked = ranked[: query.k]
