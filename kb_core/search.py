@@ -218,7 +218,7 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int, weights: Mapp
             hit, score=score, rank=0, retriever="+".join(c.retriever for c in contributions), raw_score=rrf
         )
         explanation = HitExplanation(chunk_id, rrf, rrf_norm, evidence, tuple(contributions),
-                                     None if source is None else round(source, 6), fused_gate if source else None)
+                                     source, fused_gate if source is not None else None)
         fused.append((fused_hit, explanation))
     fused.sort(key=lambda pair: (-pair[0].score, -pair[1].rrf, pair[0].chunk_id))
     return fused
