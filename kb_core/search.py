@@ -4,33 +4,45 @@ Every hit's ``score`` is in [0, 1] in every mode, and the answer pipeline gates 
 hit's score (``[rag] score_gate``). What the score means per mode:
 
 ``lexical``
-    The lexical index's calibrated score, passed through. kb-tantivy: ``1 - exp(-c / 0.6)`` where
+    The lexical index's calibrated score, passed through. kb-tantivy: ``c**2 / (c**2 + 0.9**2)`` where
     ``c`` is the chunk's BM25 score over the query's *evidence mass* (the BM25 score of a chunk
     holding every query term once), so it says how much of the query's information a chunk holds,
     independently of the other hits. Matching only common words scores near 0.
 
 ``vector``
     The vector index's calibrated score, passed through. kb-sqlitevec: the cosine similarity of
-    query and chunk, rescaled above the embedder's similarity floor and clipped to [0, 1]
-    (all-MiniLM-L6-v2: unrelated English text near 0.1-0.2, matching passages 0.5 and above;
-    this English model cannot tell Korean or Chinese texts apart, so they all look similar).
+    query and chunk, rescaled above the embedder's similarity floor for the query's script
+    (measured per language: ``Embedder.similarity_floors``) and clipped to [0, 1], times the share
+    of the query's words in scripts the embedder models (``Embedder.scripts``). The English-only
+    default model (all-MiniLM-L6-v2) finds every Korean or Chinese text alike, so for a Korean or
+    Chinese question its scores are 0: vector search refuses rather than answer from noise.
 
 ``hybrid``
-    ``score = rrf_norm * evidence`` where
+    ``score = to_gate(rrf_norm * evidence, lead_gate, gate)``, over the ``n`` retrievers asked, each
+    with a weight ``w_r`` in [0, 1] for this query:
 
-    * ``rrf_norm = sum_r 1 / (rrf_k + rank_r) / (n / (rrf_k + 1))``: reciprocal rank fusion over
-      the ``n`` retrievers queried, normalised so that a chunk ranked first by every retriever
-      gets 1.0 (a chunk only one of two retrievers returned gets at most 0.5);
-    * ``evidence = sum_r score_r / n``: the mean calibrated score over the ``n`` retrievers, 0 from
-      one that did not return the chunk. The best chunk of an on-topic question is typically found
-      by both, so its score is about the mean of its lexical and vector scores; an off-topic
-      question keeps low evidence (weak lexical match, weak or, across languages, meaningless
-      vector similarity) however its chunks rank.
+    * ``w_r`` (:func:`retriever_weight`): how well the retriever's scores separate its hits, its best
+      score minus its ``SEPARATION_RANK``-th best (0 when it returned fewer) over
+      ``SEPARATION_FULL``, clamped to [0, 1]. A retriever whose evidence is uninformative for the
+      query weighs 0: a vector index whose embedder does not model the query's script (all scores
+      0), or one whose hits all look alike. When every weight is 0, all count 1.
+    * ``rrf_norm = sum_r w_r / (rrf_k + rank_r) / sum_r w_r / (rrf_k + 1)``: weighted reciprocal
+      rank fusion, normalised so that a chunk ranked first by every retriever that counts gets 1.0.
+    * ``evidence = sum_r w_r * score_r / sum_r w_r``: the weighted mean calibrated score, 0 from a
+      retriever that did not return the chunk. An off-topic question keeps low evidence however
+      its chunks rank.
+    * ``to_gate``: the piecewise-linear map of [0, 1] onto itself that sends ``lead_gate`` to the
+      hybrid gate (``[rag] score_gates``). ``lead_gate`` (:func:`lead_gate`) is the hybrid gate when
+      the retrievers count alike (the map is then the identity: most English questions) and the
+      gate of the leading retriever's mode when it counts alone, linear in its share of the weight
+      in between. So a Korean question under an English-only embedder gets its lexical score with
+      the lexical gate (0.15) landing on the hybrid gate (0.30): the gate keeps its meaning.
 
-    Hits are ordered by this score: the order is rank-fused (RRF decides between chunks of
-    similar evidence) while the value says how well both indexes agree that the chunk matches.
-    Raw RRF (at most ``n / (rrf_k + 1)``, about 0.033) is kept in ``Hit.raw_score``; per-retriever
-    ranks and scores are in ``SearchResponse.explanations``.
+    Every factor is in [0, 1], so the score is. Hits are ordered by it (within a query ``to_gate``
+    is monotone: the order is that of ``rrf_norm * evidence``). A chunk found only by retrievers of
+    weight 0 is dropped; with one of two retrievers at weight 0, hybrid ranks exactly as the other
+    one. Raw weighted RRF is kept in ``Hit.raw_score``; per-retriever weights, ranks and scores are
+    in ``SearchResponse.retrievers`` and ``explanations``.
 
 When a lexical or vector search has several indexes of that mode, they are fused the same way
 as hybrid. For fusion each retriever is asked for ``max(k, search.fanout)`` hits (a single
