@@ -204,12 +204,29 @@ def test_score_mapping_is_in_range_and_monotonic(a: float, b: float, floor: floa
 
 def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
     floored = Counting(embedder)
-    floored.similarity_floor = 0.5
+    floored.similarity_floors = {"latin": 0.5, "han": 0.9}  # the floor of the query's script applies
     idx = open_index(store, floored)
     idx.upsert(corpus)
     hit = idx.search(SearchQuery("how do plants turn sunlight into energy", k=1))[0]
     assert hit.score == pytest.approx(similarity_to_score(hit.raw_score, 0.5))
     assert hit.score < hit.raw_score
+    idx.close()
+
+
+def test_queries_in_scripts_the_embedder_does_not_model_score_zero(store: StoreOfRecord, embedder: OnnxEmbedder,
+                                                                 corpus: list[Chunk]) -> None:
+    """all-MiniLM-L6-v2 models English only: a Chinese query's similarities are no evidence."""
+    assert embedder.scripts == {"latin"}
+    idx = open_index(store, embedder)
+    idx.upsert(corpus)
+    chinese = idx.search(SearchQuery("植物如何利用阳光制造能量", k=5))
+    assert chinese and all(h.score == 0.0 for h in chinese)
+    assert [h.raw_score for h in chinese] == sorted((h.raw_score for h in chinese), reverse=True)
+    mixed = idx.search(SearchQuery("python 列表推导式怎么写", k=1))[0]  # 1 of 5 words in a modeled script
+    floor = embedder.similarity_floors["latin"]
+    assert mixed.score == pytest.approx(0.2 * similarity_to_score(mixed.raw_score, floor))
+    english = idx.search(SearchQuery("how do plants turn sunlight into energy", k=1))[0]
+    assert english.score == pytest.approx(similarity_to_score(english.raw_score, embedder.similarity_floors["latin"]))
     idx.close()
 
 
