@@ -12,7 +12,7 @@
   so a rebuild, or the same text in two documents, never embeds a chunk twice.
 
 Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score`` is
-``coverage * clamp((s - floor) / (1 - floor), 0, 1)``, where
+``clamp((s - floor) / (1 - floor), 0, 1)`` when the embedder models the query, else 0, where
 
 * ``floor`` is the embedder's similarity floor for the query's script (the similarity unrelated
   texts in that language reach with that model: ``similarity_floors``, see
@@ -22,11 +22,12 @@ Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score
   0.7-0.8. The common ``(s + 1) / 2`` would put off-topic queries at 0.5-0.6, above any useful
   score gate; this mapping keeps them near 0, so the answer pipeline's gate (``[rag]
   score_gates``, 0.35 for vector search by default) refuses them.
-* ``coverage`` is the share of the query's words written in scripts the embedder models
-  (:func:`kb_core.writing_systems.text_coverage`; 1.0 when it does not declare ``scripts``). An
-  English-only model finds every Korean or Chinese text alike (cosines of 0.7 for unrelated
-  paragraphs): its similarities for such a query are no evidence, so they score 0 while the
-  ranking (by similarity) is kept. Hybrid fusion then gives this index no weight for the query.
+* the embedder models the query when at least ``MIN_COVERAGE`` (half) of the query's words are
+  written in scripts it declares (``Embedder.scripts``, :func:`kb_core.writing_systems.coverage`;
+  always when it declares none). An English-only model finds every Korean or Chinese text alike
+  (cosines of 0.7 for unrelated paragraphs): its similarities for such a query are no evidence,
+  so they score 0 while the ranking (by similarity) is kept. Hybrid fusion then gives this index
+  no weight for the query.
 
 sqlite-vec scans every vector of the table (brute force): see ``bench/`` for how latency grows.
 """
@@ -59,6 +60,7 @@ SCHEMA_VERSION = 1
 MAX_K = 4096  # the largest k a vec0 KNN query accepts
 SNIPPET_CHARS = 300
 REINDEX_HINT = "run 'kb reindex --store sqlitevec'"
+MIN_COVERAGE = 0.5  # the share of a query's words the embedder must model for its similarities to count
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -218,12 +220,12 @@ class SqliteVecIndex:
         key = self.current_model()
         return f"sqlitevec-{SCHEMA_VERSION};model={key.id};dims={key.dimensions}"
 
-    def score_mapping(self, text: str) -> tuple[float, float]:
-        """``(floor, coverage)`` for a query: its script's similarity floor, and the share of its words
-        the embedder models (see the module docstring)."""
+    def score_mapping(self, text: str) -> tuple[float, bool]:
+        """``(floor, modeled)`` for a query: its script's similarity floor, and whether the embedder
+        models enough of its words (see the module docstring)."""
         profile = script_profile(text)
         floor = similarity_floor(self.embedder, dominant_script(profile))
-        return floor, coverage(profile, modeled_scripts(self.embedder))
+        return floor, coverage(profile, modeled_scripts(self.embedder)) >= MIN_COVERAGE
 
     def _mismatch(self, indexed: ModelKey, current: ModelKey) -> str:
         return (
@@ -423,7 +425,7 @@ class SqliteVecIndex:
                 Hit(
                     chunk_id=chunk_id,
                     doc_path=doc_path,
-                    score=modeled * similarity_to_score(similarity, floor),
+                    score=similarity_to_score(similarity, floor) if modeled else 0.0,
                     rank=rank,
                     citation=Citation(doc_path, start, end),
                     heading_path=tuple(json.loads(heading_json)),
