@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kb_sqlitevec.index import SqliteVecIndex
 
 from kb_core.config import Config
 from kb_core.contracts import ModelContext
@@ -46,6 +45,7 @@ from kb_core.evaluate_retrieval import (
 from kb_core.plugins import load_registry
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Document, ModelRef, SearchQuery
+from kb_sqlitevec.index import SqliteVecIndex
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
 BATCH_DOCS = 256

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kb_sqlitevec.index import SqliteVecIndex, make_snippet, metadata_matches, similarity_to_score
 
 from kb_core.config import Config, load_config
 from kb_core.contracts import ModelContext, Retriever, Store
@@ -21,6 +20,7 @@ from kb_core.plugins import load_registry
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
 from kb_plugins.embedders import OnnxEmbedder, _minilm
+from kb_sqlitevec.index import SqliteVecIndex, make_snippet, metadata_matches, similarity_to_score
 
 REINDEX = "kb reindex --store sqlitevec"
 

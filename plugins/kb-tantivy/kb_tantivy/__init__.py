@@ -10,6 +10,7 @@ from __future__ import annotations
 import kb_core
 from kb_core.contracts import IndexContext
 from kb_core.hookspecs import Register
+
 from kb_tantivy.index import FINGERPRINT, TantivyIndex
 
 __all__ = ["FINGERPRINT", "TantivyIndex", "make_index", "register_indexes"]

@@ -47,7 +47,12 @@ MAX_QUERY_TERMS = 256
 # and in a small knowledge base their idf (they may not occur at all) would rival real keywords.
 QUERY_STOPWORDS = frozenset(
     token
-    for word in ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "do", "does", "did", "done", "doing", "can", "could", "should", "would", "may", "might", "must", "shall", "am", "were", "been", "being", "have", "has", "had", "having", "i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our", "ours", "he", "him", "his", "she", "her", "hers", "its", "them", "theirs", "about", "from", "than", "so", "too", "very", "just", "please"]
+    for word in (
+        "a an and are as at be but by for if in into is it no not of on or such that the their then there these"
+        " they this to was will with what which who whom whose when where why how do does did done doing can"
+        " could should would may might must shall am were been being have has had having i me my mine you your"
+        " yours we us our ours he him his she her hers its them theirs about from than so too very just please"
+    ).split()
     for token in QUERY_ANALYZER.analyze(word)
 )
 

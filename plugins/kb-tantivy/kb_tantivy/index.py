@@ -23,6 +23,7 @@ from tantivy import Occur, Query
 from kb_core.contracts import IndexContext
 from kb_core.errors import KbError
 from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
+
 from kb_tantivy import analysis, scoring
 
 SCHEMA_VERSION = 1

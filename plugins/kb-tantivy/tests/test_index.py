@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kb_tantivy import TantivyIndex, make_index
-from kb_tantivy.index import FIX, META_FILE
 
 from kb_core.config import Config
 from kb_core.contracts import IndexContext, Retriever, Store
@@ -23,6 +21,9 @@ from kb_core.errors import KbError
 from kb_core.plugins import load_registry
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
+
+from kb_tantivy import TantivyIndex, make_index
+from kb_tantivy.index import FIX, META_FILE
 
 FIX_COMMAND = "kb reindex --store tantivy"
 
@@ -369,12 +370,11 @@ def test_search_on_an_index_never_built_finds_nothing(index: TantivyIndex) -> No
 
 
 def test_path_glob_never_returns_chunks_that_do_not_match_the_query(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from kb_tantivy.index import TantivyIndex
-
     from kb_core.config import Config
     from kb_core.contracts import IndexContext
     from kb_core.store import StoreOfRecord
     from kb_core.types import Chunk, SearchQuery
+    from kb_tantivy.index import TantivyIndex
 
     index = TantivyIndex(IndexContext("tantivy", tmp_path / "ix", Config(), StoreOfRecord(tmp_path)))
     index.upsert([Chunk("c1", "ko/a.md", 0, "서울 인구", "h1", 1, 1), Chunk("c2", "en/b.md", 0, "heliograph mirror", "h2", 1, 1)])

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kb_tantivy import TantivyIndex, make_index, scoring
 
 from kb_core.config import Config
 from kb_core.contracts import IndexContext
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
+
+from kb_tantivy import TantivyIndex, make_index, scoring
 
 
 @given(raw=st.floats(allow_nan=True, allow_infinity=True), mass=st.floats(allow_nan=True, allow_infinity=True))
