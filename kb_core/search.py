@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 #: Fusion weights (see the module docstring): a retriever whose best score stands SEPARATION_FULL
 #: above its SEPARATION_RANK-th best counts fully; less separation, proportionally less.
 SEPARATION_RANK = 10
-SEPARATION_FULL = 0.1
+SEPARATION_FULL = 0.03
 
 @attrs.frozen
 class RetrieverRun:

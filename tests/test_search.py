@@ -77,11 +77,20 @@ def test_hybrid_off_topic_top_hit_stays_low(tmp_path: Path) -> None:
     vec = ListRetriever("vec", "vector", [make_hit("a", 0.08)])
     response = search(kb_with(tmp_path, lex, vec), SearchQuery("q", mode="hybrid"))
     assert response.hits[0].chunk_id == "a"
-    assert {r.name: r.weight for r in response.retrievers} == {"lex": 1.0, "vec": pytest.approx(0.8)}
+    assert {r.name: r.weight for r in response.retrievers} == {"lex": 1.0, "vec": 1.0}
+    assert response.explanations[0].gate_from == pytest.approx(0.3)  # alike: no change of scale
+    assert response.hits[0].score == pytest.approx(0.1)  # rrf_norm 1.0 x mean(0.12, 0.08)
+
+
+def test_hybrid_weaker_separation_counts_less(tmp_path: Path) -> None:
+    lex = ListRetriever("lex", "lexical", [make_hit("a", 0.12), make_hit("b", 0.1)])
+    vec = ListRetriever("vec", "vector", [make_hit("a", 0.015)])
+    response = search(kb_with(tmp_path, lex, vec), SearchQuery("q", mode="hybrid"))
+    assert {r.name: r.weight for r in response.retrievers} == {"lex": 1.0, "vec": pytest.approx(0.5)}
     why = response.explanations[0]
-    assert why.evidence == pytest.approx((0.12 + 0.8 * 0.08) / 1.8)
-    assert response.hits[0].score == pytest.approx(to_gate(why.evidence, why.gate_from, 0.3))
-    assert response.hits[0].score < 0.2
+    assert why.evidence == pytest.approx((0.12 + 0.5 * 0.015) / 1.5)
+    assert 0.15 < why.gate_from < 0.3  # between the hybrid gate and the leading (lexical) one
+    assert response.hits[0].score == pytest.approx(to_gate(why.rrf_norm * why.evidence, why.gate_from, 0.3))
 
 
 def test_hybrid_retriever_without_evidence_gets_no_say(tmp_path: Path) -> None:
@@ -102,7 +111,7 @@ def test_hybrid_retriever_without_evidence_gets_no_say(tmp_path: Path) -> None:
 def test_hybrid_retriever_whose_hits_look_alike_cannot_outvote_a_separating_one(tmp_path: Path) -> None:
     """Flat scores (every hit equally near) carry no ranking evidence; the separating retriever decides."""
     lex = ListRetriever("lex", "lexical", [make_hit(f"l{i}", 0.6 - 0.05 * i) for i in range(12)])
-    flat = ListRetriever("vec", "vector", [make_hit(f"l{i}", 0.72 - 0.001 * i) for i in reversed(range(12))])
+    flat = ListRetriever("vec", "vector", [make_hit(f"l{i}", 0.72 - 0.0005 * i) for i in reversed(range(12))])
     response = search(kb_with(tmp_path, lex, flat), SearchQuery("q", k=5, mode="hybrid"))
     assert [h.chunk_id for h in response.hits] == ["l0", "l1", "l2", "l3", "l4"]
     assert {r.name: r.weight for r in response.retrievers}["vec"] < 0.2
