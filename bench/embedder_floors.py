@@ -1,14 +1,26 @@
-"""Measure an embedder's similarity floor per language: the cosine similarity of unrelated question/passage pairs.
+"""Measure an embedder's similarity floor for one language, from on-topic and off-topic questions.
 
 For a retrieval set in one language, embeds a sample of questions (as queries) and passages (as
-documents), and prints the distribution of the cosine similarity of every question with every
-passage not judged relevant to it (the floor is its median), of each question's best unrelated
-passage (what an off-topic question's top hit looks like in a corpus of this size), and of the
-relevant pairs. The embedders' ``similarity_floors`` in ``kb_plugins/`` come from these runs.
+documents: the relevant ones plus random others, ``--passages`` in all), and off-topic questions
+in the same language (``--off-topic FILE``, one per line: questions the passages cannot answer).
+It prints the cosine similarity of
 
-    python bench/embedder_floors.py --embedder minilm --data ../shared/datasets/scifact
-    python bench/embedder_floors.py --embedder multilingual --data ../shared/datasets/cmrc2018-tune
-    python bench/embedder_floors.py --embedder multilingual --korean tests/data/ko_paragraphs.jsonl
+* unrelated question/passage pairs (typical unrelated text),
+* each on-topic question's relevant passage (what the top hit of an answerable question looks like),
+* each off-topic question's best passage (what the top hit of an unanswerable question looks like),
+
+The floor is the median similarity of unrelated pairs (independent of corpus size), so that
+``(s - floor) / (1 - floor)`` means the same in every language. As a check it also prints the
+floor that would put the vector gate (``[rag] score_gates.vector``, 0.35) midway between the
+off-topic p90 and the on-topic p10 of this sample (which depends on how many passages compete).
+The embedders' ``similarity_floors`` in ``kb_plugins/`` come from these runs (the off-topic
+questions used are in ``bench/data/``).
+
+    python bench/embedder_floors.py --embedder minilm --data ../shared/datasets/scifact --off-topic bench/data/off_topic_en.txt
+    python bench/embedder_floors.py --embedder multilingual --data ../shared/datasets/cmrc2018-tune \
+        --off-topic bench/data/off_topic_zh.txt
+    python bench/embedder_floors.py --embedder multilingual --paragraphs tests/data/ko_paragraphs.jsonl \
+        --off-topic bench/data/off_topic_ko.txt
 """
 
 from __future__ import annotations
@@ -69,12 +81,13 @@ def main() -> int:
     parser.add_argument("--embedder", default="minilm")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", type=Path, help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv)")
-    source.add_argument("--korean", type=Path, help="a JSONL of paragraphs with their questions")
+    source.add_argument("--paragraphs", type=Path, help="a JSONL of paragraphs with their questions")
+    parser.add_argument("--off-topic", type=Path, required=True, help="off-topic questions, one per line")
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--passages", type=int, default=400)
     args = parser.parse_args()
 
-    passages, questions, relevant = load_beir(args.data) if args.data else load_paragraphs(args.korean)
+    passages, questions, relevant = load_beir(args.data) if args.data else load_paragraphs(args.paragraphs)
     rng = random.Random(15)
     qids = rng.sample(sorted(questions), min(args.questions, len(questions)))
     wanted = {p for q in qids for p in relevant[q] if p in passages}
@@ -86,19 +99,25 @@ def main() -> int:
     embedder = load_registry().get("embedders", args.embedder).factory(ModelContext(config))
     docs = np.asarray(embedder.embed_documents([passages[p] for p in pids]), dtype=np.float32)
     queries = np.asarray([embedder.embed_query(questions[q]) for q in qids], dtype=np.float32)
+    offs = [line.strip() for line in args.off_topic.read_text(encoding="utf-8").splitlines() if line.strip()]
+    off_vectors = np.asarray([embedder.embed_query(text) for text in offs], dtype=np.float32)
     sims = queries @ docs.T
-    unrelated, best_unrelated, related = [], [], []
+    unrelated, relevant_best = [], []
     for i, qid in enumerate(qids):
         mask = np.array([p in relevant[qid] for p in pids])
         unrelated.extend(sims[i][~mask].tolist())
-        best_unrelated.append(float(sims[i][~mask].max()))
-        related.extend(sims[i][mask].tolist())
-    print(f"{args.embedder}: {len(qids)} questions x {len(pids)} passages")
-    for label, values in (("unrelated pairs", unrelated), ("best unrelated per question", best_unrelated),
-                          ("relevant pairs", related)):
+        relevant_best.append(float(sims[i][mask].max()))
+    off_best = (off_vectors @ docs.T).max(axis=1).tolist()
+    print(f"{args.embedder}: {len(qids)} questions and {len(offs)} off-topic ones x {len(pids)} passages")
+    for label, values in (("unrelated pairs", unrelated), ("on-topic: relevant passage", relevant_best),
+                          ("off-topic: best passage", off_best)):
         print(f"  {label:<28} p10 {pct(values, 10):.3f}  median {statistics.median(values):.3f}"
-              f"  p90 {pct(values, 90):.3f}  p99 {pct(values, 99):.3f}")
-    print(f"  floor (median of unrelated pairs): {statistics.median(unrelated):.2f}")
+              f"  p90 {pct(values, 90):.3f}")
+    gate = Config().rag.gate("vector")
+    at_gate = (pct(off_best, 90) + pct(relevant_best, 10)) / 2
+    floor = (at_gate - gate) / (1 - gate)
+    print(f"  floor (median of unrelated pairs): {statistics.median(unrelated):.2f}; check: the gate {gate} midway"
+          f" between off-topic p90 and on-topic p10 ({at_gate:.3f}) would need floor {floor:.2f}")
     return 0
 
 
