@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -76,7 +78,7 @@ def test_floor_fallbacks_for_embedders_that_declare_less() -> None:
         similarity_floor = 0.4
 
     class PerScript:
-        similarity_floors = {"latin": 0.3, "han": 0.5}
+        similarity_floors: ClassVar[dict[str, float]] = {"latin": 0.3, "han": 0.5}
 
     assert similarity_floor(Bare(), "latin") == 0.0 and modeled_scripts(Bare()) is None
     assert similarity_floor(Single(), "han") == 0.4
