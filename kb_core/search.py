@@ -206,14 +206,17 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int, weights: Mapp
     total = sum(weights.values()) or 1.0
     best_rrf = total / (rrf_k + 1)
     source = lead_gate(weights, gates, fused_gate) if gates is not None and fused_gate is not None else None
+    rescale = source is not None and fused_gate is not None and abs(source - fused_gate) > 1e-12
     first: dict[str, Hit] = {}
     parts: dict[str, list[Contribution]] = {}
     for name, hits in results:
+        weight, seen = weights[name], set()
         for rank, hit in enumerate(hits, start=1):
-            if name in (c.retriever for c in parts.get(hit.chunk_id, ())):
+            if hit.chunk_id in seen:
                 continue  # a chunk counts once per list, at its best rank
+            seen.add(hit.chunk_id)
             first.setdefault(hit.chunk_id, hit)
-            contribution = Contribution(name, rank, _clamp(hit.score), float(hit.raw_score), weights[name])
+            contribution = Contribution(name, rank, _clamp(hit.score), float(hit.raw_score), weight)
             parts.setdefault(hit.chunk_id, []).append(contribution)
     fused: list[tuple[Hit, HitExplanation]] = []
     for chunk_id, contributions in parts.items():
@@ -223,8 +226,8 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int, weights: Mapp
         rrf_norm = _clamp(rrf / best_rrf)
         evidence = _clamp(sum(c.weight * c.score for c in contributions) / total)
         score = rrf_norm * evidence
-        if source is not None and fused_gate is not None:
-            score = to_gate(score, source, fused_gate)
+        if rescale:
+            score = to_gate(score, source, fused_gate)  # type: ignore[arg-type]
         hit = first[chunk_id]
         fused_hit = attrs.evolve(
             hit, score=score, rank=0, retriever="+".join(c.retriever for c in contributions), raw_score=rrf
