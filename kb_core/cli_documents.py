@@ -12,6 +12,7 @@ from kb_core.config import effective_values
 from kb_core.errors import EXIT_NO_RESULT, EXIT_PARTIAL, EXIT_UNHEALTHY
 from kb_core.indexing import rebuild_index
 from kb_core.ingest import IngestReport, ingest_paths, remove_documents, writer_lock
+from kb_core.language_fit import ingest_notice
 from kb_core.maintenance import doctor_report, init_kb, inspect_target
 from kb_core.plugins import registry
 from kb_core.source import normalise
@@ -61,6 +62,7 @@ def ingest_command(session: Session, paths: tuple[Path, ...], follow_symlinks: b
         report = ingest_paths(session.kb(create=True), list(paths), progress, follow_symlinks=follow_symlinks,
                               repoint=repoint)
     emit(as_json, "ingest_report.v1", report, lambda: _print_report(report))
+    ingest_notice(session.kb())  # on stderr, when the embedder does not model the corpus's languages
     return EXIT_PARTIAL if report.failed else 0
 
 

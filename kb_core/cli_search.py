@@ -33,13 +33,16 @@ def _print_hits(response: SearchResponse, explain: bool) -> None:
             click.echo(textwrap.indent(textwrap.shorten(snippet, width=240, placeholder=" ..."), "    "))
         if explain:
             parts = ", ".join(f"{c.retriever} #{c.rank} score {c.score:.3f} raw {c.raw_score:.3f}" for c in why.contributions)
-            fused = f"rrf {why.rrf:.4f} (norm {why.rrf_norm:.3f}) x evidence {why.evidence:.3f}; " if why.rrf else ""
+            fused = f"rrf {why.rrf:.4f} (norm {why.rrf_norm:.3f}) x evidence {why.evidence:.3f}" if why.rrf else ""
+            if fused and why.gate_from is not None and why.gate_to is not None and abs(why.gate_from - why.gate_to) > 1e-9:
+                fused += f", gate {why.gate_from:.3f} -> {why.gate_to:.2f}"
+            fused += "; " if fused else ""
             click.echo(click.style(f"    [{fused}{parts}]", dim=True))
     if explain:
         for run in response.retrievers:
             tops = ", ".join(f"{s:.3f}" for s in run.top_scores)
-            click.echo(click.style(f"  {run.name} ({run.mode}): {run.hits} hits in {run.took_ms:.1f} ms; top scores {tops}",
-                                   dim=True))
+            click.echo(click.style(f"  {run.name} ({run.mode}): {run.hits} hits in {run.took_ms:.1f} ms; top scores {tops};"
+                                   f" weight {run.weight:.2f}", dim=True))
     click.echo(click.style(f"  {len(response.hits)} hits, {response.mode}, {response.took_ms:.1f} ms", dim=True), err=True)
 
 

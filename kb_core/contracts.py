@@ -6,7 +6,7 @@ the contract test kit in :mod:`kb_core.testing`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -40,6 +40,16 @@ class Parser(Protocol):
 class Embedder(Protocol):
     """Turns text into unit-length vectors; counts tokens with the model's own tokenizer.
 
+    What the model understands is part of the contract:
+
+    * ``scripts``: the writing systems it was trained on (names from
+      :data:`kb_core.writing_systems.SCRIPTS`: ``latin``, ``hangul``, ``han``, ...), or None when
+      unknown. Vectors of text in other scripts carry no meaning, and search treats them so.
+    * ``languages``: the same in words, for messages (``"English"``).
+    * ``similarity_floors``: per script, the cosine similarity a question reaches with unrelated
+      passages in that script (measured: ``bench/embedder_floors.py``); a vector index maps it to
+      score 0. :func:`similarity_floor` reads it with the fallbacks.
+
     An embedder may also offer ``token_starts(texts) -> list[list[int]]`` (the character offset
     of each content token); the chunker then tokenizes each block once instead of per slice.
     """
@@ -47,12 +57,36 @@ class Embedder(Protocol):
     model_ref: ModelRef
     dimensions: int
     max_tokens: int
+    scripts: frozenset[str] | None
+    languages: str
+    similarity_floors: Mapping[str, float]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
     def embed_query(self, text: str) -> list[float]: ...
+
+
+def modeled_scripts(embedder: object) -> frozenset[str] | None:
+    """The scripts an embedder declares it models (None: it does not say, so nothing is held against it)."""
+    scripts = getattr(embedder, "scripts", None)
+    return frozenset(scripts) if scripts is not None else None
+
+
+def similarity_floor(embedder: object, script: str | None = None) -> float:
+    """The cosine similarity that maps to score 0 for a query in ``script``.
+
+    The embedder's ``similarity_floors[script]``, else its ``similarity_floor`` attribute (one value
+    for every script), else the lowest floor it declares, else 0.0.
+    """
+    floors: Mapping[str, float] = getattr(embedder, "similarity_floors", None) or {}
+    if script is not None and script in floors:
+        return float(floors[script])
+    single = getattr(embedder, "similarity_floor", None)
+    if single is not None:
+        return float(single)
+    return float(min(floors.values())) if floors else 0.0
 
 
 @runtime_checkable

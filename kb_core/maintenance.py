@@ -9,6 +9,7 @@ import attrs
 from kb_core.app import KnowledgeBase
 from kb_core.errors import KbError, NotFoundError
 from kb_core.indexing import index_problems
+from kb_core.language_fit import mismatch_problem
 from kb_core.types import Citation, Problem
 
 
@@ -75,7 +76,10 @@ def doctor_report(kb: KnowledgeBase) -> DoctorReport:
     def embedder() -> tuple[str, list[Problem]]:
         model = kb.embedder()
         model.count_tokens(["probe"])
-        return f"{kb.config.models.embedding.name} ({model.model_ref.id}, max {model.max_tokens} tokens)", []
+        languages = getattr(model, "languages", "") or "languages not declared"
+        detail = f"{kb.config.models.embedding.name} ({model.model_ref.id}, {languages}, max {model.max_tokens} tokens)"
+        mismatch = mismatch_problem(kb)
+        return detail, [mismatch] if mismatch else []
 
     def language_model() -> tuple[str, list[Problem]]:
         model = kb.language_model()

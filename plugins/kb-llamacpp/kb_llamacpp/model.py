@@ -48,6 +48,7 @@ class LlamaSettings:
     min_p: float = 0.05
     packaged: PackagedModel | None = None
     progress: Progress | None = attrs.field(default=None, eq=False)  # (stage, done, total) while joining and loading
+    state_dir: Path | None = None  # where prompt-prefix states are saved (default: the model cache)
 
 
 def _check_file(path: Path) -> str | None:
@@ -129,7 +130,7 @@ class LlamaCppModel:
             self._llama = llama
             report("loading the model", 1, 1)
             key = f"ctx={self.settings.context_tokens} batch={self.settings.batch_tokens} threads={threads}"
-            self._prefixes = PrefixCache(cache_dir(), self.settings.path, key)
+            self._prefixes = PrefixCache(self.settings.state_dir or cache_dir(), self.settings.path, key)
         return self._llama
 
     # -- tokens -------------------------------------------------------------------------------

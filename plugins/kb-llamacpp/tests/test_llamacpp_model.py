@@ -154,3 +154,44 @@ def test_model_path_from_backend_options_and_non_gguf_file(tmp_path: Path) -> No
     with pytest.raises(KbError, match="not a GGUF model file"):
         make_model(ModelContext(_config(tmp_path), {"model": str(fake)}))
 
+
+
+# -- the prompt prefix state and the answer check ----------------------------------------------------
+
+EXAMPLES = (("Evidence: roses are pruned in late winter.\n\nQuestion: When are roses pruned?", "In late winter [#1]."),)
+
+
+def _asked(question: str, evidence: str) -> GenerateRequest:
+    return GenerateRequest(system="Answer from the evidence only, citing it like [#1].", examples=EXAMPLES,
+                           user=f"Evidence: {evidence}\n\nQuestion: {question}", max_tokens=24, temperature=0.0, seed=3)
+
+
+def test_the_prefix_state_is_reused_and_answers_repeat(model: LlamaCppModel, tmp_path: Path) -> None:
+    """The system message and examples are evaluated once; from memory or from the state file, the answer is the same."""
+    model.count_tokens("x")  # the default model is joined into its cache on first use
+    settings = attrs.evolve(model.settings, packaged=None, state_dir=tmp_path)
+    first = LlamaCppModel(settings)
+    request = _asked("What port does the daemon use?", "The daemon listens on TCP port 7341.")
+    tokens_a, (done_a,), _ = _collect(first, request)
+    tokens_b, (done_b,), _ = _collect(first, request)
+    assert done_a.cached_tokens == 0 and done_b.cached_tokens > 0  # computed, then restored
+    assert "".join(t.text for t in tokens_a) == "".join(t.text for t in tokens_b)
+    assert len(list(tmp_path.glob("*.kvstate"))) == 1
+    second = LlamaCppModel(settings)  # as a new process would: the state comes from the file
+    tokens_c, (done_c,), _ = _collect(second, request)
+    assert done_c.cached_tokens == done_b.cached_tokens  # restored from the file
+    assert "".join(t.text for t in tokens_c) == "".join(t.text for t in tokens_a)
+
+
+def test_the_answer_check_tells_an_answering_passage_from_one_that_is_not(model: LlamaCppModel) -> None:
+    check = "\n\nBefore you answer: does the evidence state the answer to this question? Reply Yes or No."
+    stated = _asked("What port does the daemon use?", "The daemon listens on TCP port 7341.")
+    missing = _asked("What port does the daemon use?", "The daemon was written in Rust in 2021.")
+    p_stated = model.yes_probability(attrs.evolve(stated, user=stated.user + check))
+    p_missing = model.yes_probability(attrs.evolve(missing, user=missing.user + check))
+    assert 0.0 <= p_missing < p_stated <= 1.0
+    # an answer right after its check reuses the evidence the check read, and is the same answer as without it
+    asked = model.yes_probability(attrs.evolve(stated, user=stated.user + check))
+    tokens, (done,), _ = _collect(model, stated)
+    assert asked == p_stated and done.cached_tokens > done.prompt_tokens // 2
+    assert "7341" in "".join(t.text for t in tokens)

@@ -12,12 +12,22 @@
   so a rebuild, or the same text in two documents, never embeds a chunk twice.
 
 Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score`` is
-``clamp((s - floor) / (1 - floor), 0, 1)``, where ``floor`` is the embedder's ``similarity_floor``
-(the similarity unrelated texts typically reach with that model; 0.0 when the embedder does not
-say). Sentence embedders rarely give negative cosines: with all-MiniLM-L6-v2, off-topic text sits
-around 0.0-0.2 and on-topic passages at 0.4 and above. The common ``(s + 1) / 2`` would put
-off-topic queries at 0.5-0.6, above any useful score gate; this mapping keeps them near 0, so the
-answer pipeline's gate (``[rag] score_gates``, 0.35 for vector search by default) refuses them.
+``clamp((s - floor) / (1 - floor), 0, 1)`` when the embedder models the query, else 0, where
+
+* ``floor`` is the embedder's similarity floor for the query's script (the similarity unrelated
+  texts in that language reach with that model: ``similarity_floors``, see
+  :func:`kb_core.contracts.similarity_floor`; 0.0 when the embedder does not say). Sentence
+  embedders rarely give negative cosines: with all-MiniLM-L6-v2, off-topic English text sits
+  around 0.0-0.2 and on-topic passages at 0.4 and above; multilingual-e5 puts unrelated text at
+  0.7-0.8. The common ``(s + 1) / 2`` would put off-topic queries at 0.5-0.6, above any useful
+  score gate; this mapping keeps them near 0, so the answer pipeline's gate (``[rag]
+  score_gates``, 0.35 for vector search by default) refuses them.
+* the embedder models the query when at least ``MIN_COVERAGE`` (half) of the query's words are
+  written in scripts it declares (``Embedder.scripts``, :func:`kb_core.writing_systems.coverage`;
+  always when it declares none). An English-only model finds every Korean or Chinese text alike
+  (cosines of 0.7 for unrelated paragraphs): its similarities for such a query are no evidence,
+  so they score 0 while the ranking (by similarity) is kept. Hybrid fusion then gives this index
+  no weight for the query.
 
 sqlite-vec scans every vector of the table (brute force): see ``bench/`` for how latency grows.
 """
@@ -34,10 +44,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from kb_core.contracts import Embedder
+from kb_core.contracts import Embedder, modeled_scripts, similarity_floor
 from kb_core.errors import KbError
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
+from kb_core.writing_systems import coverage, dominant_script, script_profile
 
 try:
     from pysqlite3 import dbapi2 as sqlite3
@@ -49,6 +60,7 @@ SCHEMA_VERSION = 1
 MAX_K = 4096  # the largest k a vec0 KNN query accepts
 SNIPPET_CHARS = 300
 REINDEX_HINT = "run 'kb reindex --store sqlitevec'"
+MIN_COVERAGE = 0.5  # the share of a query's words the embedder must model for its similarities to count
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -208,10 +220,12 @@ class SqliteVecIndex:
         key = self.current_model()
         return f"sqlitevec-{SCHEMA_VERSION};model={key.id};dims={key.dimensions}"
 
-    @property
-    def similarity_floor(self) -> float:
-        """The cosine similarity that maps to score 0 (the embedder's ``similarity_floor``)."""
-        return float(getattr(self.embedder, "similarity_floor", 0.0))
+    def score_mapping(self, text: str) -> tuple[float, bool]:
+        """``(floor, modeled)`` for a query: its script's similarity floor, and whether the embedder
+        models enough of its words (see the module docstring)."""
+        profile = script_profile(text)
+        floor = similarity_floor(self.embedder, dominant_script(profile))
+        return floor, coverage(profile, modeled_scripts(self.embedder)) >= MIN_COVERAGE
 
     def _mismatch(self, indexed: ModelKey, current: ModelKey) -> str:
         return (
@@ -402,7 +416,7 @@ class SqliteVecIndex:
         sql, params = self._knn_sql(indexed, query, vector, k)
         rows = self.conn.execute(sql, params).fetchall()
         texts = self.store.get_chunks([r[0] for r in rows])
-        floor = self.similarity_floor
+        floor, modeled = self.score_mapping(query.text)
         hits = []
         for rank, (chunk_id, doc_path, start, end, heading_json, distance) in enumerate(rows, start=1):
             similarity = 1.0 - float(distance)
@@ -411,7 +425,7 @@ class SqliteVecIndex:
                 Hit(
                     chunk_id=chunk_id,
                     doc_path=doc_path,
-                    score=similarity_to_score(similarity, floor),
+                    score=similarity_to_score(similarity, floor) if modeled else 0.0,
                     rank=rank,
                     citation=Citation(doc_path, start, end),
                     heading_path=tuple(json.loads(heading_json)),

@@ -184,7 +184,8 @@ def test_search_ranks_the_relevant_document_first(index: SqliteVecIndex, corpus:
         assert str(top.citation).startswith(path + "#L")
         assert top.heading_path[0] == "Top"
         assert top.snippet == make_snippet(texts[top.chunk_id])
-        assert top.score == pytest.approx(max(0.0, top.raw_score))
+        floor = index.embedder.similarity_floors["latin"]  # an English question: the Latin-script floor
+        assert top.score == pytest.approx(similarity_to_score(top.raw_score, floor))
 
 
 def test_scores_separate_on_topic_from_off_topic_questions(index: SqliteVecIndex) -> None:
@@ -204,12 +205,31 @@ def test_score_mapping_is_in_range_and_monotonic(a: float, b: float, floor: floa
 
 def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
     floored = Counting(embedder)
-    floored.similarity_floor = 0.5
+    floored.similarity_floors = {"latin": 0.5, "han": 0.9}  # the floor of the query's script applies
     idx = open_index(store, floored)
     idx.upsert(corpus)
     hit = idx.search(SearchQuery("how do plants turn sunlight into energy", k=1))[0]
     assert hit.score == pytest.approx(similarity_to_score(hit.raw_score, 0.5))
     assert hit.score < hit.raw_score
+    idx.close()
+
+
+def test_queries_in_scripts_the_embedder_does_not_model_score_zero(store: StoreOfRecord, embedder: OnnxEmbedder,
+                                                                 corpus: list[Chunk]) -> None:
+    """all-MiniLM-L6-v2 models English only: a Chinese query's similarities are no evidence."""
+    assert embedder.scripts == {"latin"}
+    idx = open_index(store, embedder)
+    idx.upsert(corpus)
+    chinese = idx.search(SearchQuery("植物如何利用阳光制造能量", k=5))
+    assert chinese and all(h.score == 0.0 for h in chinese)
+    assert [h.raw_score for h in chinese] == sorted((h.raw_score for h in chinese), reverse=True)
+    mixed = idx.search(SearchQuery("python 列表推导式怎么写", k=1))[0]  # 1 of 5 words in a modeled script
+    assert mixed.score == 0.0
+    mostly = idx.search(SearchQuery("python list comprehension 怎么写", k=1))[0]  # 3 of 5
+    assert mostly.score == pytest.approx(similarity_to_score(mostly.raw_score, embedder.similarity_floors["latin"]))
+    assert mostly.score > 0
+    english = idx.search(SearchQuery("how do plants turn sunlight into energy", k=1))[0]
+    assert english.score == pytest.approx(similarity_to_score(english.raw_score, embedder.similarity_floors["latin"]))
     idx.close()
 
 
