@@ -160,7 +160,7 @@ def retriever_weight(scores: Sequence[float]) -> float:
         return 0.0
     ranked = sorted((_clamp(s) for s in scores), reverse=True)
     tail = ranked[SEPARATION_RANK - 1] if len(ranked) >= SEPARATION_RANK else 0.0
-    return _clamp((ranked[0] - tail) / SEPARATION_FULL)
+    return round(_clamp((ranked[0] - tail) / SEPARATION_FULL), 6)  # no vanishing (denormal) weights
 
 
 def fusion_weights(results: Sequence[tuple[str, Sequence[Hit]]]) -> dict[str, float]:

@@ -195,7 +195,7 @@ def test_fused_scores_are_in_unit_interval_ordered_and_unique(lists: list[list[t
 def test_chunk_first_everywhere_scores_its_weighted_mean_evidence(scores: Sequence[float], rrf_k: int) -> None:
     results = [(f"r{i}", [make_hit("top", s), make_hit(f"other{i}", 0.0)]) for i, s in enumerate(scores)]
     hit, why = fuse(results, rrf_k)[0]
-    weights = [min(1.0, s / SEPARATION_FULL) for s in scores]  # two hits: the separation is the top score
+    weights = [round(min(1.0, s / SEPARATION_FULL), 6) for s in scores]  # two hits: the separation is the top score
     if not any(weights):
         weights = [1.0] * len(scores)
     assert why.rrf_norm == pytest.approx(1.0)
