@@ -58,10 +58,10 @@ def _sample(lines: list[dict[str, Any]], limit: int, seed: int) -> list[dict[str
 def golden_file(name: str, limit: int, seed: int) -> Path:
     """The set's golden questions (a fixed-seed sample), with PubMedQA's verdicts added."""
     _, source = SETS[name]
-    lines = [json.loads(x) for x in source.read_text(encoding="utf-8").splitlines() if x.strip()]
+    lines = [json.loads(x) for x in source.read_text(encoding="utf-8").split("\n") if x.strip()]
     if name == "pubmedqa":
         qa = {}
-        for x in (source.parent / "qa.jsonl").read_text(encoding="utf-8").splitlines():
+        for x in (source.parent / "qa.jsonl").read_text(encoding="utf-8").split("\n"):
             if x.strip():
                 item = json.loads(x)
                 qa[item["id"]] = item["answer"]

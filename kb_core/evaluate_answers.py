@@ -198,7 +198,7 @@ def parse_golden_line(line: str, number: int, source: str = "golden set") -> Gol
 def load_golden(path: Path) -> list[GoldenQuestion]:
     """The questions of a golden JSONL file (blank lines skipped)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit inside a string
     except (OSError, UnicodeDecodeError) as exc:
         raise KbError(f"cannot read golden set {path}: {exc}") from None
     questions = [parse_golden_line(line, n, str(path)) for n, line in enumerate(lines, start=1) if line.strip()]

@@ -72,7 +72,7 @@ def load_queries(path: Path) -> dict[str, str]:
     """query id -> text, from a BEIR ``queries.jsonl``."""
     queries: dict[str, str] = {}
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit inside a JSON string
     except OSError as exc:
         raise KbError(f"cannot read queries file {path}: {exc.strerror}") from None
     for number, line in enumerate(lines, start=1):

@@ -293,3 +293,11 @@ def test_compare_refuses_different_kinds_and_non_reports(tmp_path: Path) -> None
     junk.write_text("[]")
     with pytest.raises(KbError, match="not a kb report"):
         compare_reports(a, junk)
+
+
+def test_a_golden_line_may_hold_unicode_line_separators(tmp_path: Path) -> None:
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"question": "Is A\u2028B safe?", "answerable": True}, ensure_ascii=False) + "\n",
+                      encoding="utf-8")
+    [question] = load_golden(golden)
+    assert question.question == "Is A\u2028B safe?"

@@ -246,7 +246,8 @@ class LlamaCppModel:
 
         The prefix is always its own batch, restored or computed, so answers repeat either way.
         ``after_check``: when the answer check just evaluated this prompt's evidence, the context is
-        kept and ``generate`` evaluates only what differs (the same steps on every run).
+        kept and ``generate`` evaluates only what differs (the same steps on every run). Only the
+        restored prefix counts as reused: the check's own evaluation was paid for this question.
         """
         checked, self._checked = self._checked, None
         prefix = self.prefix_tokens(request, tokens)
@@ -254,9 +255,8 @@ class LlamaCppModel:
             llama.reset()
             return 0
         if after_check and checked is not None:
-            reused = _common_length(checked, tokens)
-            if reused > len(prefix):
-                return min(reused, len(tokens) - 1)
+            if _common_length(checked, tokens) > len(prefix):
+                return len(prefix)
         return len(prefix) if self._prefixes.prepare(llama, prefix) else 0
 
     # -- the answer check -----------------------------------------------------------------------
