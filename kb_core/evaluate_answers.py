@@ -222,7 +222,7 @@ def _violation(answer: Answer) -> bool:
     """A grounded answer that cites a marker not packed or holds a claim nothing packed supports."""
     if not answer.grounded:
         return False
-    packed_markers = {p.marker for p in answer.packed} or {c.marker for c in answer.citations}
+    packed_markers = {p.marker for p in answer.packed} or {c.marker for c in answer.citations if c.marker is not None}
     return bool(answer.invalid_markers) or any(not s.supported for s in answer.sentences) or any(
         c.marker not in packed_markers for c in answer.citations)
 

@@ -660,8 +660,9 @@ def test_real_model_under_the_citation_grammar_cites_only_packed_markers(real_kb
 def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The golden set with the embedded default model: refusals hold and nothing grounded cites astray.
 
-    The floors are below the figures measured with the default model (bench/ask_latency.py):
-    off-topic questions must be refused, and grounded answers must cite the expected documents.
+    The floors are below the figures measured with the default model (bench/answers.py --set
+    fixtures): off-topic questions must be refused, and grounded answers must cite the expected
+    documents and hold no unsupported claim.
     """
     from kb_core.evaluate_answers import evaluate_answers, load_golden
 
@@ -671,9 +672,10 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
     jsonschema.validate(json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8")),
                         schema("answer_report.v1"))
     m = report.metrics
-    assert m.correct_refusal_rate is not None and m.correct_refusal_rate >= 0.8
-    assert m.grounded_rate is not None and m.grounded_rate >= 0.2
-    assert m.citation_precision is not None and m.citation_precision >= 0.7
+    assert m.correct_refusal_rate == 1.0
+    assert m.grounded_rate is not None and m.grounded_rate >= 0.7  # measured 0.9-1.0 with rag-v2 (bench/answers.py)
+    assert m.citation_precision is not None and m.citation_precision >= 0.9
+    assert m.grounded_violations == 0
     for r in report.results:
         if r.grounded:
             assert r.cited and r.refusal_reason is None

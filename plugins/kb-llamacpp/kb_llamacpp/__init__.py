@@ -39,12 +39,13 @@ def make_model(ctx: ModelContext) -> LlamaCppModel:
     """The llama.cpp language model the configuration asks for."""
     llm = ctx.config.models.llm
     chosen = llm.model or str(ctx.options.get("model", "") or "")
-    common = {"context_tokens": llm.context_tokens, "threads": llm.threads, "progress": ctx.progress}
     if chosen:
         path = Path(chosen).expanduser()
-        return LlamaCppModel(LlamaSettings(path=path, model_id=path.stem, **common))
-    default = LlamaSettings(path=target_path(DEFAULT_MODEL), model_id=DEFAULT_MODEL.id, packaged=DEFAULT_MODEL, **common)
-    return LlamaCppModel(default)
+        return LlamaCppModel(LlamaSettings(path=path, model_id=path.stem, context_tokens=llm.context_tokens,
+                                           threads=llm.threads, progress=ctx.progress))
+    return LlamaCppModel(LlamaSettings(path=target_path(DEFAULT_MODEL), model_id=DEFAULT_MODEL.id,
+                                       context_tokens=llm.context_tokens, threads=llm.threads,
+                                       packaged=DEFAULT_MODEL, progress=ctx.progress))
 
 
 @hookimpl
