@@ -95,6 +95,10 @@ _EXAMPLES_EN = (
      "patients who did not walk.",
      "Does daily walking lower blood pressure?",
      "Yes. After 12 weeks, patients who walked daily had lower blood pressure than those who did not [#1]."),
+    ("[#1] papers/coffee.md > Results\nAmong 2,000 adults followed for ten years, coffee drinkers and non-drinkers "
+     "had the same rate of heart disease.",
+     "Does drinking coffee raise the risk of heart disease?",
+     "No. Over ten years, coffee drinkers and non-drinkers had the same rate of heart disease [#1]."),
 )
 _EXAMPLES_KO = (
     ("[#1] notes/정원.md > 장미\n장미는 새순이 나오기 직전인 늦겨울에 가지치기한다. 줄기는 3분의 1 정도 자른다.\n\n"
@@ -107,6 +111,9 @@ _EXAMPLES_KO = (
     ("[#1] papers/걷기.md > 결과\n12주 뒤 매일 걸은 환자는 걷지 않은 환자보다 혈압이 낮았다.",
      "매일 걸으면 혈압이 내려가나요?",
      "예. 12주 뒤 매일 걸은 환자는 걷지 않은 환자보다 혈압이 낮았다 [#1]."),
+    ("[#1] papers/커피.md > 결과\n성인 2,000명을 10년 동안 추적한 결과 커피를 마신 사람과 마시지 않은 사람의 심장병 발생률은 같았다.",
+     "커피를 마시면 심장병 위험이 높아지나요?",
+     "아니오. 10년 동안 커피를 마신 사람과 마시지 않은 사람의 심장병 발생률은 같았다 [#1]."),
 )
 _EXAMPLES_ZH = (
     ("[#1] notes/花园.md > 玫瑰\n玫瑰在晚冬、新芽萌发之前修剪。每根枝条剪掉约三分之一。\n\n"
@@ -119,6 +126,9 @@ _EXAMPLES_ZH = (
     ("[#1] papers/步行.md > 结果\n12周后，每天步行的患者血压低于不步行的患者。",
      "每天步行能降低血压吗？",
      "是。12周后，每天步行的患者血压低于不步行的患者[#1]。"),
+    ("[#1] papers/咖啡.md > 结果\n对2000名成年人随访十年，喝咖啡的人与不喝咖啡的人心脏病发病率相同。",
+     "喝咖啡会增加心脏病风险吗？",
+     "否。随访十年，喝咖啡的人与不喝咖啡的人心脏病发病率相同[#1]。"),
 )
 
 RAG_V2 = PromptTemplate(
@@ -249,7 +259,7 @@ _YES_NO_EN = regex.compile(
     r"may|might|must|shall)\b(?!\s*(?:not\s+)?(?:what|which|who|where|when|how|why)\b)",
     regex.IGNORECASE,
 )
-_WH_EN = regex.compile(r"^\s*(?:what|which|who|whom|whose|where|when|how|why)\b", regex.IGNORECASE)
+_WH_EN = regex.compile(r"\b(?:what|which|who|whom|whose|where|when|how|why)\b", regex.IGNORECASE)
 _YES_NO_KO = regex.compile(r"(?:까|나요|니|가요|죠|지요|ㅂ니까)\s*\??\s*$")
 _WH_KO = regex.compile(r"언제|어디|누구|무엇|뭐|왜|어떻게|몇|얼마|어느|무슨|어떤")
 _YES_NO_ZH = regex.compile(r"[吗嗎么麼]\s*[？?]?\s*$|是否|是不是|有没有|有沒有|能否|可否|会不会|會不會")
@@ -263,7 +273,9 @@ def is_yes_no_question(question: str) -> bool:
         return bool(_YES_NO_KO.search(question)) and not _WH_KO.search(question)
     if script == "han":
         return bool(_YES_NO_ZH.search(question)) and not _WH_ZH.search(question)
-    return bool(_YES_NO_EN.search(question.strip())) and not _WH_EN.search(question)
+    # "Is X ...?", "X: is it safe?", or a question mark with no wh-word ("Fournier's gangrene: still dangerous?")
+    asked = question.strip()
+    return (bool(_YES_NO_EN.search(asked)) or asked.endswith("?")) and not _WH_EN.search(asked)
 
 
 _VERDICTS = (

@@ -679,3 +679,20 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
     for r in report.results:
         if r.grounded:
             assert r.cited and r.refusal_reason is None
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Is Paris the capital of France?", True),
+    ("Double balloon enteroscopy: is it efficacious and safe in a community setting?", True),
+    ("Fournier's gangrene: still dangerous?", True),
+    ("What is the capital of France?", False),
+    ("how far apart should cordon tomatoes be planted", False),
+    ("김치찌개에 두부가 들어가나요?", True),
+    ("서울 지하철 1호선은 언제 개통되었나요?", False),
+    ("北京是中国的首都吗？", True),
+    ("明长城的总长度是多少公里？", False),
+])
+def test_yes_no_questions_are_recognised_in_every_language(question: str, expected: bool) -> None:
+    from kb_core.prompts import is_yes_no_question
+
+    assert is_yes_no_question(question) is expected
