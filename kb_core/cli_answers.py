@@ -9,6 +9,7 @@ import click
 from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session, terminal_progress
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.prompts import RAG_V1, TEMPLATES
+from kb_core.terminal import shown
 from kb_core.types import SEARCH_MODES, Answer
 
 MODE_CHOICE = click.Choice(list(SEARCH_MODES))
@@ -24,7 +25,7 @@ def _print_explain(answer: Answer) -> None:
     click.echo(_dim(f"── retrieval {r.trace_id}: {r.mode}, k={r.k}, gate {r.score_gate:.2f}, "
                     f"{r.chunks_returned} returned, {r.chunks_used} packed, {r.took_ms:.0f} ms"))
     for hit in answer.trace:
-        click.echo(_dim(f"  {hit.rank:>2}. {hit.score:.3f}  {hit.citation}  ({hit.retriever})"))
+        click.echo(_dim(f"  {hit.rank:>2}. {hit.score:.3f}  {shown(str(hit.citation))}  ({hit.retriever})"))
     if answer.prompt is not None:
         click.echo(_dim(f"── prompt {answer.prompt_template_version}: system"))
         click.echo(_dim(answer.prompt.system))
@@ -60,7 +61,7 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
         click.echo()
         click.echo(click.style("Sources:", bold=True))
         for c in answer.citations:
-            click.echo(f"  [#{c.marker}] {c.ref}  (score {c.score:.2f})")
+            click.echo(f"  [#{c.marker}] {shown(c.ref)}  (score {c.score:.2f})")
         verdict = click.style("grounded", fg="green")
     else:
         verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")
@@ -70,10 +71,10 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
             click.echo()
             click.echo(click.style("Nearest candidates:", bold=True))
             for c in answer.candidates:
-                click.echo(f"  {c.ref}  (score {c.score:.2f})")
+                click.echo(f"  {shown(c.ref)}  (score {c.score:.2f})")
     if answer.ignored_instructions:
-        shown = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
-        click.echo(click.style(f"Note: {shown} contains instructions addressed to the assistant; kb treated them "
+        markers = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
+        click.echo(click.style(f"Note: {markers} contains instructions addressed to the assistant; kb treated them "
                                "as data and ignored them.", fg="yellow"))
     usage = answer.usage
     timing = f"{usage.latency_ms / 1000:.1f} s"
