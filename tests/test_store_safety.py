@@ -111,8 +111,6 @@ def test_a_read_only_copy_opened_by_another_user_can_be_listed(tmp_path: Path) -
     assert result.stdout.startswith("a.md")
 
 
-@pytest.mark.xfail(reason="kb-tantivy takes a lock file to open its index; on read-only media that fails"
-                          " (plugins/kb-tantivy, not this branch)", strict=False)
 def test_a_read_only_copy_opened_by_another_user_can_be_searched(tmp_path: Path) -> None:
     result = _as_nobody(tmp_path, "search", "axolotl", "--mode", "lexical")
     assert result.returncode == 0, result.stderr

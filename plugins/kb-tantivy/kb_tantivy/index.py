@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,6 +91,7 @@ class TantivyIndex:
         self.schema = build_schema()
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
+        self._read_only_copy: Path | None = None  # see _readable_dir
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -107,10 +110,25 @@ class TantivyIndex:
             if self._stored_fingerprint() != FINGERPRINT:
                 raise KbError(f"the tantivy index at {self.index_dir} was built by another version", hint=f"run '{FIX}'")
             try:
-                self._index = tantivy.Index.open(str(self.index_dir))
+                self._index = tantivy.Index.open(str(self._readable_dir()))
             except (OSError, ValueError) as exc:
                 raise KbError(f"the tantivy index at {self.index_dir} is unreadable: {exc}", hint=f"run '{FIX}'") from None
         return self._index
+
+    def _readable_dir(self) -> Path:
+        """The index folder, or a private read-only copy of it when kb may not write there.
+
+        Tantivy takes a lock file beside the index even to read it, so on read-only media (or a
+        knowledge base owned by another user) it searches a copy in a temporary folder instead.
+        """
+        if os.access(self.index_dir, os.W_OK):
+            return self.index_dir
+        copy = Path(tempfile.mkdtemp(prefix="kb-tantivy-ro-")) / "index"
+        shutil.copytree(self.index_dir, copy, copy_function=shutil.copyfile)  # file modes not copied
+        for folder in (copy, *(p for p in copy.rglob("*") if p.is_dir())):
+            folder.chmod(0o700)  # copytree copies folder modes: make the copy ours to lock
+        self._read_only_copy = copy.parent
+        return copy
 
     def _create(self) -> tantivy.Index:
         """A new, empty index (whatever was in the directory is removed)."""
@@ -237,6 +255,9 @@ class TantivyIndex:
         """Release the writer (discarding uncommitted changes) and the index."""
         self._release_writer()
         self._index = None
+        if self._read_only_copy is not None:
+            shutil.rmtree(self._read_only_copy, ignore_errors=True)
+            self._read_only_copy = None
 
     # -- Retriever --------------------------------------------------------------------------------
 
