@@ -31,7 +31,15 @@ _WORD = regex.compile(r"[0-9]+(?:[.,][0-9]+)*|\p{L}[\p{L}\p{M}]*")
 _CJK = regex.compile(r"[\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]")
 #: Words that carry no claim: function words, the filler models wrap answers in, and verdict words.
 FILLER = frozenset(
-    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "of", "to", "in", "on", "at", "by", "for", "with", "and", "or", "nor", "but", "it", "its", "this", "that", "these", "those", "as", "from", "about", "into", "than", "then", "so", "such", "also", "there", "their", "they", "them", "he", "she", "his", "her", "we", "you", "your", "our", "i", "me", "my", "not", "no", "yes", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would", "may", "might", "must", "should", "shall", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "each", "every", "per", "all", "any", "some", "more", "most", "very", "just", "only", "both", "either", "neither", "other", "another", "according", "evidence", "information", "provided", "provide", "based", "document", "documents", "doc", "states", "stated", "say", "says", "said", "answer", "question", "found", "mentioned", "above", "below", "given", "context", "source", "sources", "entry", "entries", "cited", "cite", "text", "insufficient", "enough", "note", "notes", "here", "following", "passage", "passages", "mixed"]
+    (
+        "a an the is are was were be been being of to in on at by for with and or nor but it its this that these "
+        "those as from about into than then so such also there their they them he she his her we you your our i me my "
+        "not no yes do does did has have had can could will would may might must should shall which who whom whose "
+        "what when where why how each every per all any some more most very just only both either neither other "
+        "another according evidence information provided provide based document documents doc states stated say says "
+        "said answer question found mentioned above below given context source sources entry entries cited cite text "
+        "insufficient enough note notes here following passage passages mixed"
+    ).split()
 )
 #: Words that show a sentence is about the evidence rather than about the world.
 _SOURCE_WORDS = regex.compile(

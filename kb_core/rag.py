@@ -190,8 +190,9 @@ class RagPipeline:
 
     def _budget(self, llm: LanguageModel, run: _Run) -> int:
         """Evidence tokens: min(max_context_tokens, context - prompt overhead - reserved completion)."""
-        examples = sum(llm.count_tokens(a) + llm.count_tokens(b) + CHAT_TEMPLATE_SLACK for a, b in run.template.examples)
-        overhead = (llm.count_tokens(run.template.system) + llm.count_tokens(render_user(run.template, run.question, ""))
+        template = run.template
+        examples = sum(llm.count_tokens(a) + llm.count_tokens(b) + CHAT_TEMPLATE_SLACK for a, b in template.examples)
+        overhead = (llm.count_tokens(template.system) + llm.count_tokens(render_user(template, run.question, ""))
                     + CHAT_TEMPLATE_SLACK + examples)
         room = llm.context_tokens - overhead - self.config.models.llm.max_tokens
         if room < MIN_EVIDENCE_TOKENS:
@@ -212,12 +213,49 @@ class RagPipeline:
             log.warning("every retrieved chunk disappeared from the store before packing")
             return self._refusal(run, "no_chunks", run.template.no_chunks_refusal,
                                  "the retrieved chunks no longer exist (re-run kb ingest)")
-        evidence = "\n\n".join(entry for _, entry in packed)
         constrained = rag.constrained if run.options.constrained is None else run.options.constrained
+        prompt, request = self._request(run, [entry for _, entry in packed], constrained)
+        items = [item for item, _ in packed]
+        by_marker = {item.marker: item for item in items}
+        check, check_ms = self._check(llm, request, run)
+        if check is not None and check < rag.answer_check:
+            note = (f"asked before answering, the model judged that the evidence does not state the answer "
+                    f"(p={check:.2f}, below {rag.answer_check:.2f})")
+            refusal = run.template.unanswered_refusal
+            verdict = Verdict(False, "llm_self_judge", (), (), note, refusal, (), "not_answered")
+            usage = TokenUsage(latency_ms=_ms(run.started), check_ms=check_ms)
+            return self._answer(run, verdict.text, verdict, (), usage, model=llm.model_ref, constrained=constrained,
+                                packed=tuple(items), prompt=prompt, check=check)
+        raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
+        yes_no = is_yes_no_question(run.question)
+        packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
+        if done.finish_reason == "error":
+            verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}",
+                              raw, (), "generation_error")
+        else:
+            # Instructions hidden in a passage are not evidence: claims are checked against the rest.
+            passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
+            sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
+            verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
+        hit_of = {h.chunk_id: h for h in run.hits}
+        cited = verdict.cited if verdict.grounded else ()
+        citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited)
+        usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms,
+                           done.cached_tokens, check_ms)
+        verdict_word = verdict_of(verdict.text) if yes_no else None
+        ignored = tuple(m for m, chunk in packed_chunks.items() if has_instructions(chunk.text))
+        return self._answer(
+            run, verdict.text or raw, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
+            finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt, verdict_word=verdict_word,
+            check=check, ignored=ignored,
+        )
+
+    def _request(self, run: _Run, entries: list[str], constrained: bool) -> tuple[RenderedPrompt, GenerateRequest]:
+        """The rendered prompt (kept for --explain) and the request the model is sent."""
         prompt = RenderedPrompt(
             system=run.template.system,
-            user=render_user(run.template, run.question, evidence),
-            grammar=citation_grammar(len(packed)) if constrained else None,
+            user=render_user(run.template, run.question, "\n\n".join(entries)),
+            grammar=citation_grammar(len(entries)) if constrained else None,
         )
         llm_cfg = self.config.models.llm
         request = GenerateRequest(
@@ -230,38 +268,7 @@ class RagPipeline:
             grammar=prompt.grammar,
             examples=run.template.examples,
         )
-        items = [item for item, _ in packed]
-        by_marker = {item.marker: item for item in items}
-        check, check_ms = self._check(llm, request, run)
-        if check is not None and check < rag.answer_check:
-            note = (f"asked before answering, the model judged that the evidence does not state the answer "
-                    f"(p={check:.2f}, below {rag.answer_check:.2f})")
-            verdict = Verdict(False, "llm_self_judge", (), (), note, run.template.unanswered_refusal, (), "not_answered")
-            usage = TokenUsage(latency_ms=_ms(run.started), check_ms=check_ms)
-            return self._answer(run, verdict.text, verdict, (), usage, model=llm.model_ref, constrained=constrained,
-                                packed=tuple(items), prompt=prompt, check=check)
-        raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
-        yes_no = is_yes_no_question(run.question)
-        if done.finish_reason == "error":
-            verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}",
-                              raw, (), "generation_error")
-        else:
-            # Instructions hidden in a passage are not evidence: claims are checked against the rest.
-            passages = {m: without_instructions(chunks[item.chunk_id].text) for m, item in by_marker.items()}
-            sources = [CitableSource(m, chunks[item.chunk_id].doc_path, chunks[item.chunk_id].heading_path)
-                       for m, item in by_marker.items()]
-            verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
-        hit_of = {h.chunk_id: h for h in run.hits}
-        citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited) if verdict.grounded else ()
-        usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms,
-                           done.cached_tokens, check_ms)
-        verdict_word = verdict_of(verdict.text) if yes_no else None
-        ignored = tuple(m for m, item in by_marker.items() if has_instructions(chunks[item.chunk_id].text))
-        return self._answer(
-            run, verdict.text or raw, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
-            finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt, verdict_word=verdict_word,
-            check=check, ignored=ignored,
-        )
+        return prompt, request
 
     def _check(self, llm: LanguageModel, request: GenerateRequest, run: _Run) -> tuple[float | None, float]:
         """The model's P(the evidence states the answer), asked right after the question; (None, 0) when off.
