@@ -103,7 +103,8 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
     """Answer QUESTION from the knowledge base, citing the passages used (path#L12-L34).
 
     The answer streams as it is generated. It is grounded only when every [#n] it cites is a
-    passage it was given; otherwise, or when nothing relevant is found, kb refuses and says
+    passage it was given and kb finds every claim in it in a packed passage (--explain shows
+    each sentence's support); otherwise, or when nothing relevant is found, kb refuses and says
     why. Exit code 1 for a refusal.
     """
     from kb_core.rag import AskOptions, ask
