@@ -21,6 +21,7 @@ import attrs
 import regex
 
 from kb_core.errors import KbError
+from kb_core.writing_systems import dominant_script, script_profile
 
 
 @attrs.frozen
@@ -209,25 +210,10 @@ REFUSAL_PATTERN = re.compile(
 )
 
 _SLOT = re.compile(r"\{(query|packed_chunks)\}")
-_HANGUL = regex.compile(r"\p{Hangul}")
-_HAN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
-_LETTER = regex.compile(r"\p{L}")
-
-
 def question_script(question: str) -> str:
-    """``hangul`` or ``han`` when that script makes up at least a third of the letters, else ``latin``."""
-    letters = max(1, len(_LETTER.findall(question)))
-    hangul, han = len(_HANGUL.findall(question)), len(_HAN.findall(question))
-    if hangul and hangul * 3 >= letters and hangul >= han:
-        return "hangul"
-    if han and han * 3 >= letters:
-        return "han"
-    return "latin"
-
-
-def is_cjk_question(question: str) -> bool:
-    """True when Hangul or Han characters make up at least a third of the question's letters."""
-    return question_script(question) != "latin"
+    """``hangul``, ``han`` (Chinese or Japanese) or ``latin``: the script most of the question's words are in."""
+    script = dominant_script(script_profile(question))
+    return {"hangul": "hangul", "han": "han", "kana": "han"}.get(script or "", "latin")
 
 
 def choose_template(version: str, question: str) -> PromptTemplate:

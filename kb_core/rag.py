@@ -37,7 +37,7 @@ from kb_core.citations import CitableSource, SpecialTokenFilter, citation_gramma
 from kb_core.config import Config
 from kb_core.contracts import AnswerChecker, LanguageModel
 from kb_core.errors import KbError
-from kb_core.injection import has_instructions, without_instructions
+from kb_core.injection import without_instructions
 from kb_core.packing import pack, select
 from kb_core.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
 from kb_core.store import StoreOfRecord, now_iso
@@ -229,12 +229,12 @@ class RagPipeline:
         raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
         yes_no = is_yes_no_question(run.question)
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
+        # Instructions hidden in a passage are not evidence: claims are checked against the rest.
+        passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
         if done.finish_reason == "error":
             verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}",
                               raw, (), "generation_error")
         else:
-            # Instructions hidden in a passage are not evidence: claims are checked against the rest.
-            passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
         hit_of = {h.chunk_id: h for h in run.hits}
@@ -243,7 +243,7 @@ class RagPipeline:
         usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms,
                            done.cached_tokens, check_ms)
         verdict_word = verdict_of(verdict.text) if yes_no else None
-        ignored = tuple(m for m, chunk in packed_chunks.items() if has_instructions(chunk.text))
+        ignored = tuple(m for m, chunk in packed_chunks.items() if passages[m] != chunk.text)
         return self._answer(
             run, verdict.text or raw, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
             finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt, verdict_word=verdict_word,

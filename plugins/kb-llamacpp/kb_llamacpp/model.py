@@ -79,6 +79,7 @@ class LlamaCppModel:
         self._template: Any = None
         self._prefixes: PrefixCache | None = None
         self._checked: list[int] | None = None  # the tokens the answer check left in the context
+        self._prefix_of: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
 
     @staticmethod
     def _problem(settings: LlamaSettings) -> str | None:
@@ -161,11 +162,12 @@ class LlamaCppModel:
 
         That is the chat template's opening, the system message and any worked examples.
         """
-        prompt = self.render_prompt(request)
-        cut = prompt.rfind(request.user) if request.user else -1
-        if cut <= 0:
-            return []
-        prefix = self._tokens(prompt[:cut])
+        key = (request.system, request.examples)
+        if key not in self._prefix_of:  # the same for every question of a template: rendered once
+            prompt = self.render_prompt(request)
+            cut = prompt.rfind(request.user) if request.user else -1
+            self._prefix_of[key] = self._tokens(prompt[:cut]) if cut > 0 else []
+        prefix = self._prefix_of[key]
         return prefix if len(prefix) < len(tokens) and tokens[: len(prefix)] == prefix else []
 
     # -- generation ---------------------------------------------------------------------------
