@@ -1,12 +1,112 @@
 """kb: a local knowledge base you can ask questions.
 
-The core defines the contracts (:mod:`kb_core.contracts`), the hooks plugins implement
-(:mod:`kb_core.hookspecs`) and the pipeline: ingest (:mod:`kb_core.ingest`), index sync
-(:mod:`kb_core.indexing`), search (:mod:`kb_core.search`), answers (:mod:`kb_core.rag`) and
-evaluation (:mod:`kb_core.evaluate`). The CLI (:mod:`kb_core.cli`) is a thin layer over them.
+This module is kb's public surface: plugins and applications import from ``kb_core`` only,
+never from its submodules, whose layout may change. Everything listed in ``__all__`` is stable
+within a minor version.
+
+Open a knowledge base, ingest a folder, search it and ask it::
+
+    import kb_core
+
+    with kb_core.open_kb(kb_dir="~/kb") as kb:
+        kb_core.ingest_paths(kb, [Path("~/notes").expanduser()])
+        for hit in kb_core.search(kb, kb_core.SearchQuery(text="backups", mode="hybrid", k=5)).hits:
+            print(hit.citation, hit.score)
+        answer = kb_core.ask(kb, "How are backups verified?")
+        print(answer.answer if answer.grounded else answer.note)
+
+Write a plugin: a module with functions marked :data:`hookimpl`, found through the
+entry-point group ``kb`` (see :mod:`kb_core.hookspecs` and ``docs/plugins.md``).
 """
 
+from kb_core.app import KnowledgeBase, open_kb
+from kb_core.config import Config, load_config
+from kb_core.contracts import (
+    AnswerChecker,
+    Embedder,
+    IndexContext,
+    LanguageModel,
+    ModelContext,
+    Parser,
+    Retriever,
+    Store,
+)
+from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError
 from kb_core.hookspecs import hookimpl
+from kb_core.ingest import IngestReport, ingest_paths, remove_documents
+from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
+from kb_core.output import dumps, envelope
+from kb_core.rag import AskOptions, ask
+from kb_core.search import SearchResponse, search
+from kb_core.types import (
+    Answer,
+    Block,
+    Chunk,
+    Citation,
+    Document,
+    Done,
+    GenerateRequest,
+    Hit,
+    IngestWarning,
+    ParsedDocument,
+    Problem,
+    Progress,
+    SearchMode,
+    SearchQuery,
+    StreamEvent,
+    Token,
+)
 
-__all__ = ["hookimpl"]
+#: What the core calls an index: a Store that is also a Retriever.
+Index = Store
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "Answer",
+    "AnswerChecker",
+    "AskOptions",
+    "Block",
+    "Chunk",
+    "Citation",
+    "Config",
+    "ConfigError",
+    "Document",
+    "DoctorReport",
+    "Done",
+    "Embedder",
+    "GenerateRequest",
+    "Hit",
+    "Index",
+    "IndexContext",
+    "IngestReport",
+    "IngestWarning",
+    "KbError",
+    "KnowledgeBase",
+    "LanguageModel",
+    "ModelContext",
+    "ModelUnavailableError",
+    "NotFoundError",
+    "ParsedDocument",
+    "Parser",
+    "Problem",
+    "Progress",
+    "Retriever",
+    "SearchMode",
+    "SearchQuery",
+    "SearchResponse",
+    "Store",
+    "StreamEvent",
+    "Token",
+    "ask",
+    "doctor_report",
+    "dumps",
+    "envelope",
+    "hookimpl",
+    "ingest_paths",
+    "inspect_target",
+    "load_config",
+    "open_kb",
+    "remove_documents",
+    "search",
+]
