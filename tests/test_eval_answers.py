@@ -36,7 +36,7 @@ from kb_core.output import schema
 from kb_core.plugins import load_registry, reset_registry
 from kb_core.types import GenerateRequest
 from kbtest import CORPUS, FIXTURES, run_kb
-from tests.support.mock_llm import ScriptedPlugin
+from kb_core.testing import ScriptedPlugin
 
 GOLDEN = FIXTURES / "golden" / "answers.jsonl"
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kb_core.injection import has_instructions, instruction_sentences, without_instructions
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Document, Hit
-from tests.support.mock_llm import ScriptedLanguageModel
+from kb_core.testing import ScriptedLanguageModel
 from tests.test_rag import Harness
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

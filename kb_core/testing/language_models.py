@@ -1,7 +1,8 @@
-"""The only mock language model in kb: a scripted LanguageModel for tests of the answer pipeline.
+"""The only fake language model in kb: a scripted LanguageModel for tests of the answer pipeline.
 
-It lives under tests/ so product code can never import it. Its tokenizer is one token per
-character, so packing budgets can be checked exactly; its stream replays a script.
+It lives in :mod:`kb_core.testing`, which nothing on the product's runtime path imports. Its
+tokenizer is one token per character, so packing budgets can be checked exactly; its stream
+replays a script.
 """
 
 from __future__ import annotations
