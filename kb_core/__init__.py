@@ -16,10 +16,14 @@ Open a knowledge base, ingest a folder, search it and ask it::
         print(answer.answer if answer.grounded else answer.note)
 
 Write a plugin: a module with functions marked :data:`hookimpl`, found through the
-entry-point group ``kb`` (see :mod:`kb_core.hookspecs` and ``docs/plugins.md``).
+entry-point group ``kb`` (see :mod:`kb_core.hookspecs` and ``docs/plugins.md``). A command a
+plugin registers receives the global options through :data:`pass_session` (``session.kb()``
+opens the knowledge base), prints with :func:`emit` and :func:`json_option`, and reports
+mistakes by raising :class:`KbError`, which ``kb`` prints as one line with exit code 1.
 """
 
 from kb_core.app import KnowledgeBase, open_kb
+from kb_core.cli import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.config import Config, load_config
 from kb_core.contracts import (
     AnswerChecker,
@@ -95,18 +99,23 @@ __all__ = [
     "SearchMode",
     "SearchQuery",
     "SearchResponse",
+    "Session",
     "Store",
     "StreamEvent",
     "Token",
     "ask",
     "doctor_report",
     "dumps",
+    "emit",
     "envelope",
     "hookimpl",
     "ingest_paths",
     "inspect_target",
+    "json_option",
     "load_config",
     "open_kb",
+    "pass_session",
     "remove_documents",
     "search",
+    "terminal_progress",
 ]
