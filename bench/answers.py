@@ -30,9 +30,9 @@ sys.path.insert(0, str(REPO))
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.evaluate_answers import AnswerReport, evaluate_answers, load_golden
-from kb_core.ingest import ingest_paths
-from kb_core.rag import AskOptions
+from kb_core.evaluation.answers import AnswerReport, evaluate_answers, load_golden
+from kb_core.ingest.pipeline import ingest_paths
+from kb_core.answers.pipeline import AskOptions
 
 DATASETS = REPO.parent / "shared" / "datasets"
 OUT = REPO / "bench" / "out"

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.evaluate_retrieval import evaluate_retrieval
-from kb_core.ingest import ingest_paths
+from kb_core.evaluation.retrieval import evaluate_retrieval
+from kb_core.ingest.pipeline import ingest_paths
 from kb_core.types import SEARCH_MODES
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "cmrc2018-tune"

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from kb_core.config import Config
-from kb_core.contracts import ModelContext
-from kb_core.plugins import load_registry
+from kb_core.extend.contracts import ModelContext
+from kb_core.extend.registry import load_registry
 
 
 def load_beir(data: Path) -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:

@@ -19,8 +19,8 @@ sys.path.insert(0, str(REPO))
 
 from kb_core.app import KnowledgeBase  # noqa: E402
 from kb_core.config import load_config  # noqa: E402
-from kb_core.ingest import ingest_paths  # noqa: E402
-from kb_core.rag import AskOptions, ask  # noqa: E402
+from kb_core.ingest.pipeline import ingest_paths  # noqa: E402
+from kb_core.answers.pipeline import AskOptions, ask  # noqa: E402
 
 SUITE = REPO / "fixtures" / "injection"
 

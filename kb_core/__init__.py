@@ -10,22 +10,22 @@ Open a knowledge base, ingest a folder, search it and ask it::
 
     with kb_core.open_kb(kb_dir="~/kb") as kb:
         kb_core.ingest_paths(kb, [Path("~/notes").expanduser()])
-        for hit in kb_core.search(kb, kb_core.SearchQuery(text="backups", mode="hybrid", k=5)).hits:
+        for hit in kb_core.retrieval.search(kb, kb_core.SearchQuery(text="backups", mode="hybrid", k=5)).hits:
             print(hit.citation, hit.score)
         answer = kb_core.ask(kb, "How are backups verified?")
         print(answer.answer if answer.grounded else answer.note)
 
 Write a plugin: a module with functions marked :data:`hookimpl`, found through the
-entry-point group ``kb`` (see :mod:`kb_core.hookspecs` and ``docs/plugins.md``). A command a
+entry-point group ``kb`` (see :mod:`kb_core.extend.hookspecs` and ``docs/plugins.md``). A command a
 plugin registers receives the global options through :data:`pass_session` (``session.kb()``
 opens the knowledge base), prints with :func:`emit` and :func:`json_option`, and reports
 mistakes by raising :class:`KbError`, which ``kb`` prints as one line with its exit code (2 unless the error names another).
 """
 
 from kb_core.app import KnowledgeBase, open_kb
-from kb_core.cli import Session, emit, json_option, pass_session, terminal_progress
+from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.config import Config, load_config
-from kb_core.contracts import (
+from kb_core.extend.contracts import (
     AnswerChecker,
     Embedder,
     IndexContext,
@@ -36,12 +36,12 @@ from kb_core.contracts import (
     Store,
 )
 from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError
-from kb_core.hookspecs import hookimpl
-from kb_core.ingest import IngestReport, ingest_paths, remove_documents
+from kb_core.extend.hookspecs import hookimpl
+from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
-from kb_core.rag import AskOptions, ask
-from kb_core.search import SearchResponse, search
+from kb_core.answers.pipeline import AskOptions, ask
+from kb_core.retrieval.search import SearchResponse, search
 from kb_core.types import (
     Answer,
     Block,

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from kb_core.config import Config, load_config
-from kb_core.contracts import Embedder, IndexContext, LanguageModel, ModelContext
+from kb_core.extend.contracts import Embedder, IndexContext, LanguageModel, ModelContext
 from kb_core.errors import KbError
-from kb_core.plugins import Registry, registry as default_registry
-from kb_core.store import StoreOfRecord
+from kb_core.extend.registry import Registry, registry as default_registry
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Progress
 
 

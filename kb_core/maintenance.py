@@ -8,8 +8,8 @@ import attrs
 
 from kb_core.app import KnowledgeBase
 from kb_core.errors import KbError, NotFoundError
-from kb_core.indexing import index_problems
-from kb_core.language_fit import mismatch_problem
+from kb_core.ingest.index_sync import index_problems
+from kb_core.ingest.language_fit import mismatch_problem
 from kb_core.types import Citation, Problem
 
 

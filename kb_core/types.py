@@ -236,7 +236,7 @@ class PackedChunk:
 
 @attrs.frozen
 class SentenceSupport:
-    """One sentence of an answer as kb checked it (see :mod:`kb_core.attribution`).
+    """One sentence of an answer as kb checked it (see :mod:`kb_core.answers.attribution`).
 
     ``kind`` is ``claim``, ``about_sources`` or ``no_new_content``; only claims need support.
     ``cited`` are the packed markers the model wrote in the sentence, ``supported_by`` the ones
@@ -303,7 +303,7 @@ class Answer:
 
     ``grounded`` is true only when every marker the answer cites names a chunk it was given and
     every claim in it is supported by a packed passage, as kb checked sentence by sentence
-    (``sentences``); see :mod:`kb_core.rag`. ``citations`` are the passages that support it.
+    (``sentences``); see :mod:`kb_core.answers.pipeline`. ``citations`` are the passages that support it.
     ``candidates`` lists the nearest chunks of a refusal; ``note`` says in one line why it was
     refused (or what was dropped) and ``refusal_detail`` names the finer cause. ``verdict`` is
     the opening yes / no / mixed of an answer to a yes/no question; ``answer_check`` the model's

@@ -1,7 +1,7 @@
 """Which writing systems (scripts) a text is written in, and whether an embedder models them.
 
 Embedders declare the scripts they were trained on (``Embedder.scripts``, see
-:mod:`kb_core.contracts`); a query or a corpus in a script outside that set gets vectors that
+:mod:`kb_core.extend.contracts`); a query or a corpus in a script outside that set gets vectors that
 carry no meaning (all-MiniLM-L6-v2, English-only, finds every Korean or Chinese text alike).
 
 A text's script profile counts *words*, not characters, so that languages weigh alike: a run of

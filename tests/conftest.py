@@ -10,7 +10,7 @@ import pytest
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.contracts import ModelContext
+from kb_core.extend.contracts import ModelContext
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -27,7 +27,7 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
 def embedder():  # type: ignore[no-untyped-def]
     """The real default embedder (all-MiniLM-L6-v2 int8), loaded once per session."""
     from kb_core.config import Config
-    from kb_plugins.embedders import _minilm
+    from kb_core.builtin.embedders.minilm import _minilm
 
     return _minilm(ModelContext(Config()))
 

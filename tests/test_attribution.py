@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core.attribution import attribute, content_units, split_sentences
-from kb_core.citations import CitableSource
+from kb_core.answers.attribution import attribute, content_units, split_sentences
+from kb_core.answers.citations import CitableSource
 
 CHANGELOG = "Heliograph 2.0 was released on 18 June 2024. It adds TLS support and a new config format."
 PROCESS = "Releases are cut on Tuesdays. Every release is signed by two maintainers."

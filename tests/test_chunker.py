@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_core.chunker import Chunker, ChunkLimits, chunk_id
+from kb_core.ingest.chunker import Chunker, ChunkLimits, chunk_id
 from kb_core.types import Block
 
 WORDS = st.sampled_from(["alpha", "beta", "gamma", "서울", "인구는", "长城", "茶叶", "x" * 40, "naïve", "😀", "1234", "—"])

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core.citations import CitableSource, find_markers, repair_citations
+from kb_core.answers.citations import CitableSource, find_markers, repair_citations
 
 SOURCES = [
     CitableSource(1, "notes/CHANGELOG.txt", ("Changelog", "Heliograph 2.0")),

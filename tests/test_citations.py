@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core.citations import (
+from kb_core.answers.citations import (
     MAX_SPECIAL_TOKEN_CHARS,
     SpecialTokenFilter,
     cited_markers,

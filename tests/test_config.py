@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import pytest
 
-from kb_core.cli import cli
+from kb_core.cli.main import cli
 from kb_core.config import effective_values, load_config
 from kb_core.errors import ConfigError
 
@@ -70,7 +70,7 @@ def _all_command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list
 
 def test_every_subcommand_honours_config(tmp_path: Path) -> None:
     """A broken --config file must stop every command with the same one-line error (none ignores it)."""
-    from kb_core.cli import _register_builtin_commands
+    from kb_core.cli.main import _register_builtin_commands
 
     _register_builtin_commands()
     broken = tmp_path / "broken.toml"

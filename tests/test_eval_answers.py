@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb_core.app import KnowledgeBase
-from kb_core.cli import main
+from kb_core.cli.main import main
 from kb_core.config import load_config
 from kb_core.errors import KbError
-from kb_core.evaluate_answers import (
+from kb_core.evaluation.answers import (
     GoldenQuestion,
     QuestionResult,
     doc_matches,
@@ -31,9 +31,9 @@ from kb_core.evaluate_answers import (
     percentile,
     summarize,
 )
-from kb_core.evaluate_compare import compare_reports
+from kb_core.evaluation.compare import compare_reports
 from kb_core.output import schema
-from kb_core.plugins import load_registry, reset_registry
+from kb_core.extend.registry import load_registry, reset_registry
 from kb_core.types import GenerateRequest
 from kbtest import CORPUS, FIXTURES, run_kb
 from kb_core.testing import ScriptedPlugin
@@ -50,7 +50,7 @@ def extractive(request: GenerateRequest) -> list[str]:
 @pytest.fixture(scope="module")
 def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture corpus ingested with the real default indexes and embedder (once per module)."""
-    from kb_core.ingest import ingest_paths
+    from kb_core.ingest.pipeline import ingest_paths
 
     folder = tmp_path_factory.mktemp("answers-kb")
     with KnowledgeBase(load_config(kb_dir=folder, environ={})) as kb:

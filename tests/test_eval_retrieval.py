@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core.evaluate_retrieval import (
+from kb_core.evaluation.retrieval import (
     collapse_to_documents,
     doc_id_of,
     evaluable_queries,

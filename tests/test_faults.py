@@ -19,8 +19,8 @@ import pytest
 from kbtest import run_kb
 
 from kb_core.errors import EXIT_STORAGE, KbError
-from kb_core.ingest import ingest_paths
-from kb_core.store import StoreOfRecord, sqlite3
+from kb_core.ingest.pipeline import ingest_paths
+from kb_core.storage.store import StoreOfRecord, sqlite3
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 
@@ -122,7 +122,7 @@ def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("error", [OSError(28, "No space left on device"), ValueError("IoError (os error 28)")])
 def test_a_full_disk_in_an_index_engine_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str], error: Exception) -> None:
-    from kb_core.cli import main
+    from kb_core.cli.main import main
     from kb_tantivy.index import TantivyIndex
 
     docs = _notes(tmp_path / "docs", 3, tag="ibex")

@@ -9,7 +9,7 @@ import jsonschema
 from kbtest import run_kb
 
 from kb_core.output import schema
-from kb_core.store import StoreOfRecord
+from kb_core.storage.store import StoreOfRecord
 
 SECRET = "what is my bank PIN zanzibar-4471"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kb_core.app import KnowledgeBase
-from kb_core.indexing import index_problems, sync_all
-from kb_core.ingest import Ingester, ingest_paths, remove_documents
+from kb_core.ingest.index_sync import index_problems, sync_all
+from kb_core.ingest.pipeline import Ingester, ingest_paths, remove_documents
 from kb_core.types import SearchQuery
 
 from kbtest import FIXTURES
@@ -153,7 +153,7 @@ def test_interrupted_sync_is_detected_and_completed(tmp_path: Path, lexical_kb: 
 
 
 def test_reindex_rebuilds_from_the_store_of_record_alone(tmp_path: Path, make_kb) -> None:  # type: ignore[no-untyped-def]
-    from kb_core.indexing import rebuild_index
+    from kb_core.ingest.index_sync import rebuild_index
 
     kb = make_kb(indexes__enabled=["tantivy"])
     docs = tmp_path / "docs"

@@ -13,7 +13,7 @@ import pytest
 from kbtest import run_kb
 
 from kb_core.app import KnowledgeBase
-from kb_core.ingest import ingest_paths
+from kb_core.ingest.pipeline import ingest_paths
 from kb_core.types import SearchQuery
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}

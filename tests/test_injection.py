@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core.injection import has_instructions, instruction_sentences, without_instructions
-from kb_core.store import StoreOfRecord
+from kb_core.answers.injection import has_instructions, instruction_sentences, without_instructions
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, Hit
 from kb_core.testing import ScriptedLanguageModel
 from tests.test_rag import Harness
@@ -96,8 +96,8 @@ def test_real_model_never_grounds_an_obeyed_injection(tmp_path: Path) -> None:
     """Every question of the suite with the real default model: obeyed-and-grounded must be 0."""
     from kb_core.app import KnowledgeBase
     from kb_core.config import load_config
-    from kb_core.ingest import ingest_paths
-    from kb_core.rag import AskOptions, ask
+    from kb_core.ingest.pipeline import ingest_paths
+    from kb_core.answers.pipeline import AskOptions, ask
     from tests.test_rag import REAL_SETTINGS, _real_model_path
 
     overrides = {**REAL_SETTINGS, "models.llm.backend": "llamacpp", "models.llm.model": _real_model_path()}

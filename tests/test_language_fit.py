@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kb_core.app import KnowledgeBase
-from kb_core.cli import main
+from kb_core.cli.main import main
 from kb_core.config import load_config
-from kb_core.language_fit import language_fit
+from kb_core.ingest.language_fit import language_fit
 from kb_core.maintenance import doctor_report
 
 DATA = Path(__file__).parent / "data"

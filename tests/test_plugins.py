@@ -12,7 +12,7 @@ import pytest
 import kb_core
 from kb_core.errors import NotFoundError
 from kb_core.output import schema
-from kb_core.plugins import load_registry
+from kb_core.extend.registry import load_registry
 
 from kbtest import run_kb
 
@@ -80,8 +80,8 @@ def test_kb_plugins_json_lists_distributions_versions_and_registrations() -> Non
 def test_a_plugin_command_joins_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
     import click
 
-    from kb_core.cli import main
-    from kb_core.plugins import reset_registry
+    from kb_core.cli.main import main
+    from kb_core.extend.registry import reset_registry
 
     plugin = ModuleType("greeter")
 
@@ -102,6 +102,6 @@ def test_a_plugin_command_joins_the_cli(capsys: pytest.CaptureFixture[str]) -> N
         assert capsys.readouterr().out == "hello world\n"
     finally:
         reset_registry(None)
-        from kb_core.cli import cli
+        from kb_core.cli.main import cli
 
         cli.commands.pop("hello", None)

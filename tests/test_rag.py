@@ -21,11 +21,11 @@ import pytest
 from kb_core.config import load_config
 from kb_core.errors import KbError
 from kb_core.output import envelope, schema
-from kb_core.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V2_ZH, choose_template
-from kb_core.packing import pack
-from kb_core.rag import AskOptions, RagPipeline
-from kb_core.validation import judge
-from kb_core.store import StoreOfRecord
+from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V2_ZH, choose_template
+from kb_core.answers.packing import pack
+from kb_core.answers.pipeline import AskOptions, RagPipeline
+from kb_core.answers.validation import judge
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Answer, Chunk, Citation, Document, GenerateRequest, Hit, ModelRef, SearchQuery, to_json
 from kb_core.testing import ScriptedLanguageModel
 
@@ -560,7 +560,7 @@ def _real_model_path() -> str:
 def real_kb(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The fixture corpus in real indexes, answered by the real llama.cpp model (loaded once)."""
     from kb_core.app import KnowledgeBase
-    from kb_core.ingest import ingest_paths
+    from kb_core.ingest.pipeline import ingest_paths
     from kbtest import CORPUS
 
     overrides: dict[str, object] = {**REAL_SETTINGS, "models.llm.backend": "llamacpp", "models.llm.model": _real_model_path()}
@@ -581,7 +581,7 @@ def _assert_citations_were_packed(answer: Answer) -> None:
 
 @pytest.mark.slow
 def test_real_model_grounds_an_on_topic_answer_in_packed_chunks(real_kb) -> None:  # type: ignore[no-untyped-def]
-    from kb_core.rag import ask
+    from kb_core.answers.pipeline import ask
 
     pieces: list[str] = []
     answer = ask(real_kb, "What TCP port does the Heliograph daemon listen on?", AskOptions(explain=True), pieces.append)
@@ -597,7 +597,7 @@ def test_real_model_grounds_an_on_topic_answer_in_packed_chunks(real_kb) -> None
 
 @pytest.mark.slow
 def test_real_pipeline_refuses_an_off_topic_question(real_kb) -> None:  # type: ignore[no-untyped-def]
-    from kb_core.rag import ask
+    from kb_core.answers.pipeline import ask
 
     answer = ask(real_kb, "Who won the 2018 FIFA World Cup?", AskOptions(explain=True))
     assert not answer.grounded and answer.citations == ()
@@ -607,7 +607,7 @@ def test_real_pipeline_refuses_an_off_topic_question(real_kb) -> None:  # type: 
 @pytest.mark.slow
 def test_real_model_given_irrelevant_evidence_does_not_ground_an_answer(real_kb) -> None:  # type: ignore[no-untyped-def]
     """With the gate disabled, only the model's self-judgement and citation validation stand guard."""
-    from kb_core.search import search
+    from kb_core.retrieval.search import search
 
     config = attrs.evolve(real_kb.config, rag=attrs.evolve(real_kb.config.rag, score_gate=0.0))
     pipeline = RagPipeline(config, real_kb.store, lambda q: search(real_kb, q).hits, real_kb.language_model)
@@ -627,7 +627,7 @@ def test_real_model_given_irrelevant_evidence_does_not_ground_an_answer(real_kb)
 )
 def test_real_model_ignores_instructions_inside_documents(real_kb, question: str, injected: str,  # type: ignore[no-untyped-def]
                                                           fact: str) -> None:
-    from kb_core.rag import ask
+    from kb_core.answers.pipeline import ask
 
     answer = ask(real_kb, question, AskOptions(explain=True))
     assert answer.prompt is not None and answer.prompt.system in (RAG_V2.system, RAG_V2_KO.system)
@@ -645,7 +645,7 @@ def test_real_model_ignores_instructions_inside_documents(real_kb, question: str
 
 @pytest.mark.slow
 def test_real_model_under_the_citation_grammar_cites_only_packed_markers(real_kb) -> None:  # type: ignore[no-untyped-def]
-    from kb_core.rag import ask
+    from kb_core.answers.pipeline import ask
 
     answer = ask(real_kb, "How far apart should cordon tomatoes be planted?", AskOptions(explain=True, constrained=True))
     assert answer.constrained and answer.prompt is not None and answer.prompt.grammar
@@ -664,7 +664,7 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
     fixtures): off-topic questions must be refused, and grounded answers must cite the expected
     documents and hold no unsupported claim.
     """
-    from kb_core.evaluate_answers import evaluate_answers, load_golden
+    from kb_core.evaluation.answers import evaluate_answers, load_golden
 
     golden_file = Path(__file__).parents[1] / "fixtures" / "golden" / "answers.jsonl"
     report = evaluate_answers(real_kb, load_golden(golden_file), AskOptions(), golden_file=golden_file,
@@ -693,6 +693,6 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
     ("明长城的总长度是多少公里？", False),
 ])
 def test_yes_no_questions_are_recognised_in_every_language(question: str, expected: bool) -> None:
-    from kb_core.prompts import is_yes_no_question
+    from kb_core.answers.prompts import is_yes_no_question
 
     assert is_yes_no_question(question) is expected

@@ -12,7 +12,7 @@ import pytest
 from kbtest import run_kb
 
 from kb_core.app import KnowledgeBase
-from kb_core.ingest import ingest_paths
+from kb_core.ingest.pipeline import ingest_paths
 from kb_core.types import SearchQuery
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
@@ -87,7 +87,7 @@ def test_a_moved_or_copied_folder_is_re_pointed_keeping_documents_and_answers(tm
         (old / f"n{i}.md").write_text(f"Heron fact {i}.\n")
     env = ENV | {"KB_HOME": str(tmp_path / "k")}
     assert run_kb("ingest", str(old), env=env).returncode == 0
-    from kb_core.store import StoreOfRecord
+    from kb_core.storage.store import StoreOfRecord
 
     store = StoreOfRecord(tmp_path / "k")
     with store.transaction():

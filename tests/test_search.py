@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.contracts import modeled_scripts
+from kb_core.extend.contracts import modeled_scripts
 from kb_core.errors import KbError
-from kb_core.plugins import Registration, Registry
-from kb_core.search import DEFAULT_GATES, SEPARATION_FULL, fuse, fusion_weights, search, to_gate
+from kb_core.extend.registry import Registration, Registry
+from kb_core.retrieval.search import DEFAULT_GATES, SEPARATION_FULL, fuse, fusion_weights, search, to_gate
 from kb_core.types import SEARCH_MODES, Citation, Hit, SearchQuery
 from kb_core.writing_systems import text_coverage
 
@@ -236,7 +236,7 @@ def golden_answerable() -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
     """The fixture corpus (without its README, which restates every fact) in a KB with both real indexes."""
-    from kb_core.ingest import ingest_paths
+    from kb_core.ingest.pipeline import ingest_paths
 
     config = load_config(None, tmp_path_factory.mktemp("corpus") / "kb",
                          {"indexes.enabled": ["tantivy", "sqlitevec"], "ingest.ignore": ["/README.md"]}, environ={})
@@ -286,7 +286,7 @@ def test_hits_carry_citations_headings_and_snippets(corpus_kb: KnowledgeBase) ->
 def test_kb_search_cli_human_json_and_exit_codes(corpus_kb: KnowledgeBase, capsys: pytest.CaptureFixture[str]) -> None:
     import jsonschema
 
-    from kb_core.cli import main
+    from kb_core.cli.main import main
     from kb_core.output import schema
 
     kb_dir = str(corpus_kb.directory)
@@ -311,7 +311,7 @@ def test_kb_eval_retrieval_writes_report_run_file_and_eval_run(corpus_kb: Knowle
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     import jsonschema
 
-    from kb_core.cli import main
+    from kb_core.cli.main import main
     from kb_core.output import schema
 
     answerable = golden_answerable()

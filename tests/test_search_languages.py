@@ -17,7 +17,7 @@ import pytest
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.search import DEFAULT_GATES, search, to_gate
+from kb_core.retrieval.search import DEFAULT_GATES, search, to_gate
 from kb_core.types import SearchQuery
 
 DATA = Path(__file__).parent / "data"
@@ -42,7 +42,7 @@ def questions(lang: str) -> list[tuple[str, str]]:
 
 
 def make_kb(root: Path, embedder: str) -> KnowledgeBase:
-    from kb_core.ingest import ingest_paths
+    from kb_core.ingest.pipeline import ingest_paths
 
     corpus = root / "corpus"
     for lang in ("ko", "zh"):

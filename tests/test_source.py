@@ -6,7 +6,7 @@ import os
 import unicodedata
 from pathlib import Path
 
-from kb_core.source import SourceFile, SourceProblem, walk
+from kb_core.ingest.source import SourceFile, SourceProblem, walk
 
 
 def _paths(root: Path, **kwargs: object) -> tuple[list[str], list[SourceProblem]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kb_core.errors import KbError
-from kb_core.store import MIGRATIONS, StoreOfRecord
+from kb_core.storage.store import MIGRATIONS, StoreOfRecord
 from kb_core.types import Chunk, Document
 
 

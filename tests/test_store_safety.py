@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kbtest import run_kb
 
-from kb_core.store import StoreOfRecord
+from kb_core.storage.store import StoreOfRecord
 
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kb_core.config import Config
-from kb_core.contracts import ModelContext, modeled_scripts, similarity_floor
-from kb_core.plugins import load_registry
+from kb_core.extend.contracts import ModelContext, modeled_scripts, similarity_floor
+from kb_core.extend.registry import load_registry
 from kb_core.writing_systems import SCRIPTS, coverage, dominant_script, merge, script_profile, shares, text_coverage
 
 

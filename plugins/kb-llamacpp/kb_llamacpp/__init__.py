@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_core import hookimpl
-from kb_core.contracts import ModelContext
+from kb_core.extend.contracts import ModelContext
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
 from kb_llamacpp.packaged import PackagedModel, materialize, target_path
 

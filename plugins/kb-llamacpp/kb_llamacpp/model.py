@@ -1,4 +1,4 @@
-"""A :class:`kb_core.contracts.LanguageModel` that runs a GGUF file in process with llama-cpp-python.
+"""A :class:`kb_core.extend.contracts.LanguageModel` that runs a GGUF file in process with llama-cpp-python.
 
 The prompt is rendered with the model's own chat template (``tokenizer.chat_template`` in the
 GGUF metadata) and tokenized exactly once, so ``Done.prompt_tokens`` is exact. The part of it

@@ -9,9 +9,9 @@ import llama_cpp
 import pytest
 
 from kb_core.config import load_config
-from kb_core.contracts import LanguageModel, ModelContext
+from kb_core.extend.contracts import LanguageModel, ModelContext
 from kb_core.errors import KbError
-from kb_core.plugins import load_registry
+from kb_core.extend.registry import load_registry
 from kb_core.types import Done, GenerateRequest, Token
 from kb_llamacpp import DEFAULT_MODEL, make_model
 from kb_llamacpp.model import LlamaCppModel

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import kb_core
-from kb_core.contracts import ModelContext
+from kb_core.extend.contracts import ModelContext
 from kb_ollama.model import OllamaModel, make_model
 
 __all__ = ["OllamaModel", "register_language_models"]

@@ -71,7 +71,7 @@ class ModelNotPulled(ModelUnavailableError):
 
 
 class OllamaModel:
-    """A :class:`kb_core.contracts.LanguageModel` served by an Ollama server.
+    """A :class:`kb_core.extend.contracts.LanguageModel` served by an Ollama server.
 
     ``context_tokens`` starts as ``[models.llm] context_tokens`` and is lowered to the model's
     own context length the first time the server is asked anything (``count_tokens``,

@@ -12,7 +12,7 @@ What it measures (one chunk per document: title + blank line + text):
 2. a cross-check of that ratio: the model alone, then the upsert path into a fresh index, on the
    first ``--ratio-docs`` documents;
 3. quality: vector-only nDCG@10 / Recall@10 / MRR@10 over the 300 queries (trec_eval definitions,
-   from kb_core.evaluate_retrieval), with the top-1 score of on-topic vs off-topic questions;
+   from kb_core.evaluation.retrieval), with the top-1 score of on-topic vs off-topic questions;
 4. search latency p50/p95 (end to end, and without the query embedding);
 5. ``--scaling``: search latency at 5k/20k/50k random 384-d vectors, against a numpy brute-force
    scan of the same vectors in the same process.
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from kb_core.config import Config
-from kb_core.contracts import ModelContext
-from kb_core.evaluate_retrieval import (
+from kb_core.extend.contracts import ModelContext
+from kb_core.evaluation.retrieval import (
     collapse_to_documents,
     load_qrels,
     load_queries,
@@ -42,8 +42,8 @@ from kb_core.evaluate_retrieval import (
     percentile,
     recall_at_k,
 )
-from kb_core.plugins import load_registry
-from kb_core.store import StoreOfRecord
+from kb_core.extend.registry import load_registry
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, ModelRef, SearchQuery
 from kb_sqlitevec.index import SqliteVecIndex
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import kb_core
-from kb_core.contracts import IndexContext
+from kb_core.extend.contracts import IndexContext
 from kb_core.errors import KbError
 
 if TYPE_CHECKING:

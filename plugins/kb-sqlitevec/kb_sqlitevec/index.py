@@ -16,7 +16,7 @@ Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score
 
 * ``floor`` is the embedder's similarity floor for the query's script (the similarity unrelated
   texts in that language reach with that model: ``similarity_floors``, see
-  :func:`kb_core.contracts.similarity_floor`; 0.0 when the embedder does not say). Sentence
+  :func:`kb_core.extend.contracts.similarity_floor`; 0.0 when the embedder does not say). Sentence
   embedders rarely give negative cosines: with all-MiniLM-L6-v2, off-topic English text sits
   around 0.0-0.2 and on-topic passages at 0.4 and above; multilingual-e5 puts unrelated text at
   0.7-0.8. The common ``(s + 1) / 2`` would put off-topic queries at 0.5-0.6, above any useful
@@ -44,9 +44,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from kb_core.contracts import Embedder, modeled_scripts, similarity_floor
+from kb_core.extend.contracts import Embedder, modeled_scripts, similarity_floor
 from kb_core.errors import KbError
-from kb_core.store import StoreOfRecord
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
 from kb_core.writing_systems import coverage, dominant_script, script_profile
 

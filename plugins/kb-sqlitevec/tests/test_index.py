@@ -14,12 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kb_core.config import Config, load_config
-from kb_core.contracts import ModelContext, Retriever, Store
+from kb_core.extend.contracts import ModelContext, Retriever, Store
 from kb_core.errors import KbError
-from kb_core.plugins import load_registry
-from kb_core.store import StoreOfRecord
+from kb_core.extend.registry import load_registry
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
-from kb_plugins.embedders import OnnxEmbedder, _minilm
+from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_sqlitevec.index import SqliteVecIndex, make_snippet, metadata_matches, similarity_to_score
 
 REINDEX = "kb reindex --store sqlitevec"
@@ -158,7 +158,7 @@ def test_satisfies_store_and_retriever(index: SqliteVecIndex) -> None:
 
 
 def test_registered_as_vector_index_and_made_through_the_factory(tmp_path: Path, embedder: OnnxEmbedder) -> None:
-    from kb_core.contracts import IndexContext
+    from kb_core.extend.contracts import IndexContext
 
     registration = load_registry().get("indexes", "sqlitevec")
     assert registration.info["mode"] == "vector"

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from kb_core.config import Config
-from kb_core.contracts import IndexContext
-from kb_core.store import StoreOfRecord
+from kb_core.extend.contracts import IndexContext
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
 
 from kb_tantivy import TantivyIndex

@@ -8,8 +8,8 @@ by query evidence coverage (see :mod:`kb_tantivy.scoring`).
 from __future__ import annotations
 
 import kb_core
-from kb_core.contracts import IndexContext
-from kb_core.hookspecs import Register
+from kb_core.extend.contracts import IndexContext
+from kb_core.extend.hookspecs import Register
 
 from kb_tantivy.index import FINGERPRINT, TantivyIndex
 

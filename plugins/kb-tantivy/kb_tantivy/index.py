@@ -1,4 +1,4 @@
-"""The Tantivy index: a :class:`kb_core.contracts.Store` that is also a lexical Retriever.
+"""The Tantivy index: a :class:`kb_core.extend.contracts.Store` that is also a lexical Retriever.
 
 Files live in ``<ctx.directory>/index`` (Tantivy's own) next to ``kb-tantivy.json``, which records
 the fingerprint the index was built with. Only one process may write at a time (Tantivy's
@@ -22,7 +22,7 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
-from kb_core.contracts import IndexContext
+from kb_core.extend.contracts import IndexContext
 from kb_core.errors import KbError
 from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
 

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kb_core.config import Config
-from kb_core.contracts import IndexContext, Retriever, Store
+from kb_core.extend.contracts import IndexContext, Retriever, Store
 from kb_core.errors import KbError
-from kb_core.plugins import load_registry
-from kb_core.store import StoreOfRecord
+from kb_core.extend.registry import load_registry
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
 
 from kb_tantivy import TantivyIndex, make_index
@@ -278,9 +278,9 @@ CHILD = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from kb_core.config import Config
-    from kb_core.contracts import IndexContext
+    from kb_core.extend.contracts import IndexContext
     from kb_core.errors import KbError
-    from kb_core.store import StoreOfRecord
+    from kb_core.storage.store import StoreOfRecord
     from kb_core.types import Chunk, SearchQuery
     from kb_tantivy import make_index
 
@@ -371,8 +371,8 @@ def test_search_on_an_index_never_built_finds_nothing(index: TantivyIndex) -> No
 
 def test_path_glob_never_returns_chunks_that_do_not_match_the_query(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kb_core.config import Config
-    from kb_core.contracts import IndexContext
-    from kb_core.store import StoreOfRecord
+    from kb_core.extend.contracts import IndexContext
+    from kb_core.storage.store import StoreOfRecord
     from kb_core.types import Chunk, SearchQuery
     from kb_tantivy.index import TantivyIndex
 

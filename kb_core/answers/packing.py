@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kb_core.prompts import PromptTemplate
+from kb_core.answers.prompts import PromptTemplate
 from kb_core.types import Chunk, Hit, PackedChunk
 
 _DEFAULT_HEADER = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"

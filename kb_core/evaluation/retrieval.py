@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from kb_core.errors import KbError
-from kb_core.store import now_iso
+from kb_core.storage.store import now_iso
 from kb_core.types import Progress, SearchQuery, to_json
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ def run_mode(
     progress: Progress | None = None,
 ) -> tuple[dict[str, list[tuple[str, float]]], list[float]]:
     """Search every query in one mode: qid -> [(doc id, score)] (top k documents), and latencies in ms."""
-    from kb_core.search import search
+    from kb_core.retrieval.search import search
 
     depth = max(k, CHUNK_DEPTH)
     runs: dict[str, list[tuple[str, float]]] = {}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import attrs
 
 from kb_core.errors import NotFoundError
-from kb_core.store import StoreOfRecord
+from kb_core.storage.store import StoreOfRecord
 
 
 @attrs.frozen

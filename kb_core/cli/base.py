@@ -1,6 +1,7 @@
-"""The ``kb`` command line: a thin layer over the library functions.
+"""What every ``kb`` command is built from: the session, ``--json`` output, progress bars, error lines.
 
-Exit codes: 0 ok; 1 no result or a refused answer; 2 usage or input error; 3 unhealthy
+Command modules (and plugins' commands) import this module; :mod:`kb_core.cli.main` assembles
+them into the ``kb`` group. Exit codes: 0 ok; 1 no result or a refused answer; 2 usage or input error; 3 unhealthy
 (``kb doctor``); 4 an ingest finished but some files failed; 5 the knowledge base cannot be
 written (disk full, read-only); 130 interrupted. Errors a user can cause print one line on
 stderr, with control characters escaped (see :mod:`kb_core.terminal`).
@@ -21,7 +22,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
 from kb_core.output import dumps
-from kb_core.sqlite_files import storage_error
+from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import SafeStream, raw_stream, shown
 from kb_core.types import Progress
 
@@ -101,53 +102,6 @@ def terminal_progress(enabled: bool = True) -> Iterator[Progress | None]:
             bar.render_finish()
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar=None,
-              help="Config file (default: $KB_CONFIG, else the platform config path).")
-@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Knowledge base directory (default: $KB_HOME).")
-@click.option("--backend", help="Language model backend for this call (e.g. llamacpp, ollama).")
-@click.version_option(package_name="kb")
-@click.pass_context
-def cli(ctx: click.Context, config_path: str | None, kb_dir: str | None, backend: str | None) -> None:
-    """kb: a local knowledge base you can ask questions.
-
-    Ingest a folder, search it, and ask questions answered only from your documents, with
-    citations (path#L12-L34), or a clear refusal when the evidence is not there.
-    """
-    session = Session(config_path, kb_dir, backend)
-    session.config  # every command honours the same configuration, and a bad one fails early
-    ctx.obj = session
-    ctx.call_on_close(session.close)
-
-
-@cli.group("eval")
-def eval_group() -> None:
-    """Measure retrieval and answer quality."""
-
-
-@cli.group("config")
-def config_group() -> None:
-    """Inspect the configuration."""
-
-
-def _register_builtin_commands() -> None:
-    from kb_core import cli_answers, cli_documents, cli_history, cli_search  # noqa: F401  (each adds its commands)
-    from kb_core.cli_checks import check_query
-
-    ask = cli.commands.get("ask")
-    for param in ask.params if ask is not None else ():
-        if param.name == "question" and param.callback is None:
-            param.callback = check_query  # an empty or blank question is a usage error before anything loads
-
-
-def _register_plugin_commands() -> None:
-    from kb_core.plugins import registry
-
-    for name, registration in registry().items["commands"].items():
-        if name not in cli.commands:
-            cli.add_command(registration.factory, name)
-
-
 MAX_ERROR_CHARS = 300
 
 
@@ -157,46 +111,3 @@ def error_line(exc: KbError) -> str:
     if len(message) > MAX_ERROR_CHARS:
         message = f"{message[:MAX_ERROR_CHARS]}… ({len(message) - MAX_ERROR_CHARS} more characters)"
     return f"kb: error: {message}" + (f" ({shown(exc.hint)})" if exc.hint else "")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with terminal-safe output streams; map errors to one line and a documented exit code."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
-    try:
-        return _run(argv)
-    finally:
-        sys.stdout, sys.stderr = saved
-
-
-def _run(argv: list[str] | None) -> int:
-    try:
-        _register_builtin_commands()
-        _register_plugin_commands()
-        result = cli.main(args=argv, prog_name="kb", standalone_mode=False)
-        return result if isinstance(result, int) else 0
-    except KbError as exc:
-        click.echo(error_line(exc), err=True)
-        return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("kb: aborted", err=True)
-        return 130
-    except KeyboardInterrupt:
-        click.echo("kb: interrupted", err=True)
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:  # a bug, not a user mistake: say so, show details on request
-        storage = storage_error(exc)
-        if storage is not None:
-            click.echo(error_line(storage), err=True)
-            return storage.exit_code
-        if os.environ.get("KB_DEBUG"):
-            traceback.print_exc()
-        click.echo(f"kb: internal error: {type(exc).__name__}: {exc} (set KB_DEBUG=1 for details)", err=True)
-        return 70

@@ -7,19 +7,19 @@ from pathlib import Path
 
 import click
 
-from kb_core.cli import Session, cli, config_group, emit, json_option, pass_session, terminal_progress
+from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.config import effective_values
 from kb_core.errors import EXIT_NO_RESULT, EXIT_PARTIAL, EXIT_UNHEALTHY
-from kb_core.indexing import rebuild_index
-from kb_core.ingest import IngestReport, ingest_paths, remove_documents, writer_lock
-from kb_core.language_fit import ingest_notice
+from kb_core.ingest.index_sync import rebuild_index
+from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents, writer_lock
+from kb_core.ingest.language_fit import ingest_notice
 from kb_core.maintenance import doctor_report, init_kb, inspect_target
-from kb_core.plugins import registry
-from kb_core.source import normalise
+from kb_core.extend.registry import registry
+from kb_core.ingest.source import normalise
 from kb_core.terminal import shown
 
 
-@cli.command("init")
+@click.command("init")
 @json_option
 @pass_session
 def init_command(session: Session, as_json: bool) -> None:
@@ -44,7 +44,7 @@ def _print_report(report: IngestReport) -> None:
             click.echo(f"  index {result.index} not updated: {shown(result.skipped_reason)}", err=True)
 
 
-@cli.command("ingest")
+@click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--follow-symlinks/--no-follow-symlinks", default=None,
               help="Follow symbolic links that lead outside the folder (default: [ingest] follow_symlinks, off).")
@@ -66,7 +66,7 @@ def ingest_command(session: Session, paths: tuple[Path, ...], follow_symlinks: b
     return EXIT_PARTIAL if report.failed else 0
 
 
-@cli.command("list")
+@click.command("list")
 @click.option("--prefix", default="", help="Only documents whose path starts with this.")
 @json_option
 @pass_session
@@ -82,7 +82,7 @@ def list_command(session: Session, prefix: str, as_json: bool) -> int:
     return 0 if documents else EXIT_NO_RESULT
 
 
-@cli.command("inspect")
+@click.command("inspect")
 @click.argument("target")
 @json_option
 @pass_session
@@ -109,7 +109,7 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
              lambda: click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}"))
 
 
-@cli.command("rm")
+@click.command("rm")
 @click.argument("paths", nargs=-1, required=True)
 @json_option
 @pass_session
@@ -119,7 +119,7 @@ def rm_command(session: Session, paths: tuple[str, ...], as_json: bool) -> None:
     emit(as_json, "removed.v1", {"removed": removed}, lambda: click.echo(f"removed {len(removed)} document(s)"))
 
 
-@cli.command("reindex")
+@click.command("reindex")
 @click.option("--store", "stores", multiple=True, help="Only this index (repeatable); default: every enabled one.")
 @json_option
 @pass_session
@@ -133,7 +133,7 @@ def reindex_command(session: Session, stores: tuple[str, ...], as_json: bool) ->
          lambda: [click.echo(f"rebuilt {r.index}: {r.chunks} chunks") for r in results])
 
 
-@cli.command("doctor")
+@click.command("doctor")
 @json_option
 @pass_session
 def doctor_command(session: Session, as_json: bool) -> int:
@@ -151,7 +151,7 @@ def doctor_command(session: Session, as_json: bool) -> int:
     return 0 if report.healthy else EXIT_UNHEALTHY
 
 
-@cli.command("plugins")
+@click.command("plugins")
 @json_option
 def plugins_command(as_json: bool) -> None:
     """List installed plugins, their distributions and versions, and what each registers."""
@@ -165,7 +165,7 @@ def plugins_command(as_json: bool) -> None:
     emit(as_json, "plugins.v1", {"plugins": plugins}, human)
 
 
-@config_group.command("show")
+@click.command("show")
 @json_option
 @pass_session
 def config_show_command(session: Session, as_json: bool) -> None:
@@ -178,3 +178,8 @@ def config_show_command(session: Session, as_json: bool) -> None:
 
     emit(as_json, "config.v1", {"values": values}, human)
 
+
+
+COMMANDS = (init_command, ingest_command, list_command, inspect_command, rm_command, reindex_command,
+            doctor_command, plugins_command)
+CONFIG_COMMANDS = (config_show_command,)

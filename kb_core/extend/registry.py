@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import pluggy
 
-from kb_core import hookspecs
+from kb_core.extend import hookspecs
 from kb_core.errors import NotFoundError
 
 ENTRY_POINT_GROUP = "kb"

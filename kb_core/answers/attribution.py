@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import regex
 
-from kb_core.citations import MARKER_PATTERN, CitableSource, find_markers
+from kb_core.answers.citations import MARKER_PATTERN, CitableSource, find_markers
 from kb_core.types import SentenceSupport
 
 #: The least share of a claim's new content that a passage must hold to support it.

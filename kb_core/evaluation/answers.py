@@ -44,8 +44,8 @@ import attrs
 
 from kb_core.errors import KbError
 from kb_core.output import dumps
-from kb_core.rag import AskOptions, ask
-from kb_core.store import now_iso
+from kb_core.answers.pipeline import AskOptions, ask
+from kb_core.storage.store import now_iso
 from kb_core.types import Answer, ModelRef, Progress
 
 if TYPE_CHECKING:

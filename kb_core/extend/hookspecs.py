@@ -27,7 +27,7 @@ Register = Callable[..., None]
 def register_parsers(register: Register) -> None:
     """Register document parsers: ``register(name, factory, extensions=(".md", ...))``.
 
-    ``factory(config)`` returns a :class:`kb_core.contracts.Parser`.
+    ``factory(config)`` returns a :class:`kb_core.extend.contracts.Parser`.
     """
 
 
@@ -35,7 +35,7 @@ def register_parsers(register: Register) -> None:
 def register_embedders(register: Register) -> None:
     """Register embedders: ``register(name, factory)``.
 
-    ``factory(ModelContext)`` returns a :class:`kb_core.contracts.Embedder`.
+    ``factory(ModelContext)`` returns a :class:`kb_core.extend.contracts.Embedder`.
     """
 
 
@@ -44,7 +44,7 @@ def register_indexes(register: Register) -> None:
     """Register indexes (stores that are also retrievers): ``register(name, factory, mode=...)``.
 
     ``mode`` is ``"lexical"`` or ``"vector"``; ``factory(IndexContext)`` returns an object that
-    satisfies both :class:`kb_core.contracts.Store` and :class:`kb_core.contracts.Retriever`.
+    satisfies both :class:`kb_core.extend.contracts.Store` and :class:`kb_core.extend.contracts.Retriever`.
     """
 
 
@@ -52,7 +52,7 @@ def register_indexes(register: Register) -> None:
 def register_language_models(register: Register) -> None:
     """Register generation backends: ``register(name, factory)``.
 
-    ``factory(ModelContext)`` returns a :class:`kb_core.contracts.LanguageModel`.
+    ``factory(ModelContext)`` returns a :class:`kb_core.extend.contracts.LanguageModel`.
     """
 
 

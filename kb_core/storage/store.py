@@ -3,7 +3,7 @@
 Documents are keyed by their path inside the knowledge base; chunks by a deterministic id.
 Every change to a document appends to ``index_outbox`` in the same transaction, and every
 derived index records in ``index_state`` the last outbox entry it applied. That is how an
-interrupted run is detected and completed (see :mod:`kb_core.indexing`).
+interrupted run is detected and completed (see :mod:`kb_core.ingest.index_sync`).
 
 SQLite comes from ``pysqlite3`` (extension loading, needed by sqlite-vec), in WAL mode so that
 searches keep working while an ingest writes.
@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - the interpreter's own module is a fall
     import sqlite3  # type: ignore[no-redef]
 
 from kb_core.errors import EXIT_STORAGE, KbError
-from kb_core.sqlite_files import connect_read_only, create_private_file, make_private_dir, storage_error_for, writable
+from kb_core.storage.sqlite_files import connect_read_only, create_private_file, make_private_dir, storage_error_for, writable
 from kb_core.types import Chunk, Document
 
 DB_NAME = "kb.sqlite3"

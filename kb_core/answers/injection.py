@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import regex
 
-from kb_core.attribution import split_sentences
+from kb_core.answers.attribution import split_sentences
 
 _PATTERNS = [
     # English

@@ -6,13 +6,13 @@ import re
 
 import click
 
-from kb_core.cli import Session, cli, emit, json_option, pass_session
+from kb_core.cli.base import Session, emit, json_option, pass_session
 from kb_core.errors import EXIT_NO_RESULT, KbError
-from kb_core.history import list_answers, purge_answers
+from kb_core.answers.history import list_answers, purge_answers
 from kb_core.terminal import shortened, shown
 
 
-@cli.group("answers")
+@click.group("answers")
 def answers_group() -> None:
     """See and delete the questions and answers kb keeps (every 'kb ask' is stored)."""
 
@@ -55,3 +55,6 @@ def answers_purge_command(session: Session, ids: tuple[str, ...], everything: bo
     emit(as_json, "answers_purged.v1", {"purged": len(deleted), "answer_ids": deleted},
          lambda: click.echo(f"purged {len(deleted)} stored answer(s){'' if deleted else ' (none matched)'}"
                             + (f": {shown(', '.join(deleted[:5]))}{' …' if len(deleted) > 5 else ''}" if deleted else "")))
+
+
+COMMANDS = (answers_group,)

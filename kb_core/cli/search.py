@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session, terminal_progress
-from kb_core.cli_checks import check_glob, check_query
+from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
+from kb_core.cli.checks import check_glob, check_query
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.terminal import shortened, shown
 from kb_core.types import SEARCH_MODES, SearchQuery
 
 if TYPE_CHECKING:
-    from kb_core.search import SearchResponse
+    from kb_core.retrieval.search import SearchResponse
 
 MODE_CHOICE = click.Choice(list(SEARCH_MODES))
 
@@ -46,7 +46,7 @@ def _print_hits(response: SearchResponse, explain: bool) -> None:
     click.echo(click.style(f"  {len(response.hits)} hits, {response.mode}, {response.took_ms:.1f} ms", dim=True), err=True)
 
 
-@cli.command("search")
+@click.command("search")
 @click.argument("query", callback=check_query)
 @click.option("--mode", type=MODE_CHOICE, help="Search mode (default: [search] mode, normally hybrid).")
 @click.option("--k", "k", type=click.IntRange(min=1), help="How many hits (default: [search] default_k).")
@@ -62,7 +62,7 @@ def search_command(session: Session, query: str, mode: str | None, k: int | None
     Scores are in [0, 1] in every mode (see the README, "Search scores"). Exit code 1 when
     nothing matches.
     """
-    from kb_core.search import search
+    from kb_core.retrieval.search import search
 
     cfg = session.config.search
     request = SearchQuery(text=query, k=k or cfg.default_k, mode=mode or cfg.mode, path_glob=path_glob)
@@ -71,7 +71,7 @@ def search_command(session: Session, query: str, mode: str | None, k: int | None
     return 0 if response.hits else EXIT_NO_RESULT
 
 
-@eval_group.command("retrieval")
+@click.command("retrieval")
 @click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="BEIR queries.jsonl ({\"id\", \"text\"} per line).")
 @click.option("--qrels", "qrels_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -86,7 +86,7 @@ def search_command(session: Session, query: str, mode: str | None, k: int | None
 def eval_retrieval_command(session: Session, queries_file: Path, qrels_file: Path, modes: tuple[str, ...], k: int,
                            out_dir: Path | None, as_json: bool) -> None:
     """Measure nDCG@k, Recall@k and MRR@k on a BEIR-format query set (document id = file stem)."""
-    from kb_core.evaluate_retrieval import evaluate_retrieval
+    from kb_core.evaluation.retrieval import evaluate_retrieval
 
     with terminal_progress(enabled=not as_json) as progress:
         report = evaluate_retrieval(session.kb(create=False), queries_file, qrels_file, modes or SEARCH_MODES, k,
@@ -102,3 +102,7 @@ def eval_retrieval_command(session: Session, queries_file: Path, qrels_file: Pat
             click.echo(f"report: {out_dir / 'report.json'}")
 
     emit(as_json, "retrieval_report.v1", report, human)
+
+
+COMMANDS = (search_command,)
+EVAL_COMMANDS = (eval_retrieval_command,)

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from kb_core.cli import Session, cli, emit, eval_group, json_option, pass_session, terminal_progress
+from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
+from kb_core.cli.checks import check_query
 from kb_core.errors import EXIT_NO_RESULT
-from kb_core.prompts import RAG_V1, TEMPLATES
+from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.terminal import shown
 from kb_core.types import SEARCH_MODES, Answer
 
@@ -85,8 +86,8 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
     click.echo(verdict + _dim(f"  [{model}{answer.prompt_template_version}, {timing}]"))
 
 
-@cli.command("ask")
-@click.argument("question")
+@click.command("ask")
+@click.argument("question", callback=check_query)
 @click.option("--backend", help="Language model backend for this question (default: [models.llm] backend).")
 @click.option("--k", "k", type=click.IntRange(min=1), help="Chunks to retrieve (at least [search] default_k).")
 @click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode, normally hybrid).")
@@ -107,7 +108,7 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
     each sentence's support); otherwise, or when nothing relevant is found, kb refuses and says
     why. Exit code 1 for a refusal.
     """
-    from kb_core.rag import AskOptions, ask
+    from kb_core.answers.pipeline import AskOptions, ask
 
     options = AskOptions(k=k, mode=mode, temperature=temperature, seed=seed, explain=explain,
                          constrained=constrained, backend=backend)
@@ -132,7 +133,7 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
     return 0 if answer.grounded else EXIT_NO_RESULT
 
 
-@eval_group.command("answers")
+@click.command("answers")
 @click.option("--golden", "golden_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Golden set: JSONL with question, answerable, expected_docs, must_contain.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -145,8 +146,8 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
 def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | None, backend: str | None,
                          mode: str | None, constrained: bool | None, as_json: bool) -> None:
     """Ask every golden question; report grounded rate, correct refusals, citation precision, latency."""
-    from kb_core.evaluate_answers import evaluate_answers, load_golden
-    from kb_core.rag import AskOptions
+    from kb_core.evaluation.answers import evaluate_answers, load_golden
+    from kb_core.answers.pipeline import AskOptions
 
     golden = load_golden(golden_file)
     options = AskOptions(mode=mode, constrained=constrained, backend=backend)
@@ -171,13 +172,13 @@ def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | No
     emit(as_json, "answer_report.v1", report, human)
 
 
-@eval_group.command("compare")
+@click.command("compare")
 @click.argument("baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("candidate", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @json_option
 def eval_compare_command(baseline: Path, candidate: Path, as_json: bool) -> None:
     """Print the metric deltas from report BASELINE to report CANDIDATE (report.json files)."""
-    from kb_core.evaluate_compare import compare_reports
+    from kb_core.evaluation.compare import compare_reports
 
     comparison = compare_reports(baseline, candidate)
 
@@ -191,3 +192,7 @@ def eval_compare_command(baseline: Path, candidate: Path, as_json: bool) -> None
             click.echo(f"  {d.metric:<32} {a:>10} {b:>10} {delta:>10}")
 
     emit(as_json, "report_compare.v1", comparison, human)
+
+
+COMMANDS = (ask_command,)
+EVAL_COMMANDS = (eval_answers_command, eval_compare_command)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kb_core import hookimpl
-from kb_core.contracts import ModelContext
+from kb_core.extend.contracts import ModelContext
 from kb_core.errors import ModelUnavailableError
 from kb_core.types import ModelRef
 from kb_core.writing_systems import SCRIPTS as SCRIPTS_KNOWN

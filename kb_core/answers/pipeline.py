@@ -3,7 +3,7 @@
 An answer is *grounded* only when every marker it cites (after repairing the loose forms small
 models write) names a packed chunk, it did not say the evidence is insufficient, it makes at
 least one claim, every claim is supported by a packed passage (checked by kb sentence by
-sentence, see :mod:`kb_core.validation`), and, when the model offers it, the model's own answer
+sentence, see :mod:`kb_core.answers.validation`), and, when the model offers it, the model's own answer
 check (asked before it answers) says the evidence states the answer. Everything else is a refusal with a reason:
 
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kb_core.citations import CitableSource, SpecialTokenFilter, citation_grammar
+from kb_core.answers.citations import CitableSource, SpecialTokenFilter, citation_grammar
 from kb_core.config import Config
-from kb_core.contracts import AnswerChecker, LanguageModel
+from kb_core.extend.contracts import AnswerChecker, LanguageModel
 from kb_core.errors import KbError
-from kb_core.injection import without_instructions
-from kb_core.packing import pack, select
-from kb_core.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
-from kb_core.store import StoreOfRecord, now_iso
+from kb_core.answers.injection import without_instructions
+from kb_core.answers.packing import pack, select
+from kb_core.answers.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
+from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import (
     SEARCH_MODES,
     Answer,
@@ -57,7 +57,7 @@ from kb_core.types import (
     TokenUsage,
     to_json,
 )
-from kb_core.validation import UNSUPPORTED_POLICIES, Verdict, validate
+from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
@@ -406,7 +406,7 @@ def _stream(
 def ask(kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(),
         on_token: TokenCallback | None = None) -> Answer:
     """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
-    from kb_core.search import search
+    from kb_core.retrieval.search import search
 
     kb.registry.get("language_models", options.backend or kb.config.models.llm.backend)  # a typo fails up front
     pipeline = RagPipeline(

@@ -1,6 +1,6 @@
 """The four roles a plugin can fill, as Protocols, plus the parser role.
 
-Implementations are registered through the hooks in :mod:`kb_core.hookspecs` and checked by
+Implementations are registered through the hooks in :mod:`kb_core.extend.hookspecs` and checked by
 the contract test kit in :mod:`kb_core.testing`.
 """
 
@@ -26,7 +26,7 @@ from kb_core.types import (
 
 if TYPE_CHECKING:
     from kb_core.config import Config
-    from kb_core.store import StoreOfRecord
+    from kb_core.storage.store import StoreOfRecord
 
 
 @runtime_checkable
@@ -93,7 +93,7 @@ def similarity_floor(embedder: object, script: str | None = None) -> float:
 class Store(Protocol):
     """An index that follows the store of record. Derived data: it can always be rebuilt.
 
-    The sync engine (:mod:`kb_core.indexing`) applies each batch of changed documents as
+    The sync engine (:mod:`kb_core.ingest.index_sync`) applies each batch of changed documents as
     ``delete(all paths in the batch)``, ``upsert(chunks of those that still exist)``, ``commit()``,
     and a rebuild as ``clear()``, upserts, ``commit()``. Both must be idempotent: a batch may be
     replayed after a crash. Nothing is durable before ``commit``. ``fingerprint`` names whatever

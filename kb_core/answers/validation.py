@@ -5,7 +5,7 @@
 1. loose citation forms are repaired into ``[#n]`` when unambiguous (:func:`repair_citations`);
 2. an empty answer, a refusal phrase, or a marker that was not packed is a refusal
    (``llm_self_judge``);
-3. every sentence is checked against the packed passages (:func:`kb_core.attribution.attribute`):
+3. every sentence is checked against the packed passages (:func:`kb_core.answers.attribution.attribute`):
    an answer with no claim, or with a claim nothing packed supports, is refused (``unsupported``
    for the latter; with ``unsupported_claims = "drop"`` such sentences are removed with a note
    instead, as long as a supported claim remains).
@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from kb_core.attribution import attribute
-from kb_core.citations import MARKER_PATTERN, CitableSource, cited_markers, repair_citations
-from kb_core.prompts import is_refusal
+from kb_core.answers.attribution import attribute
+from kb_core.answers.citations import MARKER_PATTERN, CitableSource, cited_markers, repair_citations
+from kb_core.answers.prompts import is_refusal
 from kb_core.types import SentenceSupport
 
 _SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or digit outside the citation markers

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import attrs
 import click
 
-from kb_core.contracts import modeled_scripts
+from kb_core.extend.contracts import modeled_scripts
 from kb_core.types import Problem
 from kb_core.writing_systems import merge, script_profile, shares
 

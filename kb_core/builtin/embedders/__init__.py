@@ -1,0 +1,1 @@
+"""Embedders that ship with the core: one module per model."""

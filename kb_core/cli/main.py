@@ -1,0 +1,110 @@
+"""The ``kb`` command line: a thin layer over the library functions.
+
+This module assembles the group from the command modules (documents, search, answers,
+history) and the commands plugins register, and maps errors to one line and an exit code
+(see :mod:`kb_core.cli.base`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+
+from kb_core.cli import answers, documents, history, search
+from kb_core.cli.base import CONTEXT_SETTINGS, Session, error_line
+from kb_core.errors import KbError
+from kb_core.storage.sqlite_files import storage_error
+from kb_core.terminal import SafeStream
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar=None,
+              help="Config file (default: $KB_CONFIG, else the platform config path).")
+@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Knowledge base directory (default: $KB_HOME).")
+@click.option("--backend", help="Language model backend for this call (e.g. llamacpp, ollama).")
+@click.version_option(package_name="kb")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, kb_dir: str | None, backend: str | None) -> None:
+    """kb: a local knowledge base you can ask questions.
+
+    Ingest a folder, search it, and ask questions answered only from your documents, with
+    citations (path#L12-L34), or a clear refusal when the evidence is not there.
+    """
+    session = Session(config_path, kb_dir, backend)
+    session.config  # every command honours the same configuration, and a bad one fails early
+    ctx.obj = session
+    ctx.call_on_close(session.close)
+
+
+@cli.group("eval")
+def eval_group() -> None:
+    """Measure retrieval and answer quality."""
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect the configuration."""
+
+
+def _register_builtin_commands() -> None:
+    for command in (*documents.COMMANDS, *search.COMMANDS, *answers.COMMANDS, *history.COMMANDS):
+        cli.add_command(command)
+    for command in (*search.EVAL_COMMANDS, *answers.EVAL_COMMANDS):
+        eval_group.add_command(command)
+    for command in documents.CONFIG_COMMANDS:
+        config_group.add_command(command)
+
+
+def _register_plugin_commands() -> None:
+    from kb_core.extend.registry import registry
+
+    for name, registration in registry().items["commands"].items():
+        if name not in cli.commands:
+            cli.add_command(registration.factory, name)
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with terminal-safe output streams; map errors to one line and a documented exit code."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        _register_builtin_commands()
+        _register_plugin_commands()
+        result = cli.main(args=argv, prog_name="kb", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except KbError as exc:
+        click.echo(error_line(exc), err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("kb: aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("kb: interrupted", err=True)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug, not a user mistake: say so, show details on request
+        storage = storage_error(exc)
+        if storage is not None:
+            click.echo(error_line(storage), err=True)
+            return storage.exit_code
+        if os.environ.get("KB_DEBUG"):
+            traceback.print_exc()
+        click.echo(f"kb: internal error: {type(exc).__name__}: {exc} (set KB_DEBUG=1 for details)", err=True)
+        return 70

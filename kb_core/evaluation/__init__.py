@@ -1,0 +1,1 @@
+"""Evaluation: retrieval and answer quality reports over golden sets, and their comparison."""

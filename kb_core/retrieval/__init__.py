@@ -1,0 +1,1 @@
+"""Retrieval: search the indexes lexically, by vector or both, fuse and score the hits."""

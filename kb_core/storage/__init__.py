@@ -1,0 +1,1 @@
+"""The store of record: documents, chunks, the index outbox and stored answers, in one SQLite file."""
