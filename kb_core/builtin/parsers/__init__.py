@@ -1,0 +1,33 @@
+"""Built-in document parsers: plain text, Markdown (with YAML/TOML frontmatter) and HTML.
+
+Every parser turns decoded text into a :class:`~kb_core.types.ParsedDocument` and never raises.
+Line numbers are 1-based and count the lines of the original text as :func:`split_lines` does
+(``\\r\\n``, ``\\r`` and ``\\n`` end a line, nothing else), so ``path#L12-L34`` points at the
+same lines an editor shows.
+
+A heading is folded into the block that follows it (the block's span and text start at the
+heading line), so a chunk never cites a passage without the heading that introduces it; a
+heading with no content of its own before the next heading of the same or a higher level
+becomes a block of kind ``"heading"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb_core.builtin.parsers.blocks import split_lines
+from kb_core.builtin.parsers.frontmatter import read_frontmatter
+from kb_core.builtin.parsers.html import HtmlParser
+from kb_core.builtin.parsers.markdown import MarkdownParser
+from kb_core.builtin.parsers.text import TextParser
+from kb_core.extend.hookspecs import hookimpl
+
+__all__ = ["HtmlParser", "MarkdownParser", "TextParser", "read_frontmatter", "register_parsers", "split_lines"]
+
+
+@hookimpl
+def register_parsers(register: Any) -> None:
+    """Plain text, Markdown and HTML."""
+    register("text", lambda config: TextParser(), extensions=(".txt", ".text", ".rst", ".log"))
+    register("markdown", lambda config: MarkdownParser(), extensions=(".md", ".markdown", ".mdx"))
+    register("html", lambda config: HtmlParser(), extensions=(".html", ".htm", ".xhtml"))
