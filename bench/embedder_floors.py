@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from kb_core.config import Config
-from kb_core.extend.contracts import ModelContext
+from kb_core.extend.contracts import FactoryContext
 from kb_core.extend.registry import load_registry
 
 
@@ -96,7 +96,7 @@ def main() -> int:
 
     config = Config()
     config.models.embedding.name = args.embedder
-    embedder = load_registry().get("embedders", args.embedder).factory(ModelContext(config))
+    embedder = load_registry().get("embedders", args.embedder).factory(FactoryContext(config))
     docs = np.asarray(embedder.embed_documents([passages[p] for p in pids]), dtype=np.float32)
     queries = np.asarray([embedder.embed_query(questions[q]) for q in qids], dtype=np.float32)
     offs = [line.strip() for line in args.off_topic.read_text(encoding="utf-8").splitlines() if line.strip()]

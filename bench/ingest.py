@@ -22,10 +22,10 @@ from common import run_kb, write_scifact_folder
 def baseline_seconds(folder: Path) -> float:
     """Read, hash and tokenize every file once with the default embedder's tokenizer."""
     from kb_core.config import Config
-    from kb_core.extend.contracts import ModelContext
+    from kb_core.extend.contracts import FactoryContext
     from kb_core.builtin.embedders.minilm import _minilm
 
-    embedder = _minilm(ModelContext(Config()))
+    embedder = _minilm(FactoryContext(Config()))
     started = time.perf_counter()
     texts = []
     for path in sorted(folder.glob("*.md")):

@@ -15,6 +15,9 @@ Open a knowledge base, ingest a folder, search it and ask it::
         answer = kb_core.ask(kb, "How are backups verified?")
         print(answer.answer if answer.grounded else answer.note)
 
+Two submodules are public too: :mod:`kb_core.testing` (fakes and the contract test kit) and
+:mod:`kb_core.writing_systems` (which scripts a text is written in).
+
 Write a plugin: a module with functions marked :data:`hookimpl`, found through the
 entry-point group ``kb`` (see :mod:`kb_core.extend.hookspecs` and ``docs/plugins.md``). A command a
 plugin registers receives the global options through :data:`pass_session` (``session.kb()``
@@ -22,25 +25,39 @@ opens the knowledge base), prints with :func:`emit` and :func:`json_option`, and
 mistakes by raising :class:`KbError`, which ``kb`` prints as one line with its exit code (2 unless the error names another).
 """
 
+from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.config import Config, load_config
+from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError
 from kb_core.extend.contracts import (
     AnswerChecker,
+    ArrayEmbedder,
     Embedder,
+    FactoryContext,
+    Index,
     IndexContext,
     LanguageModel,
     ModelContext,
     Parser,
     Retriever,
     Store,
+    StoreView,
+    TokenStartsEmbedder,
+    modeled_scripts,
+    similarity_floor,
 )
-from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError
-from kb_core.extend.hookspecs import hookimpl
+from kb_core.extend.hookspecs import (
+    RegisterCommand,
+    RegisterEmbedder,
+    RegisterIndex,
+    RegisterLanguageModel,
+    RegisterParser,
+    hookimpl,
+)
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
-from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.retrieval.search import SearchResponse, search
 from kb_core.types import (
     Answer,
@@ -52,6 +69,7 @@ from kb_core.types import (
     GenerateRequest,
     Hit,
     IngestWarning,
+    ModelRef,
     ParsedDocument,
     Problem,
     Progress,
@@ -61,24 +79,23 @@ from kb_core.types import (
     Token,
 )
 
-#: What the core calls an index: a Store that is also a Retriever.
-Index = Store
-
 __version__ = "0.1.0"
 
 __all__ = [
     "Answer",
     "AnswerChecker",
+    "ArrayEmbedder",
     "AskOptions",
     "Block",
     "Chunk",
     "Citation",
     "Config",
     "ConfigError",
-    "Document",
     "DoctorReport",
+    "Document",
     "Done",
     "Embedder",
+    "FactoryContext",
     "GenerateRequest",
     "Hit",
     "Index",
@@ -89,20 +106,28 @@ __all__ = [
     "KnowledgeBase",
     "LanguageModel",
     "ModelContext",
+    "ModelRef",
     "ModelUnavailableError",
     "NotFoundError",
     "ParsedDocument",
     "Parser",
     "Problem",
     "Progress",
+    "RegisterCommand",
+    "RegisterEmbedder",
+    "RegisterIndex",
+    "RegisterLanguageModel",
+    "RegisterParser",
     "Retriever",
     "SearchMode",
     "SearchQuery",
     "SearchResponse",
     "Session",
     "Store",
+    "StoreView",
     "StreamEvent",
     "Token",
+    "TokenStartsEmbedder",
     "ask",
     "doctor_report",
     "dumps",
@@ -113,9 +138,11 @@ __all__ = [
     "inspect_target",
     "json_option",
     "load_config",
+    "modeled_scripts",
     "open_kb",
     "pass_session",
     "remove_documents",
     "search",
+    "similarity_floor",
     "terminal_progress",
 ]

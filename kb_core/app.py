@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from kb_core.config import Config, load_config
-from kb_core.extend.contracts import Embedder, IndexContext, LanguageModel, ModelContext
 from kb_core.errors import KbError
-from kb_core.extend.registry import Registry, registry as default_registry
+from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel
+from kb_core.extend.registry import Registry
+from kb_core.extend.registry import registry as default_registry
 from kb_core.storage.store import StoreOfRecord
+from kb_core.storage.view import ReadOnlyStore
 from kb_core.types import Progress
 
 
@@ -48,7 +50,7 @@ class KnowledgeBase:
         if self._embedder is None:
             name = self.config.models.embedding.name
             factory = self.registry.get("embedders", name).factory
-            self._embedder = factory(ModelContext(self.config))
+            self._embedder = factory(FactoryContext(self.config, progress=self.progress))
         return self._embedder
 
     def index_mode(self, name: str) -> str:
@@ -61,10 +63,12 @@ class KnowledgeBase:
             registration = self.registry.get("indexes", name)
             needs_embedder = registration.info.get("mode") == "vector"
             context = IndexContext(
+                self.config,
+                self.config.backend_options(name),
+                self.progress,
                 name=name,
                 directory=self.directory / "indexes" / name,
-                config=self.config,
-                store=self.store,
+                store=ReadOnlyStore(self.store),
                 embedder=self.embedder() if needs_embedder else None,
             )
             context.directory.mkdir(parents=True, exist_ok=True)
@@ -94,7 +98,7 @@ class KnowledgeBase:
         name = backend or self.config.models.llm.backend
         if name not in self._llms:
             factory = self.registry.get("language_models", name).factory
-            self._llms[name] = factory(ModelContext(self.config, self.config.backend_options(name), self.progress))
+            self._llms[name] = factory(FactoryContext(self.config, self.config.backend_options(name), self.progress))
         return self._llms[name]
 
     def close(self) -> None:

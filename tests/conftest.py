@@ -10,7 +10,7 @@ import pytest
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.extend.contracts import ModelContext
+from kb_core.extend.contracts import FactoryContext
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -29,7 +29,7 @@ def embedder():  # type: ignore[no-untyped-def]
     from kb_core.config import Config
     from kb_core.builtin.embedders.minilm import _minilm
 
-    return _minilm(ModelContext(Config()))
+    return _minilm(FactoryContext(Config()))
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kb_core.config import Config
-from kb_core.extend.contracts import ModelContext, modeled_scripts, similarity_floor
+from kb_core.extend.contracts import FactoryContext, modeled_scripts, similarity_floor
 from kb_core.extend.registry import load_registry
 from kb_core.writing_systems import SCRIPTS, coverage, dominant_script, merge, script_profile, shares, text_coverage
 
@@ -49,7 +49,7 @@ def test_coverage_is_a_share(text: str, scripts: set[str]) -> None:
 def _embedder(name: str) -> object:
     config = Config()
     config.models.embedding.name = name
-    return load_registry().get("embedders", name).factory(ModelContext(config))
+    return load_registry().get("embedders", name).factory(FactoryContext(config))
 
 
 def test_minilm_declares_english_only_with_its_measured_floor() -> None:
@@ -67,20 +67,16 @@ def test_multilingual_declares_korean_chinese_and_english_with_a_floor_each() ->
     assert {"latin", "hangul", "han", "kana"} <= modeled_scripts(e5)
     for script in ("latin", "hangul", "han"):
         assert 0.5 < similarity_floor(e5, script) < 0.95
-    assert similarity_floor(e5, "thai") == e5.similarity_floor  # not measured: the common floor
+    assert similarity_floor(e5, "thai") == min(e5.similarity_floors.values())  # not measured: the lowest floor
 
 
 def test_floor_fallbacks_for_embedders_that_declare_less() -> None:
     class Bare:
         pass
 
-    class Single:
-        similarity_floor = 0.4
-
     class PerScript:
         similarity_floors: ClassVar[dict[str, float]] = {"latin": 0.3, "han": 0.5}
 
     assert similarity_floor(Bare(), "latin") == 0.0 and modeled_scripts(Bare()) is None
-    assert similarity_floor(Single(), "han") == 0.4
     assert similarity_floor(PerScript(), "han") == 0.5
     assert similarity_floor(PerScript(), "hangul") == 0.3  # the lowest declared floor

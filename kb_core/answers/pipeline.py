@@ -34,12 +34,13 @@ from typing import TYPE_CHECKING
 import attrs
 
 from kb_core.answers.citations import CitableSource, SpecialTokenFilter, citation_grammar
-from kb_core.config import Config
-from kb_core.extend.contracts import AnswerChecker, LanguageModel
-from kb_core.errors import KbError
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.packing import pack, select
 from kb_core.answers.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
+from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
+from kb_core.config import Config
+from kb_core.errors import KbError
+from kb_core.extend.contracts import AnswerChecker, LanguageModel
 from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import (
     SEARCH_MODES,
@@ -57,7 +58,6 @@ from kb_core.types import (
     TokenUsage,
     to_json,
 )
-from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.cli.checks import check_query
 from kb_core.errors import EXIT_NO_RESULT
-from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.terminal import shown
 from kb_core.types import SEARCH_MODES, Answer
 
@@ -146,8 +146,8 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
 def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | None, backend: str | None,
                          mode: str | None, constrained: bool | None, as_json: bool) -> None:
     """Ask every golden question; report grounded rate, correct refusals, citation precision, latency."""
-    from kb_core.evaluation.answers import evaluate_answers, load_golden
     from kb_core.answers.pipeline import AskOptions
+    from kb_core.evaluation.answers import evaluate_answers, load_golden
 
     golden = load_golden(golden_file)
     options = AskOptions(mode=mode, constrained=constrained, backend=backend)

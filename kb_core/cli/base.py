@@ -9,9 +9,7 @@ stderr, with control characters escaped (see :mod:`kb_core.terminal`).
 
 from __future__ import annotations
 
-import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,8 +20,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
 from kb_core.output import dumps
-from kb_core.storage.sqlite_files import storage_error
-from kb_core.terminal import SafeStream, raw_stream, shown
+from kb_core.terminal import raw_stream, shown
 from kb_core.types import Progress
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

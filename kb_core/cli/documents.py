@@ -10,12 +10,12 @@ import click
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.config import effective_values
 from kb_core.errors import EXIT_NO_RESULT, EXIT_PARTIAL, EXIT_UNHEALTHY
-from kb_core.ingest.index_sync import rebuild_index
-from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents, writer_lock
-from kb_core.ingest.language_fit import ingest_notice
-from kb_core.maintenance import doctor_report, init_kb, inspect_target
 from kb_core.extend.registry import registry
+from kb_core.ingest.index_sync import rebuild_index
+from kb_core.ingest.language_fit import ingest_notice
+from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents, writer_lock
 from kb_core.ingest.source import normalise
+from kb_core.maintenance import doctor_report, init_kb, inspect_target
 from kb_core.terminal import shown
 
 

@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.errors import KbError
 from kb_core.output import dumps
-from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.storage.store import now_iso
 from kb_core.types import Answer, ModelRef, Progress
 

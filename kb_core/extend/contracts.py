@@ -1,19 +1,23 @@
-"""The four roles a plugin can fill, as Protocols, plus the parser role.
+"""The roles a plugin can fill, as Protocols: Parser, Embedder, Index (with Retriever) and LanguageModel.
 
-Implementations are registered through the hooks in :mod:`kb_core.extend.hookspecs` and checked by
-the contract test kit in :mod:`kb_core.testing`.
+Optional capabilities are Protocols of their own (``TokenStartsEmbedder``, ``ArrayEmbedder``,
+``AnswerChecker``); the core checks them with ``isinstance``. Every factory receives a
+:class:`FactoryContext` (an index factory its extension :class:`IndexContext`). Implementations
+are registered through the hooks in :mod:`kb_core.extend.hookspecs` and checked by the contract
+test kit in :mod:`kb_core.testing`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
 from kb_core.types import (
     Chunk,
+    Document,
     GenerateRequest,
     Hit,
     ModelRef,
@@ -26,7 +30,6 @@ from kb_core.types import (
 
 if TYPE_CHECKING:
     from kb_core.config import Config
-    from kb_core.storage.store import StoreOfRecord
 
 
 @runtime_checkable
@@ -50,8 +53,7 @@ class Embedder(Protocol):
       passages in that script (measured: ``bench/embedder_floors.py``); a vector index maps it to
       score 0. :func:`similarity_floor` reads it with the fallbacks.
 
-    An embedder may also offer ``token_starts(texts) -> list[list[int]]`` (the character offset
-    of each content token); the chunker then tokenizes each block once instead of per slice.
+    Optional capabilities: :class:`TokenStartsEmbedder`, :class:`ArrayEmbedder`.
     """
 
     model_ref: ModelRef
@@ -68,6 +70,26 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
 
+@runtime_checkable
+class TokenStartsEmbedder(Protocol):
+    """An optional Embedder capability: the character offset of each content token of each text.
+
+    The chunker then tokenizes each block once instead of once per slice.
+    """
+
+    def token_starts(self, texts: Sequence[str]) -> list[list[int]]: ...
+
+
+@runtime_checkable
+class ArrayEmbedder(Protocol):
+    """An optional Embedder capability: passages embedded into one float32 array of unit rows.
+
+    Vector indexes use it instead of ``embed_documents`` to skip building Python lists.
+    """
+
+    def embed_array(self, texts: Sequence[str]) -> Any: ...
+
+
 def modeled_scripts(embedder: object) -> frozenset[str] | None:
     """The scripts an embedder declares it models (None: it does not say, so nothing is held against it)."""
     scripts = getattr(embedder, "scripts", None)
@@ -77,21 +99,21 @@ def modeled_scripts(embedder: object) -> frozenset[str] | None:
 def similarity_floor(embedder: object, script: str | None = None) -> float:
     """The cosine similarity that maps to score 0 for a query in ``script``.
 
-    The embedder's ``similarity_floors[script]``, else its ``similarity_floor`` attribute (one value
-    for every script), else the lowest floor it declares, else 0.0.
+    The embedder's ``similarity_floors[script]``, else the lowest floor it declares, else 0.0
+    (an embedder that declares none).
     """
     floors: Mapping[str, float] = getattr(embedder, "similarity_floors", None) or {}
     if script is not None and script in floors:
         return float(floors[script])
-    single = getattr(embedder, "similarity_floor", None)
-    if single is not None:
-        return float(single)
     return float(min(floors.values())) if floors else 0.0
 
 
 @runtime_checkable
-class Store(Protocol):
-    """An index that follows the store of record. Derived data: it can always be rebuilt.
+class Index(Protocol):
+    """A search index that follows the store of record. Derived data: it can always be rebuilt.
+
+    An index is also a :class:`Retriever`: the registry's ``mode`` says which kind of search it
+    serves.
 
     The sync engine (:mod:`kb_core.ingest.index_sync`) applies each batch of changed documents as
     ``delete(all paths in the batch)``, ``upsert(chunks of those that still exist)``, ``commit()``,
@@ -160,21 +182,30 @@ class AnswerChecker(Protocol):
     def yes_probability(self, request: GenerateRequest) -> float: ...
 
 
+#: The name of :class:`Index` before 0.2; kept so that plugins written against it still load.
+Store = Index
+
+
+@runtime_checkable
+class StoreView(Protocol):
+    """What an index may read of the store of record: documents, chunks and its own sync state."""
+
+    def get_document(self, path: str) -> Document | None: ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+    def count_chunks(self) -> int: ...
+
+    def last_seq(self) -> int: ...
+
+    def index_state(self, name: str) -> tuple[int, str]: ...
+
+
 @attrs.frozen
-class IndexContext:
-    """What an index factory receives: where to keep its files and how to reach its peers."""
+class FactoryContext:
+    """What every plugin factory receives: the configuration, and where to report long work.
 
-    name: str
-    directory: Path
-    config: Config
-    store: StoreOfRecord
-    embedder: Embedder | None = None
-
-
-@attrs.frozen
-class ModelContext:
-    """What an embedder or language-model factory receives.
-
+    ``options`` are the factory's own settings (a backend's ``[backends.<name>]`` table);
     ``progress`` (stage, done, total), when given, is how a model reports long first-use work
     (joining a packaged model, loading it) so that the user sees what is happening.
     """
@@ -182,3 +213,20 @@ class ModelContext:
     config: Config
     options: dict[str, object] = attrs.field(factory=dict)
     progress: Progress | None = None
+
+
+@attrs.frozen(kw_only=True)
+class IndexContext(FactoryContext):
+    """What an index factory receives: a FactoryContext plus its name, its folder and its peers.
+
+    ``store`` is a read-only view of the store of record; ``embedder`` is set for vector indexes.
+    """
+
+    name: str
+    directory: Path
+    store: StoreView
+    embedder: Embedder | None = None
+
+
+#: The name of :class:`FactoryContext` before 0.2 (embedders and language models received it).
+ModelContext = FactoryContext

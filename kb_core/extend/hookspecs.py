@@ -1,63 +1,112 @@
-"""The extension surface of kb: every hook receives a ``register`` callable.
+"""The extension surface of kb: five hooks, each receiving a typed ``register`` callable.
 
 A plugin is a module with functions marked ``@kb_core.hookimpl`` and named like the specs
 below; it is found through the entry-point group ``kb``. Registering is cheap: a factory is
-only called when the thing it makes is chosen (by configuration or a command-line flag)::
+only called when the thing it makes is chosen (by configuration or a command-line flag), with a
+:class:`~kb_core.extend.contracts.FactoryContext` (an index: an ``IndexContext``)::
 
     import kb_core
 
     @kb_core.hookimpl
     def register_language_models(register):
         register("echo", lambda ctx: EchoModel(ctx.config))
+
+A hook implementation with a name that is not below, a registration without its required
+details (``extensions`` for a parser, ``mode`` for an index) or with details kb does not know
+stop kb with one line naming the plugin and the mistake.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from kb_core.extend.contracts import Embedder, FactoryContext, Index, IndexContext, LanguageModel, Parser
 
 hookspec = pluggy.HookspecMarker("kb")
 hookimpl = pluggy.HookimplMarker("kb")
 
-Register = Callable[..., None]
+
+class RegisterParser(Protocol):
+    """``register(name, factory, extensions=(".md", ...), description="...")``."""
+
+    def __call__(self, name: str, factory: Callable[[FactoryContext], Parser], *, extensions: Sequence[str],
+                 description: str = "", licence: str = "", needs: str = "") -> None: ...
+
+
+class RegisterEmbedder(Protocol):
+    """``register(name, factory, languages="English", scripts={"latin"}, licence="...")``."""
+
+    def __call__(self, name: str, factory: Callable[[FactoryContext], Embedder], *, languages: str = "",
+                 scripts: Collection[str] | None = None, description: str = "", licence: str = "",
+                 needs: str = "") -> None: ...
+
+
+class RegisterIndex(Protocol):
+    """``register(name, factory, mode="lexical" | "vector")``."""
+
+    def __call__(self, name: str, factory: Callable[[IndexContext], Index], *, mode: Literal["lexical", "vector"],
+                 description: str = "", licence: str = "", needs: str = "") -> None: ...
+
+
+class RegisterLanguageModel(Protocol):
+    """``register(name, factory, default_model="...", licence="...", needs="...")``."""
+
+    def __call__(self, name: str, factory: Callable[[FactoryContext], LanguageModel], *, default_model: str = "",
+                 description: str = "", licence: str = "", needs: str = "") -> None: ...
+
+
+class RegisterCommand(Protocol):
+    """``register(name, command)`` with a ``click.Command`` (or group)."""
+
+    def __call__(self, name: str, command: click.Command) -> None: ...
 
 
 @hookspec
-def register_parsers(register: Register) -> None:
-    """Register document parsers: ``register(name, factory, extensions=(".md", ...))``.
+def register_parsers(register: RegisterParser) -> None:
+    """Register document parsers for file extensions.
 
-    ``factory(config)`` returns a :class:`kb_core.extend.contracts.Parser`.
+    ``factory(FactoryContext)`` returns a :class:`~kb_core.extend.contracts.Parser`. The last
+    plugin to claim an extension parses it; the core's own parsers load first.
     """
 
 
 @hookspec
-def register_embedders(register: Register) -> None:
-    """Register embedders: ``register(name, factory)``.
+def register_embedders(register: RegisterEmbedder) -> None:
+    """Register embedders, chosen by ``[models.embedding] name``.
 
-    ``factory(ModelContext)`` returns a :class:`kb_core.extend.contracts.Embedder`.
+    ``factory(FactoryContext)`` returns an :class:`~kb_core.extend.contracts.Embedder`.
     """
 
 
 @hookspec
-def register_indexes(register: Register) -> None:
-    """Register indexes (stores that are also retrievers): ``register(name, factory, mode=...)``.
+def register_indexes(register: RegisterIndex) -> None:
+    """Register indexes, enabled by ``[indexes] enabled``.
 
-    ``mode`` is ``"lexical"`` or ``"vector"``; ``factory(IndexContext)`` returns an object that
-    satisfies both :class:`kb_core.extend.contracts.Store` and :class:`kb_core.extend.contracts.Retriever`.
+    ``factory(IndexContext)`` returns an object that is both an
+    :class:`~kb_core.extend.contracts.Index` and a :class:`~kb_core.extend.contracts.Retriever`
+    serving ``mode`` search.
     """
 
 
 @hookspec
-def register_language_models(register: Register) -> None:
-    """Register generation backends: ``register(name, factory)``.
+def register_language_models(register: RegisterLanguageModel) -> None:
+    """Register generation backends, chosen by ``[models.llm] backend`` or ``kb --backend``.
 
-    ``factory(ModelContext)`` returns a :class:`kb_core.extend.contracts.LanguageModel`.
+    ``factory(FactoryContext)`` returns a :class:`~kb_core.extend.contracts.LanguageModel`;
+    ``ctx.options`` holds the backend's ``[backends.<name>]`` table.
     """
 
 
 @hookspec
-def register_commands(register: Register) -> None:
-    """Register CLI commands: ``register(name, command)`` with a ``click.Command``."""
+def register_commands(register: RegisterCommand) -> None:
+    """Register CLI commands: ``register(name, command)`` adds ``kb <name>``.
 
-
+    A command cannot replace a built-in one. Use :data:`kb_core.pass_session` to receive the
+    global options and the knowledge base.
+    """

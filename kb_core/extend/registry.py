@@ -1,6 +1,7 @@
 """The plugin manager: loads entry points of the group ``kb`` and collects what they register.
 
-``KB_LOAD_PLUGINS`` restricts loading to a comma-separated list of entry-point names (an
+Every registration is checked as it is made (:func:`validate`): a mistake in a plugin is one
+line naming the plugin, the thing and the mistake. ``KB_LOAD_PLUGINS`` restricts loading to a comma-separated list of entry-point names (an
 empty value loads none); tests use it, and so can a user chasing a misbehaving plugin.
 """
 
@@ -14,14 +15,60 @@ from typing import Any
 import attrs
 import pluggy
 
+from kb_core.errors import KbError, NotFoundError
 from kb_core.extend import hookspecs
-from kb_core.errors import NotFoundError
 
 ENTRY_POINT_GROUP = "kb"
 LOAD_ENV = "KB_LOAD_PLUGINS"
 KINDS = ("parsers", "embedders", "indexes", "language_models", "commands")
 LABELS = {"parsers": "parser", "embedders": "embedder", "indexes": "index", "language_models": "language model",
           "commands": "command"}
+
+
+COMMON_DETAILS = frozenset({"description", "licence", "needs"})
+DETAILS: dict[str, frozenset[str]] = {
+    "parsers": COMMON_DETAILS | {"extensions"},
+    "embedders": COMMON_DETAILS | {"languages", "scripts"},
+    "indexes": COMMON_DETAILS | {"mode"},
+    "language_models": COMMON_DETAILS | {"default_model"},
+    "commands": frozenset(),
+}
+INDEX_MODES = ("lexical", "vector")
+
+
+class PluginError(KbError):
+    """An installed plugin registered something kb cannot use."""
+
+
+def _registration_problem(kind: str, name: object, factory: object, info: dict[str, Any]) -> str:
+    """What is wrong with one registration ('' when nothing is)."""
+    if not isinstance(name, str) or not name.strip():
+        return f"a {LABELS[kind]} name must be a non-empty string, not {name!r}"
+    unknown = sorted(set(info) - DETAILS[kind])
+    if unknown:
+        allowed = ", ".join(sorted(DETAILS[kind])) or "none"
+        return f"unknown detail {', '.join(unknown)} for {LABELS[kind]} {name!r} (allowed: {allowed})"
+    if kind == "commands":
+        import click
+
+        return "" if isinstance(factory, click.Command) else f"command {name!r} is not a click.Command"
+    if not callable(factory):
+        return f"the factory of {LABELS[kind]} {name!r} is not callable"
+    if kind == "indexes" and info.get("mode") not in INDEX_MODES:
+        return f"index {name!r} needs mode='lexical' or mode='vector', not {info.get('mode')!r}"
+    if kind == "parsers":
+        extensions = info.get("extensions")
+        if (not isinstance(extensions, (list, tuple)) or not extensions
+                or not all(isinstance(e, str) and e.startswith(".") and len(e) > 1 for e in extensions)):
+            return f"parser {name!r} needs extensions=('.ext', ...), not {extensions!r}"
+    return ""
+
+
+def validate(kind: str, plugin: str, name: object, factory: object, info: dict[str, Any]) -> None:
+    """Raise :class:`PluginError` naming ``plugin`` when a registration is unusable."""
+    problem = _registration_problem(kind, name, factory, info)
+    if problem:
+        raise PluginError(f"plugin {plugin!r}: {problem}", hint="fix or uninstall the plugin; 'kb plugins' lists them")
 
 
 @attrs.frozen
@@ -84,6 +131,7 @@ def _collect(pm: pluggy.PluginManager, registry: Registry) -> dict[str, dict[str
         for impl in caller.get_hookimpls():  # registration order: core first, so plugins may override
 
             def register(name: str, factory: Any, _kind: str = kind, _plugin: str = impl.plugin_name, **info: Any) -> None:
+                validate(_kind, _plugin, name, factory, info)
                 registry.items[_kind][name] = Registration(_kind, name, factory, _plugin, info)
                 provides.setdefault(_plugin, {}).setdefault(_kind, []).append(name)
 
@@ -104,8 +152,14 @@ def load_registry(extra_plugins: Iterable[tuple[str, object]] = ()) -> Registry:
         found.append((ep.name, module, dist, version))
     found.extend((name, module, "(in process)", "0") for name, module in extra_plugins)
     found.sort(key=lambda f: (f[2] != "kb", f[0]))  # the core's own plugins first
-    for name, module, _dist, _version in found:
-        pm.register(module, name=name)
+    try:
+        for name, module, _dist, _version in found:
+            pm.register(module, name=name)
+        pm.check_pending()  # a hook implementation no spec names: a misspelt hook
+    except pluggy.PluginValidationError as exc:
+        plugin = pm.get_name(exc.plugin) or repr(exc.plugin)
+        first_line = str(exc).splitlines()[0]
+        raise PluginError(f"plugin {plugin!r}: {first_line}", hint="the hooks are listed in kb_core.extend.hookspecs") from None
     provides = _collect(pm, registry)
     for name, _module, dist, version in found:
         registry.plugins.append(PluginInfo(name, dist, version, provides.get(name, {})))

@@ -13,6 +13,7 @@ import attrs
 
 from kb_core.app import KnowledgeBase
 from kb_core.types import Problem, Progress
+
 BATCH = 500
 
 

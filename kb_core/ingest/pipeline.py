@@ -25,8 +25,9 @@ from typing import Any
 import attrs
 
 from kb_core.app import KnowledgeBase
-from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.extend.contracts import FactoryContext, TokenStartsEmbedder
+from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import SourceFile, SourceProblem, normalise, single_file, walk
@@ -93,7 +94,8 @@ def make_chunker(kb: KnowledgeBase) -> Chunker:
     target = min(cfg.chunk_target_tokens, hard_max)
     overlap = min(cfg.chunk_overlap_tokens, target - 1)
     limits = ChunkLimits(target=target, hard_max=hard_max, overlap=overlap)
-    return Chunker(embedder.count_tokens, limits, getattr(embedder, "token_starts", None))
+    return Chunker(embedder.count_tokens, limits,
+                   embedder.token_starts if isinstance(embedder, TokenStartsEmbedder) else None)
 
 
 class _Parsers:
@@ -102,7 +104,7 @@ class _Parsers:
     def __init__(self, kb: KnowledgeBase) -> None:
         self.by_extension: dict[str, tuple[str, Any]] = {}
         for name, registration in kb.registry.items["parsers"].items():
-            parser = registration.factory(kb.config)
+            parser = registration.factory(FactoryContext(kb.config))
             for extension in registration.info.get("extensions", ()):
                 self.by_extension[extension.lower()] = (name, parser)
 

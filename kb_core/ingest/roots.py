@@ -15,8 +15,8 @@ from pathlib import Path
 
 import attrs
 
-from kb_core.ingest.chunker import chunk_id
 from kb_core.errors import KbError
+from kb_core.ingest.chunker import chunk_id
 from kb_core.ingest.source import SourceProblem, normalise
 from kb_core.storage.store import StoreOfRecord
 

@@ -24,7 +24,13 @@ except ImportError:  # pragma: no cover - the interpreter's own module is a fall
     import sqlite3  # type: ignore[no-redef]
 
 from kb_core.errors import EXIT_STORAGE, KbError
-from kb_core.storage.sqlite_files import connect_read_only, create_private_file, make_private_dir, storage_error_for, writable
+from kb_core.storage.sqlite_files import (
+    connect_read_only,
+    create_private_file,
+    make_private_dir,
+    storage_error_for,
+    writable,
+)
 from kb_core.types import Chunk, Document
 
 DB_NAME = "kb.sqlite3"

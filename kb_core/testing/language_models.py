@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from kb_core import hookimpl
+from kb_core.extend.hookspecs import RegisterLanguageModel, hookimpl
 from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
 
 Script = Sequence[str] | Callable[[GenerateRequest], Sequence[str]]
@@ -53,7 +53,7 @@ class ScriptedPlugin:
         self.models: list[ScriptedLanguageModel] = []
 
     @hookimpl
-    def register_language_models(self, register: Callable[..., None]) -> None:
+    def register_language_models(self, register: RegisterLanguageModel) -> None:
         """Register ``scripted``; every model it makes is kept in ``models``."""
 
         def make(_ctx: object) -> ScriptedLanguageModel:

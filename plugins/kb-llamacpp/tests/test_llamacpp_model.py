@@ -9,7 +9,7 @@ import llama_cpp
 import pytest
 
 from kb_core.config import load_config
-from kb_core.extend.contracts import LanguageModel, ModelContext
+from kb_core.extend.contracts import LanguageModel, FactoryContext
 from kb_core.errors import KbError
 from kb_core.extend.registry import load_registry
 from kb_core.types import Done, GenerateRequest, Token
@@ -34,7 +34,7 @@ def _config(tmp_path: Path, **llm: object):
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppModel:
-    return make_model(ModelContext(_config(tmp_path_factory.mktemp("kb"), context_tokens=2048)))
+    return make_model(FactoryContext(_config(tmp_path_factory.mktemp("kb"), context_tokens=2048)))
 
 
 def _collect(model: LlamaCppModel, request: GenerateRequest) -> tuple[list[Token], list[Done], list[object]]:
@@ -144,7 +144,7 @@ def test_prompt_longer_than_the_context_is_a_kb_error(model: LlamaCppModel) -> N
 def test_missing_model_file_is_a_one_line_kb_error(tmp_path: Path) -> None:
     missing = tmp_path / "nope.gguf"
     with pytest.raises(KbError) as caught:
-        make_model(ModelContext(_config(tmp_path, model=str(missing))))
+        make_model(FactoryContext(_config(tmp_path, model=str(missing))))
     assert str(missing) in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -152,7 +152,7 @@ def test_model_path_from_backend_options_and_non_gguf_file(tmp_path: Path) -> No
     fake = tmp_path / "fake.gguf"
     fake.write_bytes(b"not a model")
     with pytest.raises(KbError, match="not a GGUF model file"):
-        make_model(ModelContext(_config(tmp_path), {"model": str(fake)}))
+        make_model(FactoryContext(_config(tmp_path), {"model": str(fake)}))
 
 
 

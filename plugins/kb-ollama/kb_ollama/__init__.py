@@ -8,21 +8,19 @@ tokens are counted.
 
 from __future__ import annotations
 
-from typing import Any
-
 import kb_core
-from kb_core.extend.contracts import ModelContext
+from kb_core import FactoryContext, RegisterLanguageModel
 from kb_ollama.model import OllamaModel, make_model
 
 __all__ = ["OllamaModel", "register_language_models"]
 __version__ = "0.1.0"
 
 
-def _factory(ctx: ModelContext) -> OllamaModel:
+def _factory(ctx: FactoryContext) -> OllamaModel:
     return make_model(ctx.config, ctx.options)
 
 
 @kb_core.hookimpl
-def register_language_models(register: Any) -> None:
+def register_language_models(register: RegisterLanguageModel) -> None:
     """The ``ollama`` backend."""
     register("ollama", _factory, needs="a running Ollama server (https://ollama.com)")

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from kb_core.errors import ConfigError, KbError, ModelUnavailableError
+from kb_core import ConfigError, KbError, ModelUnavailableError
 from kb_ollama.protocol import MAX_LINE_BYTES, MalformedResponse, error_message, parse_object
 
 DEFAULT_PORT = 11434

@@ -9,9 +9,18 @@ from typing import Any
 
 import attrs
 
-from kb_core.config import Config
-from kb_core.errors import ConfigError, KbError, ModelUnavailableError
-from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_core import (
+    Config,
+    ConfigError,
+    Done,
+    GenerateRequest,
+    KbError,
+    ModelRef,
+    ModelUnavailableError,
+    Problem,
+    StreamEvent,
+    Token,
+)
 from kb_ollama.client import BaseUrl, OllamaApiError, OllamaClient, Timeouts
 from kb_ollama.protocol import (
     MalformedResponse,

@@ -14,8 +14,7 @@ from typing import Any
 
 import attrs
 
-from kb_core.errors import KbError
-from kb_core.types import GenerateRequest
+from kb_core import GenerateRequest, KbError
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from kb_core.config import Config
-from kb_core.extend.contracts import ModelContext
+from kb_core.extend.contracts import FactoryContext
 from kb_core.evaluation.retrieval import (
     collapse_to_documents,
     load_qrels,
@@ -135,7 +135,7 @@ def index_all(index: SqliteVecIndex, chunks: list[Chunk]) -> float:
 
 
 def bench_model(name: str, ratio_docs: int, work: Path) -> None:
-    embedder = load_registry().get("embedders", name).factory(ModelContext(Config()))
+    embedder = load_registry().get("embedders", name).factory(FactoryContext(Config()))
     embedder.embed_array(["warm up the model"] * 4)
     store = StoreOfRecord(work / name)
     chunks = load_chunks(store)

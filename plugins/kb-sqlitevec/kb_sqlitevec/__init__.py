@@ -6,11 +6,10 @@ storage layout, the embedding cache and the score mapping.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import kb_core
-from kb_core.extend.contracts import IndexContext
-from kb_core.errors import KbError
+from kb_core import IndexContext, KbError, RegisterIndex
 
 if TYPE_CHECKING:
     from kb_sqlitevec.index import SqliteVecIndex
@@ -33,6 +32,6 @@ def make_index(ctx: IndexContext) -> SqliteVecIndex:
 
 
 @kb_core.hookimpl
-def register_indexes(register: Any) -> None:
+def register_indexes(register: RegisterIndex) -> None:
     """The vector index ``sqlitevec``."""
     register("sqlitevec", make_index, mode="vector")

@@ -44,10 +44,19 @@ from typing import Any
 import attrs
 import numpy as np
 
-from kb_core.extend.contracts import Embedder, modeled_scripts, similarity_floor
-from kb_core.errors import KbError
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
+from kb_core import (
+    ArrayEmbedder,
+    Chunk,
+    Citation,
+    Embedder,
+    Hit,
+    KbError,
+    Problem,
+    SearchQuery,
+    StoreView,
+    modeled_scripts,
+    similarity_floor,
+)
 from kb_core.writing_systems import coverage, dominant_script, script_profile
 
 try:
@@ -182,7 +191,7 @@ class SqliteVecIndex:
         self,
         directory: Path,
         embedder: Embedder,
-        store: StoreOfRecord,
+        store: StoreView,
         *,
         name: str = "sqlitevec",
         batch_size: int = 32,
@@ -264,9 +273,8 @@ class SqliteVecIndex:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Embed passages: through ``embed_array`` when the embedder has it, else in batches."""
-        embed_array = getattr(self.embedder, "embed_array", None)
-        if callable(embed_array):
-            return np.asarray(embed_array(texts), dtype=np.float32)
+        if isinstance(self.embedder, ArrayEmbedder):
+            return np.asarray(self.embedder.embed_array(texts), dtype=np.float32)
         vectors: list[list[float]] = []
         for batch in _batches(texts, self.batch_size):
             vectors.extend(self.embedder.embed_documents(batch))

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kb_core.config import Config, load_config
-from kb_core.extend.contracts import ModelContext, Retriever, Store
+from kb_core.extend.contracts import FactoryContext, Retriever, Store
 from kb_core.errors import KbError
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
@@ -52,7 +52,7 @@ OFF_TOPIC = ["who won the football world cup in 1998", "how do I repair a flat b
 @pytest.fixture(scope="module")
 def embedder() -> OnnxEmbedder:
     """The real default embedder (all-MiniLM-L6-v2 int8), loaded once for the module."""
-    return _minilm(ModelContext(Config()))
+    return _minilm(FactoryContext(Config()))
 
 
 class Counting:
@@ -163,7 +163,7 @@ def test_registered_as_vector_index_and_made_through_the_factory(tmp_path: Path,
     registration = load_registry().get("indexes", "sqlitevec")
     assert registration.info["mode"] == "vector"
     config = load_config(kb_dir=tmp_path, environ={})
-    ctx = IndexContext("sqlitevec", tmp_path / "idx", config, StoreOfRecord(tmp_path), embedder)
+    ctx = IndexContext(config, name="sqlitevec", directory=tmp_path / "idx", store=StoreOfRecord(tmp_path), embedder=embedder)
     made = registration.factory(ctx)
     assert (tmp_path / "idx" / "vectors.sqlite3").is_file()
     assert made.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

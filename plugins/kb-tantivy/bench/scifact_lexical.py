@@ -94,7 +94,7 @@ def main() -> None:
     options = {} if args.heading_boost is None else {"heading_boost": args.heading_boost}
     with tempfile.TemporaryDirectory() as tmp:
         store = StoreOfRecord(Path(tmp))
-        ctx = IndexContext("tantivy", Path(tmp) / "indexes" / "tantivy", Config(backends={"tantivy": options}), store)
+        ctx = IndexContext(Config(backends={"tantivy": options}), name="tantivy", directory=Path(tmp) / "indexes" / "tantivy", store=store)
         index = TantivyIndex(ctx)
         chunks = [
             Chunk(

@@ -8,9 +8,7 @@ by query evidence coverage (see :mod:`kb_tantivy.scoring`).
 from __future__ import annotations
 
 import kb_core
-from kb_core.extend.contracts import IndexContext
-from kb_core.extend.hookspecs import Register
-
+from kb_core import IndexContext, RegisterIndex
 from kb_tantivy.index import FINGERPRINT, TantivyIndex
 
 __all__ = ["FINGERPRINT", "TantivyIndex", "make_index", "register_indexes"]
@@ -22,6 +20,6 @@ def make_index(ctx: IndexContext) -> TantivyIndex:
 
 
 @kb_core.hookimpl
-def register_indexes(register: Register) -> None:
+def register_indexes(register: RegisterIndex) -> None:
     """Register the Tantivy lexical index."""
     register("tantivy", make_index, mode="lexical")

@@ -22,10 +22,7 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
-from kb_core.extend.contracts import IndexContext
-from kb_core.errors import KbError
-from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
-
+from kb_core import Chunk, Citation, Hit, IndexContext, KbError, Problem, SearchQuery
 from kb_tantivy import analysis, scoring
 
 SCHEMA_VERSION = 1

@@ -35,7 +35,7 @@ def chunk(doc: str, ordinal: int, text: str, heading: tuple[str, ...] = (), star
 
 
 def open_index(kb_dir: Path, store: StoreOfRecord, **options: object) -> TantivyIndex:
-    ctx = IndexContext("tantivy", kb_dir / "indexes" / "tantivy", Config(backends={"tantivy": dict(options)}), store)
+    ctx = IndexContext(Config(backends={"tantivy": dict(options)}), name="tantivy", directory=kb_dir / "indexes" / "tantivy", store=store)
     return make_index(ctx)
 
 
@@ -286,7 +286,7 @@ CHILD = textwrap.dedent(
 
     kb = Path(sys.argv[1])
     store = StoreOfRecord(kb)
-    ctx = IndexContext("tantivy", kb / "indexes" / "tantivy", Config(backends={"tantivy": {"lock_timeout_s": 0.3}}), store)
+    ctx = IndexContext(Config(backends={"tantivy": {"lock_timeout_s": 0.3}}), name="tantivy", directory=kb / "indexes" / "tantivy", store=store)
     index = make_index(ctx)
     out = {"hits": [h.chunk_id for h in index.search(SearchQuery(sys.argv[2]))]}
     if len(sys.argv) > 3:
@@ -376,7 +376,7 @@ def test_path_glob_never_returns_chunks_that_do_not_match_the_query(tmp_path) ->
     from kb_core.types import Chunk, SearchQuery
     from kb_tantivy.index import TantivyIndex
 
-    index = TantivyIndex(IndexContext("tantivy", tmp_path / "ix", Config(), StoreOfRecord(tmp_path)))
+    index = TantivyIndex(IndexContext(Config(), name="tantivy", directory=tmp_path / "ix", store=StoreOfRecord(tmp_path)))
     index.upsert([Chunk("c1", "ko/a.md", 0, "서울 인구", "h1", 1, 1), Chunk("c2", "en/b.md", 0, "heliograph mirror", "h2", 1, 1)])
     index.commit()
     assert index.search(SearchQuery(text="heliograph", k=5, path_glob="ko/*")) == []

@@ -78,7 +78,7 @@ OFF_TOPIC = [
 def handbook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TantivyIndex]:
     kb = tmp_path_factory.mktemp("handbook")
     store = StoreOfRecord(kb)
-    index = make_index(IndexContext("tantivy", Path(kb) / "indexes" / "tantivy", Config(), store))
+    index = make_index(IndexContext(Config(), name="tantivy", directory=Path(kb) / "indexes" / "tantivy", store=store))
     chunks = [
         Chunk(f"espresso.md:{i}", "espresso.md", i, text, hashlib.sha256(text.encode()).hexdigest(), i + 1, i + 1)
         for i, text in enumerate(HANDBOOK)
