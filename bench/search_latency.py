@@ -21,7 +21,8 @@ from pathlib import Path
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.evaluation.retrieval import load_queries, percentile
+from kb_core.evaluation.retrieval import load_queries
+from kb_core.evaluation.stats import percentile
 from kb_core.retrieval.search import search
 from kb_core.types import SEARCH_MODES, SearchQuery
 

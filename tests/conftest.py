@@ -12,6 +12,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
 from kb_core.extend.contracts import FactoryContext
 
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No user config, no stray KB_* variables, platform dirs under a temp folder."""
@@ -26,8 +27,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
     """The real default embedder (all-MiniLM-L6-v2 int8), loaded once per session."""
-    from kb_core.config import Config
     from kb_core.builtin.embedders.minilm import _minilm
+    from kb_core.config import Config
 
     return _minilm(FactoryContext(Config()))
 

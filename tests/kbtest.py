@@ -19,3 +19,9 @@ def run_kb(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
     full_env.update(env or {})
     kb = Path(sys.executable).parent / "kb"
     return subprocess.run([str(kb), *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
+
+
+def save_answer_row(store: object, row: dict[str, object]) -> None:
+    """Insert a hand-made row into the ``answers`` table (tests of history and purging)."""
+    conn = store.conn  # type: ignore[attr-defined]
+    conn.execute(f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))

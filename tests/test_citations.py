@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from kb_core.answers.citations import (
     MAX_SPECIAL_TOKEN_CHARS,
     SpecialTokenFilter,
-    cited_markers,
     citation_grammar,
+    cited_markers,
     find_markers,
     strip_special_tokens,
 )

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from kbtest import CORPUS, run_kb
 
 from kb_core.output import schema, schema_versions
-
-from kbtest import CORPUS, run_kb
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import click
 import pytest
+from kbtest import run_kb
 
 from kb_core.cli.main import cli
 from kb_core.config import effective_values, load_config
 from kb_core.errors import ConfigError
-
-from kbtest import run_kb
 
 
 def test_precedence_default_file_env_flag(tmp_path: Path) -> None:

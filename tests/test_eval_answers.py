@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kbtest import CORPUS, FIXTURES, run_kb
 
 from kb_core.app import KnowledgeBase
 from kb_core.cli.main import main
@@ -28,15 +29,14 @@ from kb_core.evaluation.answers import (
     doc_matches,
     load_golden,
     parse_golden_line,
-    percentile,
     summarize,
 )
 from kb_core.evaluation.compare import compare_reports
-from kb_core.output import schema
+from kb_core.evaluation.stats import percentile
 from kb_core.extend.registry import load_registry, reset_registry
-from kb_core.types import GenerateRequest
-from kbtest import CORPUS, FIXTURES, run_kb
+from kb_core.output import schema
 from kb_core.testing import ScriptedPlugin
+from kb_core.types import GenerateRequest
 
 GOLDEN = FIXTURES / "golden" / "answers.jsonl"
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kb_core.errors import KbError
 from kb_core.evaluation.retrieval import (
     collapse_to_documents,
     doc_id_of,
@@ -17,12 +18,11 @@ from kb_core.evaluation.retrieval import (
     load_queries,
     mrr_at_k,
     ndcg_at_k,
-    percentile,
     recall_at_k,
     score_mode,
     write_trec_run,
 )
-from kb_core.errors import KbError
+from kb_core.evaluation.stats import percentile
 
 
 def test_ndcg_hand_computed_binary() -> None:
@@ -90,9 +90,10 @@ def test_collapse_keeps_best_rank_per_document() -> None:
     assert doc_id_of("a/b/31715818.md") == "31715818"
 
 
-def test_percentile_nearest_rank() -> None:
+def test_percentile_interpolates_between_ranks_as_every_report_does() -> None:
     assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 0.5) == 3.0
-    assert percentile([float(i) for i in range(1, 101)], 0.95) == 95.0
+    assert percentile([float(i) for i in range(1, 101)], 0.95) == 95.05
+    assert percentile([10.0, 20.0, 30.0, 40.0], 0.5) == 25.0
     assert percentile([], 0.5) == 0.0
 
 

@@ -122,8 +122,9 @@ def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("error", [OSError(28, "No space left on device"), ValueError("IoError (os error 28)")])
 def test_a_full_disk_in_an_index_engine_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str], error: Exception) -> None:
-    from kb_core.cli.main import main
     from kb_tantivy.index import TantivyIndex
+
+    from kb_core.cli.main import main
 
     docs = _notes(tmp_path / "docs", 3, tag="ibex")
     monkeypatch.setenv("KB_INDEXES__ENABLED", '["tantivy"]')

@@ -11,13 +11,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from kbtest import FIXTURES
 
 from kb_core.app import KnowledgeBase
 from kb_core.ingest.index_sync import index_problems, sync_all
 from kb_core.ingest.pipeline import Ingester, ingest_paths, remove_documents
 from kb_core.types import SearchQuery
-
-from kbtest import FIXTURES
 
 
 def _write(root: Path, files: dict[str, str | bytes]) -> None:

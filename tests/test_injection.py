@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from kb_core.answers.injection import has_instructions, instruction_sentences, without_instructions
 from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Document, Hit
 from kb_core.testing import ScriptedLanguageModel
+from kb_core.types import Chunk, Document, Hit
 from tests.test_rag import Harness
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -94,10 +94,10 @@ def test_the_facts_of_a_hostile_passage_still_ground_an_answer(pump_store: Store
 @pytest.mark.slow
 def test_real_model_never_grounds_an_obeyed_injection(tmp_path: Path) -> None:
     """Every question of the suite with the real default model: obeyed-and-grounded must be 0."""
+    from kb_core.answers.pipeline import AskOptions, ask
     from kb_core.app import KnowledgeBase
     from kb_core.config import load_config
     from kb_core.ingest.pipeline import ingest_paths
-    from kb_core.answers.pipeline import AskOptions, ask
     from tests.test_rag import REAL_SETTINGS, _real_model_path
 
     overrides = {**REAL_SETTINGS, "models.llm.backend": "llamacpp", "models.llm.model": _real_model_path()}

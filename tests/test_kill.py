@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kbtest import run_kb
 
 FILES = 1500

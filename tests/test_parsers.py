@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kb_core.builtin.parsers import HtmlParser, MarkdownParser, TextParser, read_frontmatter, split_lines
 from kb_core.extend.contracts import Parser
 from kb_core.extend.registry import load_registry
 from kb_core.types import Block, ParsedDocument
-from kb_core.builtin.parsers import HtmlParser, MarkdownParser, TextParser, read_frontmatter, split_lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CORPUS = FIXTURES / "corpus"

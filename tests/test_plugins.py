@@ -8,13 +8,12 @@ from types import ModuleType
 
 import jsonschema
 import pytest
+from kbtest import run_kb
 
 import kb_core
 from kb_core.errors import NotFoundError
-from kb_core.output import schema
 from kb_core.extend.registry import load_registry
-
-from kbtest import run_kb
+from kb_core.output import schema
 
 EXPECTED = {
     "tantivy": ("kb-tantivy", "indexes", "tantivy"),

@@ -9,7 +9,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from kbtest import run_kb
+from kbtest import run_kb, save_answer_row
 
 from kb_core.app import KnowledgeBase
 from kb_core.ingest.pipeline import ingest_paths
@@ -91,7 +91,7 @@ def test_a_moved_or_copied_folder_is_re_pointed_keeping_documents_and_answers(tm
 
     store = StoreOfRecord(tmp_path / "k")
     with store.transaction():
-        store.insert_row("answers", {"answer_id": "a1", "created_at": "2026-01-01T00:00:00Z", "question": "herons?",
+        save_answer_row(store, {"answer_id": "a1", "created_at": "2026-01-01T00:00:00Z", "question": "herons?",
                                      "answer": "Herons [#1]", "grounded": 1, "prompt_template_version": "rag-v1-en"})
     store.close()
     new.parent.mkdir()

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
-from kb_core.extend.contracts import modeled_scripts
 from kb_core.errors import KbError
+from kb_core.extend.contracts import modeled_scripts
 from kb_core.extend.registry import Registration, Registry
 from kb_core.retrieval.search import DEFAULT_GATES, SEPARATION_FULL, fuse, fusion_weights, search, to_gate
 from kb_core.types import SEARCH_MODES, Citation, Hit, SearchQuery

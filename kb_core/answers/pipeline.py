@@ -22,7 +22,6 @@ removed), and an ``on_token`` that fails is dropped without stopping the generat
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import secrets
@@ -41,9 +40,10 @@ from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.config import Config
 from kb_core.errors import KbError
 from kb_core.extend.contracts import AnswerChecker, LanguageModel
+from kb_core.retrieval.search import check_mode_and_k, search
+from kb_core.storage.answers import save_answer
 from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import (
-    SEARCH_MODES,
     Answer,
     AnswerCitation,
     Done,
@@ -56,7 +56,6 @@ from kb_core.types import (
     SearchQuery,
     Token,
     TokenUsage,
-    to_json,
 )
 
 if TYPE_CHECKING:
@@ -142,7 +141,7 @@ class RagPipeline:
         run = self._start(question, options)
         run.hits = self._retrieve(run)
         answer = self._gate(run) or self._generate(run, on_token)
-        self._persist(answer)
+        save_answer(self.store, answer)
         return answer
 
     # -- stages ---------------------------------------------------------------------------------
@@ -152,10 +151,7 @@ class RagPipeline:
         if not question:
             raise KbError("the question is empty", hint='ask something: kb ask "what does X do?"')
         mode = options.mode or self.config.search.mode
-        if mode not in SEARCH_MODES:
-            raise KbError(f"unknown search mode {mode!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
-        if options.k is not None and options.k < 1:
-            raise KbError(f"k must be at least 1 (got {options.k})")
+        check_mode_and_k(mode, options.k)
         k = max(options.k or 0, self.config.search.default_k)
         if self.config.rag.unsupported_claims not in UNSUPPORTED_POLICIES:
             raise KbError(f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
@@ -345,28 +341,6 @@ class RagPipeline:
             trace=tuple(run.hits) if explain else (),
         )
 
-    def _persist(self, answer: Answer) -> None:
-        """Write the answer (refusals included) to the ``answers`` table."""
-
-        def dump(value: object) -> str:
-            return json.dumps(to_json(value), ensure_ascii=False)
-
-        self.store.insert_row("answers", {
-            "answer_id": answer.answer_id,
-            "created_at": answer.created_at,
-            "question": answer.question,
-            "answer": answer.answer,
-            "grounded": int(answer.grounded),
-            "refusal_reason": answer.refusal_reason,
-            "citations_json": dump(list(answer.citations)),
-            "model_json": dump(answer.model) if answer.model else "{}",
-            "embedding_json": dump(answer.embedding) if answer.embedding else None,
-            "prompt_template_version": answer.prompt_template_version,
-            "retrieval_json": dump(answer.retrieval),
-            "usage_json": dump(answer.usage),
-            "packed_chunks_json": dump(list(answer.packed)) if answer.packed else None,
-        })
-
 
 def _stream(
     llm: LanguageModel, request: GenerateRequest, on_token: TokenCallback | None, started: float
@@ -406,8 +380,6 @@ def _stream(
 def ask(kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(),
         on_token: TokenCallback | None = None) -> Answer:
     """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
-    from kb_core.retrieval.search import search
-
     kb.registry.get("language_models", options.backend or kb.config.models.llm.backend)  # a typo fails up front
     pipeline = RagPipeline(
         config=kb.config,

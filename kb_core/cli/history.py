@@ -6,9 +6,9 @@ import re
 
 import click
 
-from kb_core.answers.history import list_answers, purge_answers
 from kb_core.cli.base import Session, emit, json_option, pass_session
 from kb_core.errors import EXIT_NO_RESULT, KbError
+from kb_core.storage.answers import list_answers, purge_answers
 from kb_core.terminal import shortened, shown
 
 

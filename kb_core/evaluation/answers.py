@@ -33,7 +33,6 @@ A golden set is JSONL, one question per line::
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -44,7 +43,9 @@ import attrs
 
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.errors import KbError
+from kb_core.evaluation.stats import percentile
 from kb_core.output import dumps
+from kb_core.storage.answers import save_eval_run
 from kb_core.storage.store import now_iso
 from kb_core.types import Answer, ModelRef, Progress
 
@@ -266,16 +267,6 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
     )
 
 
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """The ``fraction`` percentile by linear interpolation (0.0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    low, high = math.floor(position), math.ceil(position)
-    return round(ordered[low] + (ordered[high] - ordered[low]) * (position - low), 3)
-
-
 def _rate(numerator: int, denominator: int) -> float | None:
     return round(numerator / denominator, 4) if denominator else None
 
@@ -391,11 +382,4 @@ def _record(kb: KnowledgeBase, report: AnswerReport) -> None:
     config = {k: getattr(report, k) for k in ("golden", "backend", "mode", "constrained", "score_gate",
                                                "prompt_template_version")}
     config["model"] = report.model.id if report.model else None
-    kb.store.insert_row("eval_runs", {
-        "run_id": report.run_id,
-        "created_at": report.created_at,
-        "kind": "answers",
-        "config_json": json.dumps(config, ensure_ascii=False),
-        "metrics_json": json.dumps(attrs.asdict(report.metrics), ensure_ascii=False),
-        "report_path": report.report_path,
-    })
+    save_eval_run(kb.store, report.run_id, report.created_at, "answers", config, report.metrics, report.report_path)

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 from kb_core.errors import KbError
+from kb_core.evaluation.stats import percentile
+from kb_core.storage.answers import save_eval_run
 from kb_core.storage.store import now_iso
-from kb_core.types import Progress, SearchQuery, to_json
+from kb_core.types import Progress, SearchQuery
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
@@ -147,14 +149,6 @@ def collapse_to_documents(doc_paths: Iterable[str]) -> list[str]:
     for path in doc_paths:
         seen.setdefault(doc_id_of(path), None)
     return list(seen)
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """The nearest-rank percentile of ``values`` (0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -282,14 +276,5 @@ def record_run(kb: KnowledgeBase, report: RetrievalReport, report_path: Path | N
     """Store the run in the ``eval_runs`` table."""
     metrics = {m.mode: {"ndcg": m.ndcg_at_k, "recall": m.recall_at_k, "mrr": m.mrr_at_k} for m in report.modes}
     config = {"k": report.k, "queries_file": report.queries_file, "qrels_file": report.qrels_file, **report.settings}
-    kb.store.insert_row(
-        "eval_runs",
-        {
-            "run_id": report.run_id,
-            "created_at": report.created_at,
-            "kind": "retrieval",
-            "config_json": json.dumps(to_json(config), ensure_ascii=False),
-            "metrics_json": json.dumps(metrics),
-            "report_path": str(report_path) if report_path else None,
-        },
-    )
+    save_eval_run(kb.store, report.run_id, report.created_at, "retrieval", config, metrics,
+                  str(report_path) if report_path else None)

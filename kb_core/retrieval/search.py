@@ -264,12 +264,17 @@ def _fill_from_store(kb: KnowledgeBase, hits: list[Hit]) -> list[Hit]:
     return filled
 
 
+def check_mode_and_k(mode: str, k: int | None) -> None:
+    """Raise a one-line KbError for a search mode kb does not know or a ``k`` below 1 (None: not given)."""
+    if mode not in SEARCH_MODES:
+        raise KbError(f"unknown search mode {mode!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+    if k is not None and k < 1:
+        raise KbError(f"k must be at least 1 (got {k})")
+
+
 def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
     """Search the knowledge base in ``query.mode``; hits are ranked 1..k with scores in [0, 1]."""
-    if query.mode not in SEARCH_MODES:
-        raise KbError(f"unknown search mode {query.mode!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
-    if query.k < 1:
-        raise KbError(f"k must be at least 1 (got {query.k})")
+    check_mode_and_k(query.mode, query.k)
     start = time.perf_counter()
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)

@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 try:
     from pysqlite3 import dbapi2 as sqlite3
@@ -376,11 +375,3 @@ class StoreOfRecord:
             return
         floor = min(self.index_state(n)[0] for n in index_names)
         self.conn.execute("DELETE FROM index_outbox WHERE seq <= ?", (floor,))
-
-    # -- generic helpers for later tables ------------------------------------------------------
-
-    def insert_row(self, table: str, row: dict[str, Any]) -> None:
-        """Insert one row into a table by column name (used for answers and eval runs)."""
-        columns = ", ".join(row)
-        marks = ", ".join("?" * len(row))
-        self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values()))

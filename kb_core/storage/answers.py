@@ -1,17 +1,19 @@
-"""Stored questions and answers: see them and delete them (``kb answers list`` / ``purge``).
+"""Stored questions and answers: keep them, see them and delete them (``kb answers list`` / ``purge``).
 
-Every ``kb ask`` is kept in the ``answers`` table. Deleting uses SQLite's ``secure_delete`` and
+Every ``kb ask`` is kept in the ``answers`` table (:func:`save_answer`). Deleting uses SQLite's ``secure_delete`` and
 truncates the write-ahead log, so the text of a purged question does not linger in the file.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import attrs
 
 from kb_core.errors import NotFoundError
 from kb_core.storage.store import StoreOfRecord
+from kb_core.types import Answer, to_json
 
 
 @attrs.frozen
@@ -23,6 +25,41 @@ class StoredAnswer:
     question: str
     grounded: bool
     refusal_reason: str | None
+
+
+def _json(value: object) -> str:
+    return json.dumps(to_json(value), ensure_ascii=False)
+
+
+def save_answer(store: StoreOfRecord, answer: Answer) -> None:
+    """Keep ``answer`` (refusals included) in the ``answers`` table."""
+    row = {
+        "answer_id": answer.answer_id,
+        "created_at": answer.created_at,
+        "question": answer.question,
+        "answer": answer.answer,
+        "grounded": int(answer.grounded),
+        "refusal_reason": answer.refusal_reason,
+        "citations_json": _json(list(answer.citations)),
+        "model_json": _json(answer.model) if answer.model else "{}",
+        "embedding_json": _json(answer.embedding) if answer.embedding else None,
+        "prompt_template_version": answer.prompt_template_version,
+        "retrieval_json": _json(answer.retrieval),
+        "usage_json": _json(answer.usage),
+        "packed_chunks_json": _json(list(answer.packed)) if answer.packed else None,
+    }
+    store.conn.execute(f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                       tuple(row.values()))
+
+
+def save_eval_run(store: StoreOfRecord, run_id: str, created_at: str, kind: str, config: object, metrics: object,
+                  report_path: str | None) -> None:
+    """Keep one evaluation run (``kind``: retrieval or answers) in the ``eval_runs`` table."""
+    store.conn.execute(
+        "INSERT INTO eval_runs (run_id, created_at, kind, config_json, metrics_json, report_path)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (run_id, created_at, kind, _json(config), _json(metrics), report_path),
+    )
 
 
 def list_answers(store: StoreOfRecord, limit: int | None = None) -> tuple[list[StoredAnswer], int]:
