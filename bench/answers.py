@@ -28,11 +28,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
 from kb_core.evaluation.answers import AnswerReport, evaluate_answers, load_golden
 from kb_core.ingest.pipeline import ingest_paths
-from kb_core.answers.pipeline import AskOptions
 
 DATASETS = REPO.parent / "shared" / "datasets"
 OUT = REPO / "bench" / "out"
@@ -52,7 +52,9 @@ def _sample(lines: list[dict[str, Any]], limit: int, seed: int) -> list[dict[str
     if not unanswerable or not answerable:
         return rng.sample(lines, limit)
     half = limit // 2
-    return rng.sample(answerable, min(half, len(answerable))) + rng.sample(unanswerable, min(limit - half, len(unanswerable)))
+    return rng.sample(answerable, min(half, len(answerable))) + rng.sample(
+        unanswerable, min(limit - half, len(unanswerable))
+    )
 
 
 def golden_file(name: str, limit: int, seed: int) -> Path:
@@ -102,8 +104,10 @@ def show(report: AnswerReport) -> None:
         outcome = "grounded" if r.grounded else f"refused:{r.refusal_detail}"
         check = "" if r.answer_check is None else f" p={r.answer_check:.2f}"
         verdict = "" if r.verdict_right is None else f" verdict={r.verdict}{'+' if r.verdict_right else '-'}"
-        print(f"  {'ok ' if r.correct else 'BAD'} {'A' if r.answerable else 'U'} {outcome:<26}{check}{verdict}"
-              f" exp={r.cited_expected} {r.prompt_tokens}t {r.answer[:90]!r}")
+        print(
+            f"  {'ok ' if r.correct else 'BAD'} {'A' if r.answerable else 'U'} {outcome:<26}{check}{verdict}"
+            f" exp={r.cited_expected} {r.prompt_tokens}t {r.answer[:90]!r}"
+        )
 
 
 def prefill_ratio(kb: KnowledgeBase, report: AnswerReport) -> None:
@@ -122,8 +126,10 @@ def prefill_ratio(kb: KnowledgeBase, report: AnswerReport) -> None:
         timings.append((time.perf_counter() - began) * 1000)
     own = sorted(timings)[1]
     ttft = report.metrics.first_token_ms_p50
-    print(f"  llama.cpp prefill of {int(evaluated)} tokens: {own:.0f} ms ({evaluated / own * 1000:.0f} tokens/s); "
-          f"time to first token p50 {ttft:.0f} ms = {ttft / own:.2f} x prefill")
+    print(
+        f"  llama.cpp prefill of {int(evaluated)} tokens: {own:.0f} ms ({evaluated / own * 1000:.0f} tokens/s); "
+        f"time to first token p50 {ttft:.0f} ms = {ttft / own:.2f} x prefill"
+    )
 
 
 def _value(raw: str) -> Any:
@@ -145,8 +151,9 @@ def main() -> None:
     golden = golden_file(args.set, args.limit, args.seed)
     with knowledge_base(args.set, overrides) as kb:
         began = time.perf_counter()
-        report = evaluate_answers(kb, load_golden(golden), AskOptions(), golden_file=golden,
-                                  out_dir=OUT / f"answers-{args.set}-{args.label}")
+        report = evaluate_answers(
+            kb, load_golden(golden), AskOptions(), golden_file=golden, out_dir=OUT / f"answers-{args.set}-{args.label}"
+        )
         print(f"evaluated in {time.perf_counter() - began:.0f} s; report {report.report_path}")
         show(report)
         prefill_ratio(kb, report)

@@ -23,11 +23,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kb_core.answers.pipeline import AskOptions, ask  # noqa: E402
 from kb_core.app import KnowledgeBase  # noqa: E402
 from kb_core.config import load_config  # noqa: E402
 from kb_core.evaluation.answers import evaluate_answers, load_golden  # noqa: E402
 from kb_core.ingest.pipeline import ingest_paths  # noqa: E402
-from kb_core.answers.pipeline import AskOptions, ask  # noqa: E402
 
 CORPUS = REPO / "fixtures" / "corpus"
 GOLDEN = REPO / "fixtures" / "golden" / "answers.jsonl"
@@ -56,9 +56,11 @@ def latency(kb: KnowledgeBase, questions: list[str]) -> None:
         retrieval.append(answer.retrieval.took_ms)
         if usage.first_token_ms is not None:
             ttft.append(usage.first_token_ms)
-        print(f"  {usage.latency_ms:8.0f} ms total, first token {usage.first_token_ms or 0:8.0f} ms, "
-              f"{usage.prompt_tokens:5d} prompt + {usage.completion_tokens:4d} completion tokens, "
-              f"grounded={answer.grounded}  {question[:50]}")
+        print(
+            f"  {usage.latency_ms:8.0f} ms total, first token {usage.first_token_ms or 0:8.0f} ms, "
+            f"{usage.prompt_tokens:5d} prompt + {usage.completion_tokens:4d} completion tokens, "
+            f"grounded={answer.grounded}  {question[:50]}"
+        )
     print(f"time to first token      {_ms(ttft)}")
     print(f"total (ask)              {_ms(total)}")
     print(f"inside the model         {_ms(model)}")
@@ -73,10 +75,17 @@ def golden(kb: KnowledgeBase, out: Path) -> None:
     reports = {}
     for constrained in (False, True):
         began = time.perf_counter()
-        reports[constrained] = evaluate_answers(kb, questions, AskOptions(constrained=constrained), golden_file=GOLDEN,
-                                                out_dir=out / ("constrained" if constrained else "plain"))
-        print(f"golden set {'constrained' if constrained else 'plain':<11} {time.perf_counter() - began:7.1f} s  "
-              f"report {reports[constrained].report_path}")
+        reports[constrained] = evaluate_answers(
+            kb,
+            questions,
+            AskOptions(constrained=constrained),
+            golden_file=GOLDEN,
+            out_dir=out / ("constrained" if constrained else "plain"),
+        )
+        print(
+            f"golden set {'constrained' if constrained else 'plain':<11} {time.perf_counter() - began:7.1f} s  "
+            f"report {reports[constrained].report_path}"
+        )
     plain, grammar = reports[False].metrics, reports[True].metrics
     print(f"{'metric':<24} {'plain':>8} {'grammar':>8} {'delta':>8}")
     for name, value in plain.rates().items():
@@ -104,8 +113,13 @@ def main() -> None:
     parser.add_argument("--no-golden", action="store_true", help="skip the golden-set comparison")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = {"models.llm.backend": "llamacpp", "models.llm.model": args.model, "models.llm.context_tokens": 2048,
-                     "models.llm.max_tokens": 160, "rag.max_context_tokens": args.max_context_tokens}
+        overrides = {
+            "models.llm.backend": "llamacpp",
+            "models.llm.model": args.model,
+            "models.llm.context_tokens": 2048,
+            "models.llm.max_tokens": 160,
+            "rag.max_context_tokens": args.max_context_tokens,
+        }
         with KnowledgeBase(load_config(kb_dir=Path(tmp) / "kb", overrides=overrides, environ={})) as kb:
             ingest_paths(kb, [CORPUS])
             on_topic = [g.question for g in load_golden(GOLDEN) if g.answerable][: max(1, args.questions)]

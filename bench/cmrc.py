@@ -30,8 +30,10 @@ from kb_core.types import SEARCH_MODES
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "cmrc2018-tune"
 # nDCG@10 before per-query retriever weights and per-script floors (commit bc0e12b), same data and machine.
-BEFORE = {"minilm": {"lexical": 0.991, "vector": 0.138, "hybrid": 0.441},
-          "multilingual": {"lexical": 0.992, "vector": 0.976, "hybrid": 0.993}}
+BEFORE = {
+    "minilm": {"lexical": 0.991, "vector": 0.138, "hybrid": 0.441},
+    "multilingual": {"lexical": 0.992, "vector": 0.976, "hybrid": 0.993},
+}
 
 
 def write_paragraphs(source: Path, folder: Path) -> Path:
@@ -68,19 +70,29 @@ def main() -> int:
                 start = time.perf_counter()
                 report = ingest_paths(kb, [data / "docs"])
                 took = time.perf_counter() - start
-                print(f"ingest ({args.embedder}): {report.documents} documents, {report.chunks} chunks in {took:.1f} s"
-                      f" = {report.chunks / took:.1f} chunks/s")
+                print(
+                    f"ingest ({args.embedder}): {report.documents} documents, {report.chunks} chunks in {took:.1f} s"
+                    f" = {report.chunks / took:.1f} chunks/s"
+                )
             else:
                 print(f"reusing {kb_dir}: {kb.store.count_documents()} documents, {kb.store.count_chunks()} chunks")
-            result = evaluate_retrieval(kb, data / "queries.jsonl", data / "qrels.tsv",
-                                        args.mode or SEARCH_MODES, k=10, out_dir=Path(tmp) / "eval")
+            result = evaluate_retrieval(
+                kb,
+                data / "queries.jsonl",
+                data / "qrels.tsv",
+                args.mode or SEARCH_MODES,
+                k=10,
+                out_dir=Path(tmp) / "eval",
+            )
     before = {} if args.paragraphs else BEFORE.get(args.embedder, {})
     print(f"\n{result.num_queries} queries; embedder {args.embedder}; rrf_k={result.settings['rrf_k']}")
     print(f"{'mode':<8} {'nDCG@10':>8} {'R@10':>7} {'MRR@10':>7} {'p50 ms':>7} {'p95 ms':>7}   before")
     for m in result.modes:
         was = f"{before[m.mode]:.3f}" if m.mode in before else "-"
-        print(f"{m.mode:<8} {m.ndcg_at_k:>8.4f} {m.recall_at_k:>7.4f} {m.mrr_at_k:>7.4f} {m.latency_ms_p50:>7.1f}"
-              f" {m.latency_ms_p95:>7.1f}   {was}")
+        print(
+            f"{m.mode:<8} {m.ndcg_at_k:>8.4f} {m.recall_at_k:>7.4f} {m.mrr_at_k:>7.4f} {m.latency_ms_p50:>7.1f}"
+            f" {m.latency_ms_p95:>7.1f}   {was}"
+        )
     return 0
 
 

@@ -16,7 +16,8 @@ off-topic p90 and the on-topic p10 of this sample (which depends on how many pas
 The embedders' ``similarity_floors`` in ``kb_plugins/`` come from these runs (the off-topic
 questions used are in ``bench/data/``).
 
-    python bench/embedder_floors.py --embedder minilm --data ../shared/datasets/scifact --off-topic bench/data/off_topic_en.txt
+    python bench/embedder_floors.py --embedder minilm --data ../shared/datasets/scifact \
+        --off-topic bench/data/off_topic_en.txt
     python bench/embedder_floors.py --embedder multilingual --data ../shared/datasets/cmrc2018-tune \
         --off-topic bench/data/off_topic_zh.txt
     python bench/embedder_floors.py --embedder multilingual --paragraphs tests/data/ko_paragraphs.jsonl \
@@ -109,15 +110,22 @@ def main() -> int:
         relevant_best.append(float(sims[i][mask].max()))
     off_best = (off_vectors @ docs.T).max(axis=1).tolist()
     print(f"{args.embedder}: {len(qids)} questions and {len(offs)} off-topic ones x {len(pids)} passages")
-    for label, values in (("unrelated pairs", unrelated), ("on-topic: relevant passage", relevant_best),
-                          ("off-topic: best passage", off_best)):
-        print(f"  {label:<28} p10 {pct(values, 10):.3f}  median {statistics.median(values):.3f}"
-              f"  p90 {pct(values, 90):.3f}")
+    for label, values in (
+        ("unrelated pairs", unrelated),
+        ("on-topic: relevant passage", relevant_best),
+        ("off-topic: best passage", off_best),
+    ):
+        print(
+            f"  {label:<28} p10 {pct(values, 10):.3f}  median {statistics.median(values):.3f}"
+            f"  p90 {pct(values, 90):.3f}"
+        )
     gate = Config().rag.gate("vector")
     at_gate = (pct(off_best, 90) + pct(relevant_best, 10)) / 2
     floor = (at_gate - gate) / (1 - gate)
-    print(f"  floor (median of unrelated pairs): {statistics.median(unrelated):.2f}; check: the gate {gate} midway"
-          f" between off-topic p90 and on-topic p10 ({at_gate:.3f}) would need floor {floor:.2f}")
+    print(
+        f"  floor (median of unrelated pairs): {statistics.median(unrelated):.2f}; check: the gate {gate} midway"
+        f" between off-topic p90 and on-topic p10 ({at_gate:.3f}) would need floor {floor:.2f}"
+    )
     return 0
 
 

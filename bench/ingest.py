@@ -21,9 +21,9 @@ from common import run_kb, write_scifact_folder
 
 def baseline_seconds(folder: Path) -> float:
     """Read, hash and tokenize every file once with the default embedder's tokenizer."""
+    from kb_core.builtin.embedders.minilm import _minilm
     from kb_core.config import Config
     from kb_core.extend.contracts import FactoryContext
-    from kb_core.builtin.embedders.minilm import _minilm
 
     embedder = _minilm(FactoryContext(Config()))
     started = time.perf_counter()
@@ -52,11 +52,16 @@ def main() -> None:
         floor = baseline_seconds(folder)
     print(f"documents            {count}")
     print(f"chunks               {report['chunks']}")
-    print(f"first ingest         {first:.2f} s wall  ({count / first:.0f} docs/s; in-process {report['took_ms'] / 1000:.2f} s"
-          f" = {count / (report['took_ms'] / 1000):.0f} docs/s)  peak RSS {first_rss:.0f} MiB")
+    print(
+        f"first ingest         {first:.2f} s wall  ({count / first:.0f} docs/s;"
+        f" in-process {report['took_ms'] / 1000:.2f} s"
+        f" = {count / (report['took_ms'] / 1000):.0f} docs/s)  peak RSS {first_rss:.0f} MiB"
+    )
     print(f"re-ingest unchanged  {second:.2f} s wall  peak RSS {second_rss:.0f} MiB")
-    print(f"baseline (read+hash+tokenize, same session) {floor:.2f} s; first ingest / baseline = "
-          f"{report['took_ms'] / 1000 / floor:.1f}x")
+    print(
+        f"baseline (read+hash+tokenize, same session) {floor:.2f} s; first ingest / baseline = "
+        f"{report['took_ms'] / 1000 / floor:.1f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,11 @@ from kb_core.ingest.pipeline import ingest_paths
 from kb_core.types import SEARCH_MODES
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"
-BASELINES = {"lexical": ("BM25, BEIR paper", 0.665), "vector": ("all-MiniLM-L6-v2, MTEB", 0.645), "hybrid": ("target", 0.70)}
+BASELINES = {
+    "lexical": ("BM25, BEIR paper", 0.665),
+    "vector": ("all-MiniLM-L6-v2, MTEB", 0.645),
+    "hybrid": ("target", 0.70),
+}
 
 
 def write_corpus(corpus: Path, folder: Path) -> int:
@@ -57,20 +61,30 @@ def main() -> int:
                 start = time.perf_counter()
                 report = ingest_paths(kb, [docs_dir])
                 took = time.perf_counter() - start
-                print(f"ingest: {written} documents, {report.chunks} chunks in {took:.1f} s"
-                      f" = {report.chunks / took:.1f} chunks/s ({written / took:.1f} docs/s)")
+                print(
+                    f"ingest: {written} documents, {report.chunks} chunks in {took:.1f} s"
+                    f" = {report.chunks / took:.1f} chunks/s ({written / took:.1f} docs/s)"
+                )
                 for sync in report.indexes:
                     print(f"  index {sync}")
             else:
                 print(f"reusing {kb_dir}: {kb.store.count_documents()} documents, {kb.store.count_chunks()} chunks")
-            result = evaluate_retrieval(kb, args.data / "queries.jsonl", args.data / "qrels.tsv",
-                                        args.mode or SEARCH_MODES, k=10, out_dir=Path(tmp) / "eval")
+            result = evaluate_retrieval(
+                kb,
+                args.data / "queries.jsonl",
+                args.data / "qrels.tsv",
+                args.mode or SEARCH_MODES,
+                k=10,
+                out_dir=Path(tmp) / "eval",
+            )
     print(f"\n{result.num_queries} queries; rrf_k={result.settings['rrf_k']} fanout={result.settings['fanout']}")
     print(f"{'mode':<8} {'nDCG@10':>8} {'R@10':>7} {'MRR@10':>7} {'p50 ms':>7} {'p95 ms':>7}   baseline nDCG@10")
     for m in result.modes:
         name, value = BASELINES[m.mode]
-        print(f"{m.mode:<8} {m.ndcg_at_k:>8.4f} {m.recall_at_k:>7.4f} {m.mrr_at_k:>7.4f} {m.latency_ms_p50:>7.1f}"
-              f" {m.latency_ms_p95:>7.1f}   {value:.3f} ({name}); ratio {m.ndcg_at_k / value:.3f}")
+        print(
+            f"{m.mode:<8} {m.ndcg_at_k:>8.4f} {m.recall_at_k:>7.4f} {m.mrr_at_k:>7.4f} {m.latency_ms_p50:>7.1f}"
+            f" {m.latency_ms_p95:>7.1f}   {value:.3f} ({name}); ratio {m.ndcg_at_k / value:.3f}"
+        )
     return 0
 
 

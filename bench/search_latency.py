@@ -49,7 +49,9 @@ def cold(kb_dir: Path, query: str, mode: str, runs: int) -> list[float]:
     samples = []
     for _ in range(runs):
         start = time.perf_counter()
-        done = subprocess.run([exe, "--kb", str(kb_dir), "search", query, "--mode", mode], capture_output=True, text=True)
+        done = subprocess.run(
+            [exe, "--kb", str(kb_dir), "search", query, "--mode", mode], capture_output=True, text=True
+        )
         samples.append(time.perf_counter() - start)
         if done.returncode not in (0, 1):
             raise SystemExit(f"kb search failed ({done.returncode}): {done.stderr.strip()}")
@@ -70,14 +72,18 @@ def main() -> int:
         timings = warm(kb, texts)
     print(f"{'mode':<8} {'p50 ms':>7} {'p95 ms':>7} {'mean ms':>8}")
     for mode, samples in timings.items():
-        print(f"{mode:<8} {percentile(samples, 0.5):>7.2f} {percentile(samples, 0.95):>7.2f}"
-              f" {statistics.fmean(samples):>8.2f}")
+        print(
+            f"{mode:<8} {percentile(samples, 0.5):>7.2f} {percentile(samples, 0.95):>7.2f}"
+            f" {statistics.fmean(samples):>8.2f}"
+        )
     lexical, hybrid = percentile(timings["lexical"], 0.5), percentile(timings["hybrid"], 0.5)
     print(f"hybrid / lexical p50 ratio: {hybrid / lexical:.2f}")
     for mode in ("lexical", "hybrid"):
         samples = cold(args.kb, texts[0], mode, args.cold_runs)
-        print(f"cold 'kb search --mode {mode}': median {statistics.median(samples):.2f} s,"
-              f" min {min(samples):.2f} s over {len(samples)} runs")
+        print(
+            f"cold 'kb search --mode {mode}': median {statistics.median(samples):.2f} s,"
+            f" min {min(samples):.2f} s over {len(samples)} runs"
+        )
     return 0
 
 

@@ -22,7 +22,8 @@ Write a plugin: a module with functions marked :data:`hookimpl`, found through t
 entry-point group ``kb`` (see :mod:`kb_core.extend.hookspecs` and ``docs/plugins.md``). A command a
 plugin registers receives the global options through :data:`pass_session` (``session.kb()``
 opens the knowledge base), prints with :func:`emit` and :func:`json_option`, and reports
-mistakes by raising :class:`KbError`, which ``kb`` prints as one line with its exit code (2 unless the error names another).
+mistakes by raising :class:`KbError`, which ``kb`` prints as one line with its exit code (2
+unless the error names another).
 """
 
 from kb_core.answers.pipeline import AskOptions, ask

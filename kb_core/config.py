@@ -187,7 +187,9 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}", hint="check the path given to --config or KB_CONFIG") from None
+        raise ConfigError(
+            f"config file not found: {path}", hint="check the path given to --config or KB_CONFIG"
+        ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}", hint="fix the file and run again") from None
     except OSError as exc:
@@ -204,7 +206,7 @@ def load_config(
     env = os.environ if environ is None else environ
     data: dict[str, Any] = _converter.unstructure(Config())
     data.pop("sources")
-    sources = {key: "default" for key in _flatten(data)}
+    sources = dict.fromkeys(_flatten(data), "default")
 
     explicit = config_path or env.get("KB_CONFIG")
     path = Path(explicit).expanduser() if explicit else default_config_path()

@@ -89,11 +89,13 @@ def doctor_report(kb: KnowledgeBase) -> DoctorReport:
         names = kb.enabled_index_names()
         return ", ".join(names) or "none enabled", index_problems(kb)
 
-    for component, probe in (("store", store), ("embedder", embedder), ("language model", language_model),
-                             ("indexes", indexes)):
+    for component, probe in (
+        ("store", store),
+        ("embedder", embedder),
+        ("language model", language_model),
+        ("indexes", indexes),
+    ):
         check, found = _component_check(component, probe)
         checks.append(check)
         problems.extend(found)
     return DoctorReport(str(kb.directory), checks, problems, healthy=not problems)
-
-

@@ -8,7 +8,7 @@ in an envelope that names its ``schema_version`` (see :mod:`kb_core.schemas`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 import cattrs
@@ -183,7 +183,7 @@ class Done:
     cached_tokens: int = 0  # of prompt_tokens, how many were reused rather than evaluated
 
 
-StreamEvent = Union[Token, Done]
+StreamEvent = Token | Done
 
 #: A progress callback for long work: ``progress(stage, done, total)``.
 Progress = Callable[[str, int, int], None]

@@ -12,8 +12,9 @@ FIXTURES = REPO / "fixtures"
 CORPUS = FIXTURES / "corpus"
 
 
-def run_kb(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-           timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_kb(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run the real ``kb`` console command in a subprocess."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
     full_env.update(env or {})

@@ -66,14 +66,18 @@ def test_a_sentence_about_the_sources_is_not_a_claim() -> None:
     sentences = attribute(
         "Heliograph 2.0 was released on 18 June 2024 [#1]. This information is found in the [CHANGELOG.txt] entry "
         "[#1] and the release-process.md entry [#2].",
-        "When was Heliograph 2.0 released?", PASSAGES, SOURCES)
+        "When was Heliograph 2.0 released?",
+        PASSAGES,
+        SOURCES,
+    )
     assert [s.kind for s in sentences] == ["claim", "about_sources"]
     assert all(s.supported for s in sentences)
 
 
 def test_an_invented_number_is_never_supported() -> None:
-    [s] = attribute("Heliograph 2.0 was released on 18 June 2023 [#1].", "When was Heliograph 2.0 released?",
-                    PASSAGES, SOURCES)
+    [s] = attribute(
+        "Heliograph 2.0 was released on 18 June 2023 [#1].", "When was Heliograph 2.0 released?", PASSAGES, SOURCES
+    )
     assert s.kind == "claim" and not s.supported and s.supported_by == ()
 
 
@@ -92,6 +96,7 @@ def test_korean_and_chinese_claims_are_checked_by_bigrams() -> None:
 
 # -- support of an answer by the passages it cites ------------------------------------------------------
 
+
 def test_a_hallucination_wearing_a_valid_citation_has_no_support() -> None:
     # what the real default model answered when the gate was disabled for an off-topic question
     answer = "The 2018 FIFA World Cup was won by [#1] Seoul, South Korea."
@@ -103,15 +108,26 @@ def test_a_hallucination_wearing_a_valid_citation_has_no_support() -> None:
 @pytest.mark.parametrize(
     ("answer", "question", "evidence"),
     [
-        ("The Heliograph daemon listens on TCP port 7341 by default. [#1]",
-         "What TCP port does the Heliograph daemon listen on?",
-         "The configuration lives in `heliograph.toml`. The daemon listens on TCP port 7341 by default."),
-        ("According to the evidence, the centre should reach 55 to 65 °C within four days [#2].",
-         "What temperature should the centre of a Berkeley compost pile reach?",
-         "The centre of the pile should reach 55 to 65 °C within four days."),
-        ("서울 지하철 1호선은 1974년 8월 15일에 개통되었습니다. [#1]", "서울 지하철 1호선은 언제 개통되었나요?",
-         "서울 지하철은 1974년 8월 15일에 1호선이 처음 개통되었습니다."),
-        ("明长城的总长度是8851.8公里。[#1]", "明长城的总长度是多少公里？", "根据2009年公布的调查结果，明长城的总长度为8851.8公里。"),
+        (
+            "The Heliograph daemon listens on TCP port 7341 by default. [#1]",
+            "What TCP port does the Heliograph daemon listen on?",
+            "The configuration lives in `heliograph.toml`. The daemon listens on TCP port 7341 by default.",
+        ),
+        (
+            "According to the evidence, the centre should reach 55 to 65 °C within four days [#2].",
+            "What temperature should the centre of a Berkeley compost pile reach?",
+            "The centre of the pile should reach 55 to 65 °C within four days.",
+        ),
+        (
+            "서울 지하철 1호선은 1974년 8월 15일에 개통되었습니다. [#1]",
+            "서울 지하철 1호선은 언제 개통되었나요?",
+            "서울 지하철은 1974년 8월 15일에 1호선이 처음 개통되었습니다.",
+        ),
+        (
+            "明长城的总长度是8851.8公里。[#1]",
+            "明长城的总长度是多少公里？",
+            "根据2009年公布的调查结果，明长城的总长度为8851.8公里。",
+        ),
     ],
 )
 def test_faithful_answers_are_supported(answer: str, question: str, evidence: str) -> None:

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from kb_core.ingest.chunker import Chunker, ChunkLimits, chunk_id
 from kb_core.types import Block
 
-WORDS = st.sampled_from(["alpha", "beta", "gamma", "서울", "인구는", "长城", "茶叶", "x" * 40, "naïve", "😀", "1234", "—"])
+WORDS = st.sampled_from(
+    ["alpha", "beta", "gamma", "서울", "인구는", "长城", "茶叶", "x" * 40, "naïve", "😀", "1234", "—"]
+)
 LINE = st.lists(WORDS, min_size=0, max_size=60).map(" ".join)
 
 
@@ -46,8 +48,9 @@ LIMITS = st.builds(
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(blocks=documents(), limits=LIMITS, with_offsets=st.booleans())
-def test_chunks_respect_spans_order_and_hard_max(embedder, blocks: list[Block], limits: ChunkLimits,
-                                                 with_offsets: bool) -> None:
+def test_chunks_respect_spans_order_and_hard_max(
+    embedder, blocks: list[Block], limits: ChunkLimits, with_offsets: bool
+) -> None:
     chunker = Chunker(embedder.count_tokens, limits, embedder.token_starts if with_offsets else None)
     chunks = chunker.chunk("notes/a.md", blocks)
     last_line = max((b.end_line for b in blocks), default=0)
@@ -125,7 +128,7 @@ def test_extracted_text_lines_are_not_mapped_onto_source_lines(embedder) -> None
     assert [c.start_line for c in exact][0] == 10 and exact[-1].end_line == 12 and exact[-1].start_line > 10
 
 
-@pytest.mark.parametrize("target,hard,overlap", [(0, 100, 0), (200, 100, 0), (50, 100, 50), (5, 4, 0)])
+@pytest.mark.parametrize(("target", "hard", "overlap"), [(0, 100, 0), (200, 100, 0), (50, 100, 50), (5, 4, 0)])
 def test_invalid_limits_are_rejected(target: int, hard: int, overlap: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="."):
         ChunkLimits(target=target, hard_max=hard, overlap=overlap)

@@ -58,8 +58,30 @@ def test_ambiguous_or_unknown_forms_stay_as_they_are(text: str) -> None:
     assert repair_citations(text, SOURCES) == text
 
 
-LOOSE_PIECES = ["[1]", "[2]", "[3]", "[7]", "[#1, #2]", "(#3)", "[CHANGELOG.txt]", "[release-process.md]",
-                "[Rollback]", "[label]", "(1)", "[#9]", "[#2]", "vec!", "]", "[", "#", " ", "x", "\n", "。", "가"]
+LOOSE_PIECES = [
+    "[1]",
+    "[2]",
+    "[3]",
+    "[7]",
+    "[#1, #2]",
+    "(#3)",
+    "[CHANGELOG.txt]",
+    "[release-process.md]",
+    "[Rollback]",
+    "[label]",
+    "(1)",
+    "[#9]",
+    "[#2]",
+    "vec!",
+    "]",
+    "[",
+    "#",
+    " ",
+    "x",
+    "\n",
+    "。",
+    "가",
+]
 
 
 @settings(max_examples=400)

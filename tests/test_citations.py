@@ -17,8 +17,23 @@ from kb_core.answers.citations import (
     strip_special_tokens,
 )
 
-LOOSE_FORMS = ["[1]", "[ #1 ]", "[#1a]", "[#1234]", "vec![1]", "[label][1]", "[# 1]", "[#]", "[#-1]", "[#1.5]",
-               "［#1］", "[#١]", "(#1)", "[[#12", "#1]"]
+LOOSE_FORMS = [
+    "[1]",
+    "[ #1 ]",
+    "[#1a]",
+    "[#1234]",
+    "vec![1]",
+    "[label][1]",
+    "[# 1]",
+    "[#]",
+    "[#-1]",
+    "[#1.5]",
+    "［#1］",
+    "[#١]",
+    "(#1)",
+    "[[#12",
+    "#1]",
+]
 
 
 @pytest.mark.parametrize("text", LOOSE_FORMS)
@@ -45,8 +60,10 @@ NOISE_NO_HASH = st.text(alphabet=st.sampled_from(list("[]0123456789 ab가中!\n(
 
 
 @settings(max_examples=300)
-@given(st.lists(st.tuples(st.one_of(NOISE_NO_CLOSE, NOISE_NO_HASH), st.integers(0, 999)), max_size=8),
-       st.one_of(NOISE_NO_CLOSE, NOISE_NO_HASH))
+@given(
+    st.lists(st.tuples(st.one_of(NOISE_NO_CLOSE, NOISE_NO_HASH), st.integers(0, 999)), max_size=8),
+    st.one_of(NOISE_NO_CLOSE, NOISE_NO_HASH),
+)
 def test_finds_exactly_the_inserted_markers(parts: list[tuple[str, int]], tail: str) -> None:
     text = "".join(f"{noise}[#{n}]" for noise, n in parts) + tail
     assert find_markers(text) == [n for _, n in parts]
@@ -69,8 +86,9 @@ def test_loose_forms_never_combine_into_a_marker_with_spaces_between(parts: list
 
 # -- special tokens -------------------------------------------------------------------------------
 
+
 def test_special_and_tool_tokens_are_removed() -> None:
-    text = "<|im_start|>assistant\nParis [#1]<|im_end|><|eot_id|> <tool_call>{\"x\":1}</tool_call><｜end▁of▁sentence｜>"
+    text = '<|im_start|>assistant\nParis [#1]<|im_end|><|eot_id|> <tool_call>{"x":1}</tool_call><｜end▁of▁sentence｜>'
     assert strip_special_tokens(text) == 'assistant\nParis [#1] {"x":1}'
 
 
@@ -80,8 +98,10 @@ def test_ordinary_angle_brackets_stay() -> None:
 
 
 SPECIAL_PIECES = ["<|im_end|>", "<|eot_id|>", "<tool_call>", "</tool_call>", "<｜end▁of▁sentence｜>", "</s>"]
-STREAM_TEXT = st.lists(st.one_of(st.sampled_from(SPECIAL_PIECES + ["<", ">", "|", "<|", "|>", "<<", "a [#1]"]),
-                                 st.text(max_size=6)), max_size=12).map("".join)
+STREAM_TEXT = st.lists(
+    st.one_of(st.sampled_from(SPECIAL_PIECES + ["<", ">", "|", "<|", "|>", "<<", "a [#1]"]), st.text(max_size=6)),
+    max_size=12,
+).map("".join)
 
 
 @settings(max_examples=300)
@@ -108,12 +128,13 @@ def test_streaming_filter_holds_back_only_a_possible_special_token() -> None:
 
 # -- the constrained-generation grammar ---------------------------------------------------------------
 
+
 def test_grammar_allows_exactly_the_packed_markers() -> None:
     grammar = citation_grammar(3)
     assert 'cite ::= "[#" ("1" | "2" | "3") "]"' in grammar
     assert r"item ::= [^\x5B] | cite" in grammar
     assert grammar.startswith("root ::= item*")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="."):
         citation_grammar(0)
 
 

@@ -42,7 +42,9 @@ def test_ingest_report_is_schema_valid_and_complete(kb_env: dict[str, str]) -> N
     report = json.loads(kb_env["INGEST_JSON"])
     jsonschema.validate(report, schema("ingest_report.v1"))
     wanted = {".md", ".markdown", ".txt", ".html", ".htm"}
-    files = [p for p in Path(kb_env["CORPUS"]).rglob("*") if p.is_file() and p.suffix in wanted and p.name != "README.md"]
+    files = [
+        p for p in Path(kb_env["CORPUS"]).rglob("*") if p.is_file() and p.suffix in wanted and p.name != "README.md"
+    ]
     assert len(report["added"]) == report["documents"] == len(files) - len(report["failed"]) > 5
     assert report["indexes"][0]["index"] == "tantivy"
 

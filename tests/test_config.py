@@ -36,7 +36,7 @@ def test_kb_config_env_names_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "text,fragment",
+    ("text", "fragment"),
     [
         ("[search\n", "not valid TOML"),
         ("[search]\ndefault_k = 'many'\n", "search.default_k"),
@@ -84,8 +84,16 @@ def test_every_subcommand_honours_config(tmp_path: Path) -> None:
 
 
 def _dummy_args(path: tuple[str, ...]) -> list[str]:
-    needs = {"ingest": ["."], "inspect": ["x"], "rm": ["x"], "search": ["q"], "ask": ["q"],
-             "retrieval": ["--queries", "q", "--qrels", "r"], "answers": ["--golden", "g"], "compare": ["a", "b"]}
+    needs = {
+        "ingest": ["."],
+        "inspect": ["x"],
+        "rm": ["x"],
+        "search": ["q"],
+        "ask": ["q"],
+        "retrieval": ["--queries", "q", "--qrels", "r"],
+        "answers": ["--golden", "g"],
+        "compare": ["a", "b"],
+    }
     return needs.get(path[-1], [])
 
 

@@ -43,7 +43,9 @@ GOLDEN = FIXTURES / "golden" / "answers.jsonl"
 
 def extractive(request: GenerateRequest) -> list[str]:
     """Answer with the text of evidence entry [#1] on one line, citing [#1] (any template's entry format)."""
-    entry = re.split(r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]", re.split(r"\[#1[\] ]", request.user, maxsplit=1)[1])[0]
+    entry = re.split(
+        r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]", re.split(r"\[#1[\] ]", request.user, maxsplit=1)[1]
+    )[0]
     return [" ".join(entry.split("\n", 1)[1].split()), " [#1]"]
 
 
@@ -73,6 +75,7 @@ def kb_cli(capsys: pytest.CaptureFixture[str], kb_dir: Path, *args: str) -> tupl
 
 
 # -- the golden set --------------------------------------------------------------------------------
+
 
 def test_the_shipped_golden_set_is_well_formed_and_mixed() -> None:
     golden = load_golden(GOLDEN)
@@ -110,9 +113,15 @@ def test_malformed_golden_lines_name_the_line(line: str, message: str) -> None:
 
 
 @settings(max_examples=200)
-@given(st.one_of(st.text(), st.dictionaries(st.sampled_from(["question", "answerable", "expected_docs", "must_contain", "id"]),
-                                            st.one_of(st.none(), st.booleans(), st.text(), st.lists(st.text()),
-                                                      st.integers())).map(json.dumps)))
+@given(
+    st.one_of(
+        st.text(),
+        st.dictionaries(
+            st.sampled_from(["question", "answerable", "expected_docs", "must_contain", "id"]),
+            st.one_of(st.none(), st.booleans(), st.text(), st.lists(st.text()), st.integers()),
+        ).map(json.dumps),
+    )
+)
 def test_golden_parser_raises_only_kb_errors(line: str) -> None:
     try:
         question = parse_golden_line(line, 1)
@@ -130,17 +139,43 @@ def test_empty_golden_file_is_an_error(tmp_path: Path) -> None:
 
 # -- metrics ------------------------------------------------------------------------------------------
 
-def result(qid: str, answerable: bool, grounded: bool, cited: int = 0, expected: int = 0,
-           missing: tuple[str, ...] = (), latency: float = 100.0, correct: bool = False) -> QuestionResult:
-    return QuestionResult(qid, "q", answerable, grounded, None if grounded else "llm_self_judge", correct,
-                          tuple(f"d.md#L{i}-L{i}" for i in range(1, cited + 1)), expected, missing, latency, None,
-                          "ans_0", "", "")
+
+def result(
+    qid: str,
+    answerable: bool,
+    grounded: bool,
+    cited: int = 0,
+    expected: int = 0,
+    missing: tuple[str, ...] = (),
+    latency: float = 100.0,
+    correct: bool = False,
+) -> QuestionResult:
+    return QuestionResult(
+        qid,
+        "q",
+        answerable,
+        grounded,
+        None if grounded else "llm_self_judge",
+        correct,
+        tuple(f"d.md#L{i}-L{i}" for i in range(1, cited + 1)),
+        expected,
+        missing,
+        latency,
+        None,
+        "ans_0",
+        "",
+        "",
+    )
 
 
 def test_metrics_arithmetic() -> None:
-    golden = [GoldenQuestion("a", "q", True, ("d.md",), ("x",)), GoldenQuestion("b", "q", True, ("d.md",), ("y",)),
-              GoldenQuestion("c", "q", True, ("d.md",), ()), GoldenQuestion("n1", "q", False),
-              GoldenQuestion("n2", "q", False)]
+    golden = [
+        GoldenQuestion("a", "q", True, ("d.md",), ("x",)),
+        GoldenQuestion("b", "q", True, ("d.md",), ("y",)),
+        GoldenQuestion("c", "q", True, ("d.md",), ()),
+        GoldenQuestion("n1", "q", False),
+        GoldenQuestion("n2", "q", False),
+    ]
     results = [
         result("a", True, True, cited=2, expected=2, latency=100, correct=True),
         result("b", True, True, cited=2, expected=1, missing=("y",), latency=200),
@@ -182,8 +217,10 @@ def test_doc_matching_tolerates_a_folder_prefix() -> None:
 
 # -- the commands, with real retrieval and the scripted model -------------------------------------------
 
-def test_ask_streams_then_prints_sources_and_exits_0(capsys: pytest.CaptureFixture[str], kb_dir: Path,
-                                                     scripted: ScriptedPlugin) -> None:
+
+def test_ask_streams_then_prints_sources_and_exits_0(
+    capsys: pytest.CaptureFixture[str], kb_dir: Path, scripted: ScriptedPlugin
+) -> None:
     code, out, _ = kb_cli(capsys, kb_dir, "ask", "What TCP port does the Heliograph daemon listen on?")
     assert code == 0
     assert "Sources:" in out and "notes/heliograph.md#L" in out and "grounded" in out
@@ -192,8 +229,9 @@ def test_ask_streams_then_prints_sources_and_exits_0(capsys: pytest.CaptureFixtu
     assert "7341" in streamed
 
 
-def test_ask_json_is_answer_v1_and_refusal_exits_1(capsys: pytest.CaptureFixture[str], kb_dir: Path,
-                                                   scripted: ScriptedPlugin) -> None:
+def test_ask_json_is_answer_v1_and_refusal_exits_1(
+    capsys: pytest.CaptureFixture[str], kb_dir: Path, scripted: ScriptedPlugin
+) -> None:
     code, out, _ = kb_cli(capsys, kb_dir, "ask", "--json", "--explain", "How do I lubricate a bicycle chain?")
     data = json.loads(out)
     jsonschema.validate(data, schema("answer.v1"))
@@ -206,11 +244,16 @@ def test_ask_json_is_answer_v1_and_refusal_exits_1(capsys: pytest.CaptureFixture
     assert scripted.models == [] or len(scripted.models[0].requests) == 1  # the gate never called the model
 
 
-def test_ask_explain_prints_trace_and_prompt(capsys: pytest.CaptureFixture[str], kb_dir: Path,
-                                             scripted: ScriptedPlugin) -> None:
-    code, out, _ = kb_cli(capsys, kb_dir, "ask", "--explain", "--constrained", "How far apart should cordon tomatoes be planted?")
+def test_ask_explain_prints_trace_and_prompt(
+    capsys: pytest.CaptureFixture[str], kb_dir: Path, scripted: ScriptedPlugin
+) -> None:
+    code, out, _ = kb_cli(
+        capsys, kb_dir, "ask", "--explain", "--constrained", "How far apart should cordon tomatoes be planted?"
+    )
     assert code == 0
-    assert "── retrieval ret_" in out and "── prompt rag-v2: system" in out and "Evidence:\n[#1] web/tomatoes.html" in out
+    assert (
+        "── retrieval ret_" in out and "── prompt rag-v2: system" in out and "Evidence:\n[#1] web/tomatoes.html" in out
+    )
     assert "── grammar" in out and "cite ::=" in out
     assert "── sentences, as kb checked them" in out and "claim           supported by [#1] (cited)" in out
 
@@ -222,15 +265,19 @@ def test_ask_gate_refusal_through_the_real_command(kb_dir: Path) -> None:
     assert "Insufficient evidence" in done.stdout
 
 
-def test_ask_empty_question_is_a_usage_error(capsys: pytest.CaptureFixture[str], kb_dir: Path,
-                                            scripted: ScriptedPlugin) -> None:
+def test_ask_empty_question_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], kb_dir: Path, scripted: ScriptedPlugin
+) -> None:
     code, _, err = kb_cli(capsys, kb_dir, "ask", "   ")
     assert code == 2 and "the question is empty" in err
 
 
-def test_eval_answers_writes_a_report_and_records_the_run(capsys: pytest.CaptureFixture[str], kb_dir: Path,
-                                                          scripted: ScriptedPlugin, tmp_path: Path) -> None:
-    code, out, _ = kb_cli(capsys, kb_dir, "eval", "answers", "--golden", str(GOLDEN), "--out", str(tmp_path / "r"), "--json")
+def test_eval_answers_writes_a_report_and_records_the_run(
+    capsys: pytest.CaptureFixture[str], kb_dir: Path, scripted: ScriptedPlugin, tmp_path: Path
+) -> None:
+    code, out, _ = kb_cli(
+        capsys, kb_dir, "eval", "answers", "--golden", str(GOLDEN), "--out", str(tmp_path / "r"), "--json"
+    )
     assert code == 0
     report = json.loads(out)
     jsonschema.validate(report, schema("answer_report.v1"))
@@ -275,8 +322,14 @@ def test_compare_prints_deltas(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 def test_compare_handles_retrieval_reports_per_mode(tmp_path: Path) -> None:
     def write(name: str, ndcg: float) -> Path:
         path = tmp_path / name
-        path.write_text(json.dumps({"schema_version": "retrieval_report.v1",
-                                    "modes": [{"mode": "hybrid", "ndcg_at_k": ndcg, "recall_at_k": 0.5}]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "schema_version": "retrieval_report.v1",
+                    "modes": [{"mode": "hybrid", "ndcg_at_k": ndcg, "recall_at_k": 0.5}],
+                }
+            )
+        )
         return path
 
     comparison = compare_reports(write("a.json", 0.4), write("b.json", 0.5))
@@ -297,7 +350,8 @@ def test_compare_refuses_different_kinds_and_non_reports(tmp_path: Path) -> None
 
 def test_a_golden_line_may_hold_unicode_line_separators(tmp_path: Path) -> None:
     golden = tmp_path / "g.jsonl"
-    golden.write_text(json.dumps({"question": "Is A\u2028B safe?", "answerable": True}, ensure_ascii=False) + "\n",
-                      encoding="utf-8")
+    golden.write_text(
+        json.dumps({"question": "Is A\u2028B safe?", "answerable": True}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     [question] = load_golden(golden)
     assert question.question == "Is A\u2028B safe?"

@@ -72,7 +72,9 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 1.5 MB tmpfs: a real full disk (needs root / CAP_SYS_ADMIN, else skipped)."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)], capture_output=True, check=False)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount)], capture_output=True, check=False
+    )
     if made.returncode != 0:
         pytest.skip("cannot mount a small tmpfs here")
     try:
@@ -88,7 +90,9 @@ def test_a_real_full_disk_keeps_what_was_stored(tmp_path: Path, tiny_disk: Path)
     big = _notes(tmp_path / "big", 300, words=300, tag="bulk")
     full = run_kb("ingest", str(big), env=env)
     assert full.returncode == EXIT_STORAGE, full.stderr
-    assert "disk is full" in full.stderr and len(full.stderr.strip().splitlines()) == 1 and "Traceback" not in full.stderr
+    assert (
+        "disk is full" in full.stderr and len(full.stderr.strip().splitlines()) == 1 and "Traceback" not in full.stderr
+    )
     assert [p for p in _paths(tiny_disk / "k") if p.startswith("okapi")] == [f"okapi{i}.md" for i in range(3)]
     found = run_kb("search", "okapi1", "--mode", "lexical", "--json", env=env)
     assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["doc_path"] == "okapi1.md"
@@ -106,8 +110,12 @@ def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | ENV | {"KB_HOME": str(tmp_path / "k")}
     kb = str(Path(sys.executable).parent / "kb")
     assert run_kb("init", env=ENV | {"KB_HOME": str(tmp_path / "k")}).returncode == 0
-    writers = [subprocess.Popen([kb, "ingest", str(folder)], env=env, text=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE) for folder in (one, two)]
+    writers = [
+        subprocess.Popen(
+            [kb, "ingest", str(folder)], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for folder in (one, two)
+    ]
     outcomes = [(w.wait(timeout=300), w.stderr.read() if w.stderr else "") for w in writers]
     for code, err in outcomes:
         assert code in (0, 2), err
@@ -120,11 +128,11 @@ def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("error", [OSError(28, "No space left on device"), ValueError("IoError (os error 28)")])
-def test_a_full_disk_in_an_index_engine_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture[str], error: Exception) -> None:
-    from kb_tantivy.index import TantivyIndex
-
+def test_a_full_disk_in_an_index_engine_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], error: Exception
+) -> None:
     from kb_core.cli.main import main
+    from kb_tantivy.index import TantivyIndex
 
     docs = _notes(tmp_path / "docs", 3, tag="ibex")
     monkeypatch.setenv("KB_INDEXES__ENABLED", '["tantivy"]')

@@ -17,11 +17,21 @@ SECRET = "what is my bank PIN zanzibar-4471"
 def _store_answers(kb_dir: Path) -> None:
     store = StoreOfRecord(kb_dir)
     with store.transaction():
-        for i, (day, question) in enumerate([("2026-01-01", SECRET), ("2026-03-01", "when was \x1b]0;x\x07 it?"),
-                                             ("2026-05-01", "who wrote it?")]):
-            save_answer_row(store, {"answer_id": f"a{i}", "created_at": f"{day}T00:00:00Z", "question": question,
-                                         "answer": "…", "grounded": i % 2, "refusal_reason": None if i % 2 else "score_gate",
-                                         "prompt_template_version": "rag-v1-en"})
+        for i, (day, question) in enumerate(
+            [("2026-01-01", SECRET), ("2026-03-01", "when was \x1b]0;x\x07 it?"), ("2026-05-01", "who wrote it?")]
+        ):
+            save_answer_row(
+                store,
+                {
+                    "answer_id": f"a{i}",
+                    "created_at": f"{day}T00:00:00Z",
+                    "question": question,
+                    "answer": "…",
+                    "grounded": i % 2,
+                    "refusal_reason": None if i % 2 else "score_gate",
+                    "prompt_template_version": "rag-v1-en",
+                },
+            )
     store.close()
 
 

@@ -40,8 +40,14 @@ def lexical_kb(make_kb):  # type: ignore[no-untyped-def]
 
 def test_incremental_ingest_adds_skips_updates_and_removes(tmp_path: Path, lexical_kb: KnowledgeBase) -> None:
     docs = tmp_path / "docs"
-    _write(docs, {"a.md": "# Alpha\n\nThe aardvark eats ants.\n", "sub/b.txt": "Bees make honey.\n",
-                  "c.md": "# Gamma\n\nA capybara swims.\n"})
+    _write(
+        docs,
+        {
+            "a.md": "# Alpha\n\nThe aardvark eats ants.\n",
+            "sub/b.txt": "Bees make honey.\n",
+            "c.md": "# Gamma\n\nA capybara swims.\n",
+        },
+    )
     first = ingest_paths(lexical_kb, [docs])
     assert sorted(first.added) == ["a.md", "c.md", "sub/b.txt"]
     assert (first.updated, first.removed, first.unchanged) == ([], [], 0)
@@ -91,8 +97,9 @@ def test_bad_input_is_reported_and_never_stops_the_ingest(tmp_path: Path, make_k
     assert _lexical(kb, "otters") == ["good.md"]
 
 
-def test_unreadable_file_keeps_its_stored_version(tmp_path: Path, lexical_kb: KnowledgeBase,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreadable_file_keeps_its_stored_version(
+    tmp_path: Path, lexical_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = tmp_path / "docs"
     _write(docs, {"keep.md": "The narwhal has a tusk.\n"})
     ingest_paths(lexical_kb, [docs])

@@ -80,8 +80,9 @@ def test_an_explicit_single_file_link_out_of_its_folder_is_skipped(outside_secre
     assert report.added == [] and "outside the folder" in report.failed[0].reason
 
 
-def test_an_unlistable_subfolder_keeps_its_stored_documents(tmp_path: Path, kb: KnowledgeBase,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unlistable_subfolder_keeps_its_stored_documents(
+    tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = tmp_path / "docs"
     _write(docs, {"top.md": "Gazelles run.\n", "sub/a.md": "Herons fish.\n", "sub/deep/b.md": "Herons nest.\n"})
     ingest_paths(kb, [docs])
@@ -99,7 +100,9 @@ def test_an_unlistable_subfolder_keeps_its_stored_documents(tmp_path: Path, kb: 
     assert _lexical(kb, "herons") == ["sub/a.md", "sub/deep/b.md"]
 
 
-def test_an_unreadable_root_keeps_everything(tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_root_keeps_everything(
+    tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = tmp_path / "docs"
     _write(docs, {"a.md": "Tapirs swim.\n"})
     ingest_paths(kb, [docs])
@@ -135,8 +138,9 @@ def test_a_stored_file_turned_invalid_utf8_keeps_the_good_version(tmp_path: Path
     assert ingest_paths(kb, [docs]).added == ["new.md"]
 
 
-def test_a_file_that_vanishes_mid_run_keeps_its_stored_version(tmp_path: Path, kb: KnowledgeBase,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_that_vanishes_mid_run_keeps_its_stored_version(
+    tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = tmp_path / "docs"
     _write(docs, {"a.md": "Lynxes stalk.\n", "b.md": "Bison graze.\n"})
     ingest_paths(kb, [docs])

@@ -41,7 +41,9 @@ def test_sigkill_during_ingest_is_completed_by_the_next_run(tmp_path: Path, corp
     kb_dir = tmp_path / "kb"
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | _env(kb_dir)
     kb = str(Path(sys.executable).parent / "kb")
-    process = subprocess.Popen([kb, "ingest", str(corpus)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [kb, "ingest", str(corpus)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     time.sleep(delay)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)

@@ -27,7 +27,8 @@ def write_chinese(folder: Path) -> Path:
 
 @pytest.mark.slow
 def test_chinese_notes_with_the_english_embedder_are_flagged_at_ingest_and_by_doctor(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     notes = write_chinese(tmp_path / "notes")
     kb_dir = tmp_path / "kb"
     assert main(["--kb", str(kb_dir), "ingest", str(notes)]) == 0

@@ -117,8 +117,12 @@ def test_markdown_yaml_frontmatter_becomes_json_ready_metadata_and_title() -> No
 def test_markdown_toml_frontmatter() -> None:
     doc, _ = parse(CORPUS / "notes" / "release-process.md")
     assert doc.title == "Heliograph Release Process"
-    assert doc.metadata == {"title": "Heliograph Release Process", "owner": "release team",
-                            "cadence_weeks": 6, "reviewed": "2024-05-02"}
+    assert doc.metadata == {
+        "title": "Heliograph Release Process",
+        "owner": "release team",
+        "cadence_weeks": 6,
+        "reviewed": "2024-05-02",
+    }
     assert doc.blocks[0].start_line == 8  # the first line after the frontmatter and a blank line
 
 
@@ -207,9 +211,11 @@ def test_markdown_line_endings_crlf_and_cr_count_as_one_line_each() -> None:
         ("---\n- a\n- b\n---\n# After\n\nbody\n", "not a mapping"),
         ("+++\ntitle = \n+++\n# After\n\nbody\n", "invalid TOML"),
         ("---\nwhen: 2024-13-45\n---\n# After\n\nbody\n", "invalid YAML"),
-        ("---\na: &a [1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n"
-         "d: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d]\n---\n# After\n\nbody\n",
-         "too large"),
+        (
+            "---\na: &a [1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n"
+            "d: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d]\n---\n# After\n\nbody\n",
+            "too large",
+        ),
         ("---\nself: &s {me: *s}\n---\n# After\n\nbody\n", "too large"),
     ],
 )
@@ -372,23 +378,102 @@ NEWLINES = st.sampled_from(["\n", "\r\n", "\r"])
 WORD = st.sampled_from(["alpha", "beta", "서울", "김치", "长城", "茶", "x_y", "a*b", "`c`", "&amp;", "&#65;"])
 MD_LINE = st.one_of(
     st.builds(lambda n, w: "#" * n + " " + w, st.integers(1, 7), WORD),
-    st.sampled_from(["===", "---", "***", "+++", "...", "```", "```py", "~~~", "    indented", "> quote", ">",
-                     "- item", "* item", "1. item", "  - nested", "| a | b |", "|---|---|", "", " ", "<div>",
-                     "</div>", "<!-- c", "-->", "[ref]: http://x", "title: x", "a = 1", "\t# tab", "#", "# #"]),
+    st.sampled_from(
+        [
+            "===",
+            "---",
+            "***",
+            "+++",
+            "...",
+            "```",
+            "```py",
+            "~~~",
+            "    indented",
+            "> quote",
+            ">",
+            "- item",
+            "* item",
+            "1. item",
+            "  - nested",
+            "| a | b |",
+            "|---|---|",
+            "",
+            " ",
+            "<div>",
+            "</div>",
+            "<!-- c",
+            "-->",
+            "[ref]: http://x",
+            "title: x",
+            "a = 1",
+            "\t# tab",
+            "#",
+            "# #",
+        ]
+    ),
     WORD,
     ANY_TEXT.map(lambda s: s.replace("\n", " ").replace("\r", " ")),
 )
 MARKDOWN_SHAPED = st.tuples(st.lists(MD_LINE, max_size=40), NEWLINES).map(lambda t: t[1].join(t[0]))
 TAG = st.sampled_from(
-    ["p", "div", "h1", "h2", "h3", "h6", "ul", "ol", "li", "table", "tr", "td", "th", "pre", "code", "blockquote",
-     "script", "style", "nav", "title", "head", "body", "br", "b", "span", "dl", "dt", "dd", "template", "svg"]
+    [
+        "p",
+        "div",
+        "h1",
+        "h2",
+        "h3",
+        "h6",
+        "ul",
+        "ol",
+        "li",
+        "table",
+        "tr",
+        "td",
+        "th",
+        "pre",
+        "code",
+        "blockquote",
+        "script",
+        "style",
+        "nav",
+        "title",
+        "head",
+        "body",
+        "br",
+        "b",
+        "span",
+        "dl",
+        "dt",
+        "dd",
+        "template",
+        "svg",
+    ]
 )
 HTML_PIECE = st.one_of(
     TAG.map(lambda t: f"<{t}>"),
     TAG.map(lambda t: f"</{t}>"),
     TAG.map(lambda t: f"<{t}/>"),
-    st.sampled_from(["<![if !IE]>", "<![endif]>", "<![CDATA[x]]>", "<!--", "-->", "<!DOCTYPE html>", "<?xml?>",
-                     "&amp;", "&nbsp;", "&#99999999;", "&#x0;", "&bogus;", "<a href='x", "<", ">", "</", "<p class=\"a\">"]),
+    st.sampled_from(
+        [
+            "<![if !IE]>",
+            "<![endif]>",
+            "<![CDATA[x]]>",
+            "<!--",
+            "-->",
+            "<!DOCTYPE html>",
+            "<?xml?>",
+            "&amp;",
+            "&nbsp;",
+            "&#99999999;",
+            "&#x0;",
+            "&bogus;",
+            "<a href='x",
+            "<",
+            ">",
+            "</",
+            '<p class="a">',
+        ]
+    ),
     WORD,
     ANY_TEXT,
     NEWLINES,
@@ -464,14 +549,20 @@ def expected_paths(sections: list[Section]) -> list[tuple[str, ...]]:
 
 
 def markdown_of(sections: list[Section]) -> str:
-    rendered = {"heading": lambda lv, w: "#" * lv + " " + w, "para": lambda lv, w: w,
-                "fence": lambda lv, w: f"```\n# {w}\n## {w}\n```"}
+    rendered = {
+        "heading": lambda lv, w: "#" * lv + " " + w,
+        "para": lambda lv, w: w,
+        "fence": lambda lv, w: f"```\n# {w}\n## {w}\n```",
+    }
     return "\n\n".join(rendered[kind](level, word) for kind, level, word in sections) + "\n"
 
 
 def html_of(sections: list[Section]) -> str:
-    rendered = {"heading": lambda lv, w: f"<h{lv}>{w}</h{lv}>", "para": lambda lv, w: f"<p>{w}</p>",
-                "fence": lambda lv, w: f"<pre><code>\n<h1>{w}</h1></code></pre>"}
+    rendered = {
+        "heading": lambda lv, w: f"<h{lv}>{w}</h{lv}>",
+        "para": lambda lv, w: f"<p>{w}</p>",
+        "fence": lambda lv, w: f"<pre><code>\n<h1>{w}</h1></code></pre>",
+    }
     return "\n".join(rendered[kind](level, word) for kind, level, word in sections)
 
 

@@ -118,18 +118,28 @@ def _plugin(**hooks: object) -> ModuleType:
     ("hooks", "mistake"),
     [
         ({"register_index": lambda register: None}, "unknown hook 'register_index'"),
-        ({"register_indexes": lambda register: register("ix", lambda ctx: None)}, "needs mode='lexical' or mode='vector'"),
+        (
+            {"register_indexes": lambda register: register("ix", lambda ctx: None)},
+            "needs mode='lexical' or mode='vector'",
+        ),
         ({"register_indexes": lambda register: register("ix", lambda ctx: None, mode="semantic")}, "not 'semantic'"),
         ({"register_parsers": lambda register: register("org", lambda ctx: None)}, "needs extensions=('.ext', ...)"),
         ({"register_parsers": lambda register: register("org", lambda ctx: None, extensions=("org",))}, "not ('org',)"),
-        ({"register_language_models": lambda register: register("m", lambda ctx: None, licnce="MIT")},
-         "unknown detail licnce for language model 'm'"),
+        (
+            {"register_language_models": lambda register: register("m", lambda ctx: None, licnce="MIT")},
+            "unknown detail licnce for language model 'm'",
+        ),
         ({"register_commands": lambda register: register("hello", lambda: None)}, "'hello' is not a click.Command"),
         ({"register_embedders": lambda register: register("", lambda ctx: None)}, "name must be a non-empty string"),
-        ({"register_embedders": lambda register: register("e", "not a factory")}, "factory of embedder 'e' is not callable"),
+        (
+            {"register_embedders": lambda register: register("e", "not a factory")},
+            "factory of embedder 'e' is not callable",
+        ),
     ],
 )
-def test_a_plugin_mistake_is_one_error_naming_the_plugin_and_the_mistake(hooks: dict[str, object], mistake: str) -> None:
+def test_a_plugin_mistake_is_one_error_naming_the_plugin_and_the_mistake(
+    hooks: dict[str, object], mistake: str
+) -> None:
     with pytest.raises(kb_core.KbError) as raised:
         load_registry(extra_plugins=[("broken", _plugin(**hooks))])
     assert raised.value.message.startswith("plugin 'broken': ")
@@ -137,7 +147,10 @@ def test_a_plugin_mistake_is_one_error_naming_the_plugin_and_the_mistake(hooks: 
 
 
 def test_a_well_formed_in_process_plugin_registers_with_its_details() -> None:
-    plugin = _plugin(register_parsers=lambda register: register("org", lambda ctx: None, extensions=(".org",),
-                                                                 description="Org-mode"))
+    plugin = _plugin(
+        register_parsers=lambda register: register(
+            "org", lambda ctx: None, extensions=(".org",), description="Org-mode"
+        )
+    )
     registry = load_registry(extra_plugins=[("org", plugin)])
     assert registry.get("parsers", "org").info == {"extensions": (".org",), "description": "Org-mode"}

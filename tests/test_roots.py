@@ -91,8 +91,17 @@ def test_a_moved_or_copied_folder_is_re_pointed_keeping_documents_and_answers(tm
 
     store = StoreOfRecord(tmp_path / "k")
     with store.transaction():
-        save_answer_row(store, {"answer_id": "a1", "created_at": "2026-01-01T00:00:00Z", "question": "herons?",
-                                     "answer": "Herons [#1]", "grounded": 1, "prompt_template_version": "rag-v1-en"})
+        save_answer_row(
+            store,
+            {
+                "answer_id": "a1",
+                "created_at": "2026-01-01T00:00:00Z",
+                "question": "herons?",
+                "answer": "Herons [#1]",
+                "grounded": 1,
+                "prompt_template_version": "rag-v1-en",
+            },
+        )
     store.close()
     new.parent.mkdir()
     (shutil.move if how == "move" else shutil.copytree)(old, new)

@@ -23,8 +23,16 @@ from kb_core.writing_systems import text_coverage
 
 def make_hit(chunk_id: str, score: float, path: str | None = None) -> Hit:
     path = path or f"docs/{chunk_id.split('#')[0]}.md"
-    return Hit(chunk_id=chunk_id, doc_path=path, score=score, rank=0, citation=Citation(path, 1, 2),
-               snippet=f"text of {chunk_id}", heading_path=("H",), raw_score=score * 10)
+    return Hit(
+        chunk_id=chunk_id,
+        doc_path=path,
+        score=score,
+        rank=0,
+        citation=Citation(path, 1, 2),
+        snippet=f"text of {chunk_id}",
+        heading_path=("H",),
+        raw_score=score * 10,
+    )
 
 
 @attrs.define
@@ -49,7 +57,9 @@ def kb_with(tmp_path: Path, *retrievers: ListRetriever, **search_settings: objec
     # vector indexes are given the configured embedder; these fixed-list retrievers never use it
     registry.items["embedders"]["minilm"] = Registration("embedders", "minilm", lambda ctx: object(), "test")
     for r in retrievers:
-        registry.items["indexes"][r.name] = Registration("indexes", r.name, lambda ctx, r=r: r, "test", {"mode": r.mode})
+        registry.items["indexes"][r.name] = Registration(
+            "indexes", r.name, lambda ctx, r=r: r, "test", {"mode": r.mode}
+        )
     overrides = {"indexes.enabled": [r.name for r in retrievers]}
     overrides.update({f"search.{key}": value for key, value in search_settings.items()})
     config = load_config(None, tmp_path / "kb", overrides, environ={})
@@ -165,14 +175,16 @@ def test_no_hits_and_bad_requests(tmp_path: Path) -> None:
 
 ranked_lists = st.lists(
     st.lists(st.tuples(st.integers(0, 40), st.floats(-0.5, 1.5, allow_nan=False)), max_size=30),
-    min_size=1, max_size=3,
+    min_size=1,
+    max_size=3,
 )
 
 
 @settings(max_examples=200)
 @given(ranked_lists, st.integers(1, 100), st.booleans())
-def test_fused_scores_are_in_unit_interval_ordered_and_unique(lists: list[list[tuple[int, float]]], rrf_k: int,
-                                                              on_gate_scale: bool) -> None:
+def test_fused_scores_are_in_unit_interval_ordered_and_unique(
+    lists: list[list[tuple[int, float]]], rrf_k: int, on_gate_scale: bool
+) -> None:
     results = [(f"r{i}", [make_hit(f"c{cid}", score) for cid, score in hits]) for i, hits in enumerate(lists)]
     weights = fusion_weights(results)
     gates = {name: 0.1 + 0.1 * i for i, (name, _) in enumerate(results)} if on_gate_scale else None
@@ -224,7 +236,7 @@ OFF_TOPIC_EN = [
 # The default embedder (all-MiniLM-L6-v2) is English-only: it declares so (Embedder.scripts), and the
 # vector index gives Korean and Chinese questions score 0 (its similarities for them are noise).
 OFF_TOPIC_CJK = ["부산의 인구는 몇 명인가요?", "上海的人口是多少？"]
-OFF_TOPIC = {mode: OFF_TOPIC_EN + OFF_TOPIC_CJK for mode in SEARCH_MODES}
+OFF_TOPIC = dict.fromkeys(SEARCH_MODES, OFF_TOPIC_EN + OFF_TOPIC_CJK)
 
 
 def golden_answerable() -> list[tuple[str, str]]:
@@ -238,8 +250,12 @@ def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBas
     """The fixture corpus (without its README, which restates every fact) in a KB with both real indexes."""
     from kb_core.ingest.pipeline import ingest_paths
 
-    config = load_config(None, tmp_path_factory.mktemp("corpus") / "kb",
-                         {"indexes.enabled": ["tantivy", "sqlitevec"], "ingest.ignore": ["/README.md"]}, environ={})
+    config = load_config(
+        None,
+        tmp_path_factory.mktemp("corpus") / "kb",
+        {"indexes.enabled": ["tantivy", "sqlitevec"], "ingest.ignore": ["/README.md"]},
+        environ={},
+    )
     kb = KnowledgeBase(config)
     ingest_paths(kb, [CORPUS])
     yield kb
@@ -307,8 +323,9 @@ def test_kb_search_cli_human_json_and_exit_codes(corpus_kb: KnowledgeBase, capsy
 
 
 @pytest.mark.slow
-def test_kb_eval_retrieval_writes_report_run_file_and_eval_run(corpus_kb: KnowledgeBase, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_kb_eval_retrieval_writes_report_run_file_and_eval_run(
+    corpus_kb: KnowledgeBase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import jsonschema
 
     from kb_core.cli.main import main
@@ -318,11 +335,30 @@ def test_kb_eval_retrieval_writes_report_run_file_and_eval_run(corpus_kb: Knowle
     queries = tmp_path / "queries.jsonl"
     queries.write_text("".join(json.dumps({"id": f"q{i}", "text": q}) + "\n" for i, (q, _) in enumerate(answerable)))
     qrels = tmp_path / "qrels.tsv"
-    qrels.write_text("query-id\tcorpus-id\tscore\n"
-                     + "".join(f"q{i}\t{Path(doc).stem}\t1\n" for i, (_, doc) in enumerate(answerable)))
+    qrels.write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"q{i}\t{Path(doc).stem}\t1\n" for i, (_, doc) in enumerate(answerable))
+    )
     out = tmp_path / "eval"
-    code = main(["--kb", str(corpus_kb.directory), "eval", "retrieval", "--queries", str(queries), "--qrels", str(qrels),
-                 "--mode", "lexical", "--mode", "hybrid", "--out", str(out), "--json"])
+    code = main(
+        [
+            "--kb",
+            str(corpus_kb.directory),
+            "eval",
+            "retrieval",
+            "--queries",
+            str(queries),
+            "--qrels",
+            str(qrels),
+            "--mode",
+            "lexical",
+            "--mode",
+            "hybrid",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     report = json.loads((out / "report.json").read_text())
@@ -334,6 +370,7 @@ def test_kb_eval_retrieval_writes_report_run_file_and_eval_run(corpus_kb: Knowle
         assert mode["mrr_at_k"] >= 0.8 and mode["recall_at_k"] >= 0.8
     first = (out / "run.hybrid.trec").read_text().splitlines()[0].split()
     assert first[:2] == ["q0", "Q0"] and first[3] == "1"
-    rows = corpus_kb.store.conn.execute("SELECT kind, metrics_json FROM eval_runs WHERE run_id = ?",
-                                        (report["run_id"],)).fetchall()
+    rows = corpus_kb.store.conn.execute(
+        "SELECT kind, metrics_json FROM eval_runs WHERE run_id = ?", (report["run_id"],)
+    ).fetchall()
     assert rows and rows[0][0] == "retrieval" and "hybrid" in json.loads(rows[0][1])

@@ -25,9 +25,18 @@ ENGLISH = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "notes"
 # Questions none of these notes answers (different from the ones the floors were calibrated with,
 # bench/data/off_topic_*.txt).
 OFF_TOPIC = {
-    "ko": ["다음 주 환율은 오를까요?", "노트북 배터리를 오래 쓰는 방법은?", "강아지 예방접종은 언제 해야 하나요?",
-           "이번 달 전기요금은 얼마인가요?"],
-    "zh": ["下周的汇率会上涨吗？", "笔记本电脑电池怎样才能用得更久？", "小狗什么时候需要打疫苗？", "这个月的电费是多少？"],
+    "ko": [
+        "다음 주 환율은 오를까요?",
+        "노트북 배터리를 오래 쓰는 방법은?",
+        "강아지 예방접종은 언제 해야 하나요?",
+        "이번 달 전기요금은 얼마인가요?",
+    ],
+    "zh": [
+        "下周的汇率会上涨吗？",
+        "笔记本电脑电池怎样才能用得更久？",
+        "小狗什么时候需要打疫苗？",
+        "这个月的电费是多少？",
+    ],
     "en": ["How do I renew my passport?", "What is the best smartphone to buy this year?"],
 }
 
@@ -117,13 +126,12 @@ def test_multilingual_embedder_ranks_korean_and_chinese(e5_kb: KnowledgeBase, la
 @pytest.mark.slow
 @pytest.mark.parametrize("embedder", ["minilm", "e5"])
 @pytest.mark.parametrize("mode", ["lexical", "vector", "hybrid"])
-def test_gates_hold_in_every_language(minilm_kb: KnowledgeBase, e5_kb: KnowledgeBase, embedder: str,
-                                      mode: str) -> None:
+def test_gates_hold_in_every_language(minilm_kb: KnowledgeBase, e5_kb: KnowledgeBase, embedder: str, mode: str) -> None:
     """Off-topic questions score under the gate of the mode; most on-topic ones pass it (vector search
     with an English-only model cannot answer Korean or Chinese questions: it refuses them)."""
     kb = minilm_kb if embedder == "minilm" else e5_kb
     gate = DEFAULT_GATES[mode]
-    for lang, offs in OFF_TOPIC.items():
+    for offs in OFF_TOPIC.values():
         for question in offs:
             hits = search(kb, SearchQuery(question, k=3, mode=mode)).hits
             assert not hits or hits[0].score < gate, (embedder, mode, question, hits[0].score)

@@ -11,12 +11,22 @@ from kb_core.ingest.source import SourceFile, SourceProblem, walk
 
 def _paths(root: Path, **kwargs: object) -> tuple[list[str], list[SourceProblem]]:
     items = list(walk(root, [".md", ".txt"], **kwargs))  # type: ignore[arg-type]
-    return sorted(i.path for i in items if isinstance(i, SourceFile)), [i for i in items if isinstance(i, SourceProblem)]
+    return sorted(i.path for i in items if isinstance(i, SourceFile)), [
+        i for i in items if isinstance(i, SourceProblem)
+    ]
 
 
 def test_recursive_walk_with_default_and_kbignore_patterns(tmp_path: Path) -> None:
-    for rel in ["a.md", "sub/b.txt", "sub/deep/c.md", ".git/config.md", "node_modules/x.md", "drafts/d.md",
-                "skip.log", "sub/private.md"]:
+    for rel in [
+        "a.md",
+        "sub/b.txt",
+        "sub/deep/c.md",
+        ".git/config.md",
+        "node_modules/x.md",
+        "drafts/d.md",
+        "skip.log",
+        "sub/private.md",
+    ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("text")
     (tmp_path / ".kbignore").write_text("drafts/\nsub/private.md\n")

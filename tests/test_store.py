@@ -48,10 +48,14 @@ def test_replace_is_atomic_and_writes_the_outbox(tmp_path: Path) -> None:
     store = StoreOfRecord(tmp_path)
     with store.transaction():
         store.replace_document(_doc("a.md"), [_chunk("a.md", 0, "one"), _chunk("a.md", 1, "two")])
-    with pytest.raises(RuntimeError):
+
+    def crash_in_the_middle() -> None:
         with store.transaction():
             store.replace_document(_doc("a.md", "1" * 64), [_chunk("a.md", 0, "new")])
             raise RuntimeError("crash in the middle")
+
+    with pytest.raises(RuntimeError, match="crash in the middle"):
+        crash_in_the_middle()
     assert [c.text for c in store.chunks_of(["a.md"])] == ["one", "two"]
     assert store.get_document("a.md").content_hash == "0" * 64
     assert [p for _, p in store.pending_paths(0, 10)] == ["a.md"]

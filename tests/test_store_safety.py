@@ -20,8 +20,13 @@ ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 
 def _kb(*args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | ENV
-    return subprocess.Popen([str(Path(sys.executable).parent / "kb"), *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "kb"), *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_concurrent_first_opens_never_give_an_internal_error(tmp_path: Path) -> None:
@@ -94,9 +99,14 @@ def _as_nobody(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         kb = str(Path(sys.executable).parent / "kb")
         env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | ENV
         env |= {"HOME": str(shared), "XDG_CONFIG_HOME": str(shared)}
-        result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", kb, "--kb",
-                                 str(shared / "k"), *args], capture_output=True, text=True, env=env, timeout=120,
-                                check=False)
+        result = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", kb, "--kb", str(shared / "k"), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
         if "python" in result.stderr.lower() and "Permission denied" in result.stderr:
             pytest.skip("the test interpreter is not readable by nobody")
         return result

@@ -22,8 +22,25 @@ from kb_core.terminal import escape_stream_text, shown
 ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
 #: Anything a terminal may act on, apart from newline and tab (allowed in stream output).
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-HOSTILE = st.sampled_from(["\x1b", "\x1b]52;c;aGk=\x07", "\x1b]0;pwned\x07", "\x1b[2J", "\x1b[8m", "\r", "\n", "\x07",
-                           "\x9b", "\u202e", "\u2028", "\x00", "\x7f", "\t", "\x1b[1m"])
+HOSTILE = st.sampled_from(
+    [
+        "\x1b",
+        "\x1b]52;c;aGk=\x07",
+        "\x1b]0;pwned\x07",
+        "\x1b[2J",
+        "\x1b[8m",
+        "\r",
+        "\n",
+        "\x07",
+        "\x9b",
+        "\u202e",
+        "\u2028",
+        "\x00",
+        "\x7f",
+        "\t",
+        "\x1b[1m",
+    ]
+)
 TEXT = st.lists(st.one_of(HOSTILE, st.text(min_size=0, max_size=8)), max_size=12).map("".join)
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -58,23 +75,32 @@ NAME_CHARS = st.sampled_from(["a", "b", "é", "한", "\n", "\r", "\x1b", "\x07",
 NAMES = st.lists(st.lists(NAME_CHARS, min_size=1, max_size=12).map("".join), min_size=1, max_size=4, unique=True)
 
 
-@settings(max_examples=4, deadline=None, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(NAMES)
 def test_cli_output_never_carries_raw_controls(tmp_path: Path, names: list[str]) -> None:
     root = tmp_path / "run"
     shutil.rmtree(root, ignore_errors=True)
     docs = root / "docs"
     docs.mkdir(parents=True)
-    files = {f"{i}{name}.md": f"# Title {name}\x1b]0;owned\x07\n\nMarmot{i} \x1b]52;c;cm0gLXJm\x07 {name}\n"
-             for i, name in enumerate(names)}
+    files = {
+        f"{i}{name}.md": f"# Title {name}\x1b]0;owned\x07\n\nMarmot{i} \x1b]52;c;cm0gLXJm\x07 {name}\n"
+        for i, name in enumerate(names)
+    }
     for name, body in files.items():
         (docs / name).write_text(body, encoding="utf-8")
     env = ENV | {"KB_HOME": str(root / "k")}
     first = min(files)
-    runs = [run_kb("ingest", str(docs), env=env), run_kb("list", env=env),
-            run_kb("search", "marmot0", "--mode", "lexical", env=env),
-            run_kb("inspect", first, env=env)]
+    runs = [
+        run_kb("ingest", str(docs), env=env),
+        run_kb("list", env=env),
+        run_kb("search", "marmot0", "--mode", "lexical", env=env),
+        run_kb("inspect", first, env=env),
+    ]
     chunk = json.loads(run_kb("inspect", first, "--json", env=env).stdout)["chunks"][0]
     runs.append(run_kb("inspect", f"{first}#L{chunk['start_line']}-L{chunk['end_line']}", env=env))
     for result in runs:

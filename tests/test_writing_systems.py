@@ -14,14 +14,17 @@ from kb_core.extend.registry import load_registry
 from kb_core.writing_systems import SCRIPTS, coverage, dominant_script, merge, script_profile, shares, text_coverage
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("What TCP port does Heliograph use?", {"latin": 6.0}),
-    ("서울 지하철 1호선은 언제 개통되었나요?", {"hangul": 5.0}),
-    ("明长城的总长度是多少公里？", {"han": 6.0}),  # 12 characters, about 6 words
-    ("Heliograph 2.0의 포트는?", {"latin": 1.0, "hangul": 2.0}),
-    ("Привет, мир", {"cyrillic": 2.0}),
-    ("1974 — 8851.8 !!", {}),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What TCP port does Heliograph use?", {"latin": 6.0}),
+        ("서울 지하철 1호선은 언제 개통되었나요?", {"hangul": 5.0}),
+        ("明长城的总长度是多少公里？", {"han": 6.0}),  # 12 characters, about 6 words
+        ("Heliograph 2.0의 포트는?", {"latin": 1.0, "hangul": 2.0}),
+        ("Привет, мир", {"cyrillic": 2.0}),
+        ("1974 — 8851.8 !!", {}),
+    ],
+)
 def test_profile_counts_words_per_script(text: str, expected: dict[str, float]) -> None:
     assert script_profile(text) == expected
 

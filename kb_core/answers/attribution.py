@@ -68,7 +68,9 @@ def split_sentences(text: str) -> list[str]:
         piece = match.group(0).strip()
         if not piece:
             continue
-        if sentences and (_ABBREVIATION.search(sentences[-1]) or not regex.search(r"[\p{L}\p{N}]", MARKER_PATTERN.sub("", piece))):
+        if sentences and (
+            _ABBREVIATION.search(sentences[-1]) or not regex.search(r"[\p{L}\p{N}]", MARKER_PATTERN.sub("", piece))
+        ):
             sentences[-1] = f"{sentences[-1]} {piece}"  # an abbreviation's period, or markers alone
         else:
             sentences.append(piece)
@@ -112,8 +114,14 @@ def _without_sources(sentence: str, names: Sequence[str]) -> str:
     return sentence
 
 
-def attribute(answer: str, question: str, passages: Mapping[int, str],
-              sources: Sequence[CitableSource] = (), *, yes_no: bool = False) -> tuple[SentenceSupport, ...]:
+def attribute(
+    answer: str,
+    question: str,
+    passages: Mapping[int, str],
+    sources: Sequence[CitableSource] = (),
+    *,
+    yes_no: bool = False,
+) -> tuple[SentenceSupport, ...]:
     """Check every sentence of ``answer`` against the packed ``passages`` (marker -> text).
 
     Markers the model cited that were not packed are ignored here (the pipeline refuses them).
@@ -129,8 +137,11 @@ def attribute(answer: str, question: str, passages: Mapping[int, str],
         plain = _without_sources(_BRACKETED_NUMBERS.sub(" ", sentence), names)
         new = content_units(plain) - asked
         if not new:
-            kind = "about_sources" if _SOURCE_WORDS.search(sentence) or plain.strip() != MARKER_PATTERN.sub(
-                " ", sentence).strip() else "no_new_content"
+            kind = (
+                "about_sources"
+                if _SOURCE_WORDS.search(sentence) or plain.strip() != MARKER_PATTERN.sub(" ", sentence).strip()
+                else "no_new_content"
+            )
             checked.append(SentenceSupport(sentence, kind, cited, (), None, False))
             continue
         if cited:

@@ -91,6 +91,7 @@ def citation_grammar(marker_count: int) -> str:
 
 # -- repair: the loose citation forms small models write ---------------------------------------------
 
+
 @attrs.frozen
 class CitableSource:
     """What citation repair knows of one packed evidence entry: its marker, document and headings."""
@@ -113,7 +114,9 @@ _BARE_AFTER_END = re.compile(r"(?<=[.!?。！？])([ \t]?)#([0-9]{1,3})(?![0-9\w
 _COPIED_HEADER = re.compile(r"\[#([0-9]{1,3})\s[^\]\n]{0,300}\]")
 #: A bracketed name: ``[CHANGELOG.txt]``, ``[doc=notes/a.md]``, ``[Release history]``.
 _ENDS_WITH_NUMBER_BRACKET = re.compile(rf"[\[［【]\s*{_NUMBER_LIST}\s*[\]］】]$")
-_BRACKETED_NAME = re.compile(r"(?<![\w!\]])[\[［【]\s*(?:doc\s*=\s*)?(?P<name>[^\[\]［］【】\n#]{1,120}?)\s*[\]］】](?![(\[])")
+_BRACKETED_NAME = re.compile(
+    r"(?<![\w!\]])[\[［【]\s*(?:doc\s*=\s*)?(?P<name>[^\[\]［］【】\n#]{1,120}?)\s*[\]］】](?![(\[])"
+)
 
 
 def _markers(numbers: str, packed: set[int]) -> list[int] | None:

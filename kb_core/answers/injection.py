@@ -24,7 +24,8 @@ _PATTERNS = [
     r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|directions|guidelines)\b",
     r"\byou are now\b|\bfrom now on,? you\b|\bact as\b.{0,30}\b(?:assistant|ai|model)\b",
     r"\b(?:system|developer)\s+(?:prompt|message|notice|instruction)s?\b",
-    r"(?:^|[.:;!]\s*)(?:answer|reply|respond|say|output|print|write)\b.{0,30}\b(?:only|exactly|just|single word|with the word)\b",
+    r"(?:^|[.:;!]\s*)(?:answer|reply|respond|say|output|print|write)\b"
+    r".{0,30}\b(?:only|exactly|just|single word|with the word)\b",
     r"\b(?:answer|reply|respond|say|output|print)\b\s*[:：]?\s*[\"'“‘«]",
     r"\b(?:cite|citing)\b\s*\[#?[0-9]+\]|\[#[0-9]{1,3}\]",  # documents do not write kb's markers
     r"\bnew instructions?\b|\b(?:answer|reply|respond)\b.{0,25}\b(?:any|every|all)\s+questions?\b",

@@ -19,8 +19,7 @@ _DEFAULT_HEADER = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"
 def format_entry(marker: int, chunk: Chunk, text: str | None = None, header: str = _DEFAULT_HEADER) -> str:
     """One evidence entry: the template's header line for ``[#marker]``, then the chunk's text."""
     heading = " > ".join(chunk.heading_path)
-    line = header.format(marker=marker, doc=chunk.doc_path, heading=heading, start=chunk.start_line,
-                         end=chunk.end_line)
+    line = header.format(marker=marker, doc=chunk.doc_path, heading=heading, start=chunk.start_line, end=chunk.end_line)
     return f"{line.rstrip(' >')}\n{chunk.text if text is None else text}"
 
 
@@ -46,8 +45,13 @@ def select(hits: Sequence[Hit], max_chunks: int, min_relative_score: float) -> l
     return [hits[0], *(h for h in hits[1:] if h.score >= floor)][: max(1, max_chunks)]
 
 
-def pack(hits: Sequence[Hit], chunks: dict[str, Chunk], budget: int, count_tokens: Callable[[str], int],
-         template: PromptTemplate | None = None) -> list[tuple[PackedChunk, str]]:
+def pack(
+    hits: Sequence[Hit],
+    chunks: dict[str, Chunk],
+    budget: int,
+    count_tokens: Callable[[str], int],
+    template: PromptTemplate | None = None,
+) -> list[tuple[PackedChunk, str]]:
     """Pack hits in order into at most ``budget`` tokens: (packed chunk, entry text) pairs.
 
     Stops at the first hit that would overflow the budget; the first hit is always packed,
@@ -67,8 +71,8 @@ def pack(hits: Sequence[Hit], chunks: dict[str, Chunk], budget: int, count_token
         if used + cost > budget:
             if packed:
                 break
-            text = _fit_prefix(
-                chunk.text, lambda t: count_tokens(format_entry(marker, chunk, t, header) + "\n\n") <= budget)
+            fits = lambda t, m=marker, c=chunk: count_tokens(format_entry(m, c, t, header) + "\n\n") <= budget  # noqa: E731
+            text = _fit_prefix(chunk.text, fits)
             entry = format_entry(marker, chunk, text, header)
             cost, truncated = count_tokens(entry + "\n\n"), True
         used += cost

@@ -154,8 +154,10 @@ class RagPipeline:
         check_mode_and_k(mode, options.k)
         k = max(options.k or 0, self.config.search.default_k)
         if self.config.rag.unsupported_claims not in UNSUPPORTED_POLICIES:
-            raise KbError(f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
-                          hint=f"use one of: {', '.join(UNSUPPORTED_POLICIES)}")
+            raise KbError(
+                f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
+                hint=f"use one of: {', '.join(UNSUPPORTED_POLICIES)}",
+            )
         template = choose_template(options.template_version or self.config.rag.prompt_template_version, question)
         trace_id = f"ret_{secrets.token_hex(4)}"
         return _Run(question, options, template, mode, k, time.perf_counter(), trace_id)
@@ -180,16 +182,24 @@ class RagPipeline:
         if top >= gate:
             return None
         lines = [run.template.gate_refusal.format(gate=f"{gate:.2f}")]
-        lines += [run.template.candidate_line.format(ref=h.citation, score=f"{h.score:.2f}")
-                  for h in run.hits[:CANDIDATES_SHOWN]]
-        return self._refusal(run, "score_gate", "\n".join(lines), f"the best hit scores {top:.2f}, below the gate {gate:.2f}")
+        lines += [
+            run.template.candidate_line.format(ref=h.citation, score=f"{h.score:.2f}")
+            for h in run.hits[:CANDIDATES_SHOWN]
+        ]
+        return self._refusal(
+            run, "score_gate", "\n".join(lines), f"the best hit scores {top:.2f}, below the gate {gate:.2f}"
+        )
 
     def _budget(self, llm: LanguageModel, run: _Run) -> int:
         """Evidence tokens: min(max_context_tokens, context - prompt overhead - reserved completion)."""
         template = run.template
         examples = sum(llm.count_tokens(a) + llm.count_tokens(b) + CHAT_TEMPLATE_SLACK for a, b in template.examples)
-        overhead = (llm.count_tokens(template.system) + llm.count_tokens(render_user(template, run.question, ""))
-                    + CHAT_TEMPLATE_SLACK + examples)
+        overhead = (
+            llm.count_tokens(template.system)
+            + llm.count_tokens(render_user(template, run.question, ""))
+            + CHAT_TEMPLATE_SLACK
+            + examples
+        )
         room = llm.context_tokens - overhead - self.config.models.llm.max_tokens
         if room < MIN_EVIDENCE_TOKENS:
             raise KbError(
@@ -207,43 +217,84 @@ class RagPipeline:
         packed = pack(chosen, chunks, self._budget(llm, run), llm.count_tokens, run.template)
         if not packed:
             log.warning("every retrieved chunk disappeared from the store before packing")
-            return self._refusal(run, "no_chunks", run.template.no_chunks_refusal,
-                                 "the retrieved chunks no longer exist (re-run kb ingest)")
+            return self._refusal(
+                run,
+                "no_chunks",
+                run.template.no_chunks_refusal,
+                "the retrieved chunks no longer exist (re-run kb ingest)",
+            )
         constrained = rag.constrained if run.options.constrained is None else run.options.constrained
         prompt, request = self._request(run, [entry for _, entry in packed], constrained)
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
         check, check_ms = self._check(llm, request, run)
         if check is not None and check < rag.answer_check:
-            note = (f"asked before answering, the model judged that the evidence does not state the answer "
-                    f"(p={check:.2f}, below {rag.answer_check:.2f})")
+            note = (
+                f"asked before answering, the model judged that the evidence does not state the answer "
+                f"(p={check:.2f}, below {rag.answer_check:.2f})"
+            )
             refusal = run.template.unanswered_refusal
             verdict = Verdict(False, "llm_self_judge", (), (), note, refusal, (), "not_answered")
             usage = TokenUsage(latency_ms=_ms(run.started), check_ms=check_ms)
-            return self._answer(run, verdict.text, verdict, (), usage, model=llm.model_ref, constrained=constrained,
-                                packed=tuple(items), prompt=prompt, check=check)
+            return self._answer(
+                run,
+                verdict.text,
+                verdict,
+                (),
+                usage,
+                model=llm.model_ref,
+                constrained=constrained,
+                packed=tuple(items),
+                prompt=prompt,
+                check=check,
+            )
         raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
         yes_no = is_yes_no_question(run.question)
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
         if done.finish_reason == "error":
-            verdict = Verdict(False, "generation_error", (), (), f"generation failed: {done.error or 'unknown error'}",
-                              raw, (), "generation_error")
+            verdict = Verdict(
+                False,
+                "generation_error",
+                (),
+                (),
+                f"generation failed: {done.error or 'unknown error'}",
+                raw,
+                (),
+                "generation_error",
+            )
         else:
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
         hit_of = {h.chunk_id: h for h in run.hits}
         cited = verdict.cited if verdict.grounded else ()
         citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited)
-        usage = TokenUsage(done.prompt_tokens, done.completion_tokens, _ms(run.started), first_token_ms, generation_ms,
-                           done.cached_tokens, check_ms)
+        usage = TokenUsage(
+            done.prompt_tokens,
+            done.completion_tokens,
+            _ms(run.started),
+            first_token_ms,
+            generation_ms,
+            done.cached_tokens,
+            check_ms,
+        )
         verdict_word = verdict_of(verdict.text) if yes_no else None
         ignored = tuple(m for m, chunk in packed_chunks.items() if passages[m] != chunk.text)
         return self._answer(
-            run, verdict.text or raw, verdict, citations, usage, model=llm.model_ref, constrained=constrained,
-            finish_reason=done.finish_reason, packed=tuple(items), prompt=prompt, verdict_word=verdict_word,
-            check=check, ignored=ignored,
+            run,
+            verdict.text or raw,
+            verdict,
+            citations,
+            usage,
+            model=llm.model_ref,
+            constrained=constrained,
+            finish_reason=done.finish_reason,
+            packed=tuple(items),
+            prompt=prompt,
+            verdict_word=verdict_word,
+            check=check,
+            ignored=ignored,
         )
 
     def _request(self, run: _Run, entries: list[str], constrained: bool) -> tuple[RenderedPrompt, GenerateRequest]:
@@ -377,8 +428,9 @@ def _stream(
     return _ROLE_LINE.sub("", "".join(pieces)).strip(), done, first_token_ms, _ms(began)
 
 
-def ask(kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(),
-        on_token: TokenCallback | None = None) -> Answer:
+def ask(
+    kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(), on_token: TokenCallback | None = None
+) -> Answer:
     """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
     kb.registry.get("language_models", options.backend or kb.config.models.llm.backend)  # a typo fails up front
     pipeline = RagPipeline(

@@ -61,8 +61,9 @@ def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
         return refuse("no_claim", "the answer is nothing but citations")
     if invalid:
         shown = ", ".join(f"[#{m}]" for m in invalid)
-        return refuse("invalid_marker", f"the answer cites {shown}, which is not in the evidence "
-                                        f"({len(available)} chunks packed)")
+        return refuse(
+            "invalid_marker", f"the answer cites {shown}, which is not in the evidence ({len(available)} chunks packed)"
+        )
     if is_refusal(text):
         return refuse("model_refused", "the model said the evidence is insufficient")
     if not cited:
@@ -70,8 +71,15 @@ def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
     return Verdict(True, None, cited, invalid, "", text)
 
 
-def validate(text: str, question: str, passages: Mapping[int, str], sources: Sequence[CitableSource],
-             unsupported_claims: str = "refuse", *, yes_no: bool = False) -> Verdict:
+def validate(
+    text: str,
+    question: str,
+    passages: Mapping[int, str],
+    sources: Sequence[CitableSource],
+    unsupported_claims: str = "refuse",
+    *,
+    yes_no: bool = False,
+) -> Verdict:
     """Repair citations, check markers, then check every sentence against the packed ``passages``."""
     text = repair_citations(text, sources)
     marked = judge(text, passages)
@@ -88,12 +96,27 @@ def validate(text: str, question: str, passages: Mapping[int, str], sources: Seq
     if unsupported:
         first = unsupported[0]
         share = f"{first.support:.0%}" if first.support is not None else "none"
-        return Verdict(False, "unsupported", marked.cited, marked.invalid,
-                       f'no packed passage supports "{_short(first.text)}" (best support {share})',
-                       text, sentences, "unsupported_claim")
+        return Verdict(
+            False,
+            "unsupported",
+            marked.cited,
+            marked.invalid,
+            f'no packed passage supports "{_short(first.text)}" (best support {share})',
+            text,
+            sentences,
+            "unsupported_claim",
+        )
     if not claims:
-        return Verdict(False, "llm_self_judge", marked.cited, marked.invalid,
-                       "the answer says nothing beyond the question", text, sentences, "no_claim")
+        return Verdict(
+            False,
+            "llm_self_judge",
+            marked.cited,
+            marked.invalid,
+            "the answer says nothing beyond the question",
+            text,
+            sentences,
+            "no_claim",
+        )
     return _grounded(text, sentences, marked.invalid)
 
 

@@ -1,1 +1,1 @@
-"""The ``kb`` command line: a base of shared pieces, one module of commands per job, and the group that assembles them."""
+"""The ``kb`` command line: shared pieces (base), one module of commands per job, the group (main)."""

@@ -23,15 +23,21 @@ def _dim(text: str) -> str:
 def _print_explain(answer: Answer) -> None:
     """The retrieval trace and the exact prompt the model was given."""
     r = answer.retrieval
-    click.echo(_dim(f"── retrieval {r.trace_id}: {r.mode}, k={r.k}, gate {r.score_gate:.2f}, "
-                    f"{r.chunks_returned} returned, {r.chunks_used} packed, {r.took_ms:.0f} ms"))
+    click.echo(
+        _dim(
+            f"── retrieval {r.trace_id}: {r.mode}, k={r.k}, gate {r.score_gate:.2f}, "
+            f"{r.chunks_returned} returned, {r.chunks_used} packed, {r.took_ms:.0f} ms"
+        )
+    )
     for hit in answer.trace:
         click.echo(_dim(f"  {hit.rank:>2}. {hit.score:.3f}  {shown(str(hit.citation))}  ({hit.retriever})"))
     if answer.prompt is not None:
         click.echo(_dim(f"── prompt {answer.prompt_template_version}: system"))
         click.echo(_dim(answer.prompt.system))
         if TEMPLATES.get(answer.prompt_template_version, RAG_V1).examples:
-            click.echo(_dim(f"── then the worked examples of {answer.prompt_template_version} (fixed), then the user message"))
+            click.echo(
+                _dim(f"── then the worked examples of {answer.prompt_template_version} (fixed), then the user message")
+            )
         click.echo(_dim("── prompt: user"))
         click.echo(_dim(answer.prompt.user))
         if answer.prompt.grammar:
@@ -43,15 +49,20 @@ def _print_explain(answer: Answer) -> None:
             support = "" if s.support is None else f" {s.support:.0%}"
             backed = "".join(f"[#{m}]" for m in s.supported_by) or "nothing"
             how = "kb attributed" if s.attributed else "cited"
-            status = f"supported by {backed} ({how}){support}" if s.supported_by else (
-                "needs no support" if s.kind != "claim" else f"UNSUPPORTED{support}")
+            status = (
+                f"supported by {backed} ({how}){support}"
+                if s.supported_by
+                else ("needs no support" if s.kind != "claim" else f"UNSUPPORTED{support}")
+            )
             click.echo(_dim(f"  {s.kind:<15} {status}: {s.text}"))
     if answer.answer_check is not None:
-        click.echo(_dim(f"── answer check: the model gives {answer.answer_check:.2f} that the evidence states the answer"))
+        click.echo(
+            _dim(f"── answer check: the model gives {answer.answer_check:.2f} that the evidence states the answer")
+        )
 
 
 def _print_outcome(answer: Answer, streamed: str | None) -> None:
-    """After the answer's text (``streamed``, if it was): its sources and verdict, or the refusal reason and candidates."""
+    """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates."""
     if streamed is None:
         click.echo(answer.answer)
     else:
@@ -75,8 +86,13 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
                 click.echo(f"  {shown(c.ref)}  (score {c.score:.2f})")
     if answer.ignored_instructions:
         markers = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
-        click.echo(click.style(f"Note: {markers} contains instructions addressed to the assistant; kb treated them "
-                               "as data and ignored them.", fg="yellow"))
+        click.echo(
+            click.style(
+                f"Note: {markers} contains instructions addressed to the assistant; kb treated them "
+                "as data and ignored them.",
+                fg="yellow",
+            )
+        )
     usage = answer.usage
     timing = f"{usage.latency_ms / 1000:.1f} s"
     if usage.first_token_ms is not None:
@@ -94,13 +110,25 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
 @click.option("--temperature", type=click.FloatRange(min=0.0), help="Sampling temperature (default: config, 0).")
 @click.option("--seed", type=int, help="Sampling seed (default: [models.llm] seed).")
 @click.option("--explain", is_flag=True, help="Show the retrieval trace and the exact prompt; keep the packed chunks.")
-@click.option("--constrained/--unconstrained", default=None,
-              help="Let the model cite only markers that exist (GBNF grammar; llamacpp). Default: [rag] constrained.")
+@click.option(
+    "--constrained/--unconstrained",
+    default=None,
+    help="Let the model cite only markers that exist (GBNF grammar; llamacpp). Default: [rag] constrained.",
+)
 @json_option
 @pass_session
-def ask_command(session: Session, question: str, backend: str | None, k: int | None, mode: str | None,
-                temperature: float | None, seed: int | None, explain: bool, constrained: bool | None,
-                as_json: bool) -> int:
+def ask_command(
+    session: Session,
+    question: str,
+    backend: str | None,
+    k: int | None,
+    mode: str | None,
+    temperature: float | None,
+    seed: int | None,
+    explain: bool,
+    constrained: bool | None,
+    as_json: bool,
+) -> int:
     """Answer QUESTION from the knowledge base, citing the passages used (path#L12-L34).
 
     The answer streams as it is generated. It is grounded only when every [#n] it cites is a
@@ -110,8 +138,9 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
     """
     from kb_core.answers.pipeline import AskOptions, ask
 
-    options = AskOptions(k=k, mode=mode, temperature=temperature, seed=seed, explain=explain,
-                         constrained=constrained, backend=backend)
+    options = AskOptions(
+        k=k, mode=mode, temperature=temperature, seed=seed, explain=explain, constrained=constrained, backend=backend
+    )
     pieces: list[str] = []
 
     def on_token(text: str) -> None:
@@ -134,17 +163,35 @@ def ask_command(session: Session, question: str, backend: str | None, k: int | N
 
 
 @click.command("answers")
-@click.option("--golden", "golden_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Golden set: JSONL with question, answerable, expected_docs, must_contain.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write report.json here (default: <kb>/eval/answers-<run id>).")
+@click.option(
+    "--golden",
+    "golden_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Golden set: JSONL with question, answerable, expected_docs, must_contain.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write report.json here (default: <kb>/eval/answers-<run id>).",
+)
 @click.option("--backend", help="Language model backend (default: [models.llm] backend).")
 @click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode).")
-@click.option("--constrained/--unconstrained", default=None, help="Constrained generation (default: [rag] constrained).")
+@click.option(
+    "--constrained/--unconstrained", default=None, help="Constrained generation (default: [rag] constrained)."
+)
 @json_option
 @pass_session
-def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | None, backend: str | None,
-                         mode: str | None, constrained: bool | None, as_json: bool) -> None:
+def eval_answers_command(
+    session: Session,
+    golden_file: Path,
+    out_dir: Path | None,
+    backend: str | None,
+    mode: str | None,
+    constrained: bool | None,
+    as_json: bool,
+) -> None:
     """Ask every golden question; report grounded rate, correct refusals, citation precision, latency."""
     from kb_core.answers.pipeline import AskOptions
     from kb_core.evaluation.answers import evaluate_answers, load_golden
@@ -152,13 +199,16 @@ def eval_answers_command(session: Session, golden_file: Path, out_dir: Path | No
     golden = load_golden(golden_file)
     options = AskOptions(mode=mode, constrained=constrained, backend=backend)
     with terminal_progress(enabled=not as_json) as progress:
-        report = evaluate_answers(session.kb(create=False), golden, options, golden_file=golden_file,
-                                  out_dir=out_dir, progress=progress)
+        report = evaluate_answers(
+            session.kb(create=False), golden, options, golden_file=golden_file, out_dir=out_dir, progress=progress
+        )
 
     def human() -> None:
         m = report.metrics
-        click.echo(f"{m.questions} questions ({m.answerable} answerable), run {report.run_id}, "
-                   f"{report.model.id if report.model else '-'}{', constrained' if report.constrained else ''}")
+        click.echo(
+            f"{m.questions} questions ({m.answerable} answerable), run {report.run_id}, "
+            f"{report.model.id if report.model else '-'}{', constrained' if report.constrained else ''}"
+        )
         for name, value in m.rates().items():
             shown = "n/a" if value is None else f"{value:.3f}"
             click.echo(f"  {name:<24} {shown}")

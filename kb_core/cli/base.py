@@ -84,8 +84,9 @@ def terminal_progress(enabled: bool = True) -> Iterator[Progress | None]:
         if bar is None:
             for other in bars.values():
                 other.render_finish()
-            bar = bars[stage] = click.progressbar(length=max(total, 1), label=stage.ljust(18),
-                                                  file=raw_stream(sys.stderr))
+            bar = bars[stage] = click.progressbar(
+                length=max(total, 1), label=stage.ljust(18), file=raw_stream(sys.stderr)
+            )
             bar.render_progress()
         bar.update(done - bar.pos)
         if done >= total:  # a finished stage ends its line before anything else is printed

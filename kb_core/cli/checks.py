@@ -8,16 +8,19 @@ import click
 from kb_core.errors import KbError
 from kb_core.terminal import shortened
 
-GLOB_HELP = ("fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one"
-             " of a set")
+GLOB_HELP = (
+    "fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one of a set"
+)
 
 
 def check_query(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A search query or question with something in it (not empty, not only blanks)."""
     if value is not None and not value.strip():
         name = "question" if param.name == "question" else "query"
-        raise KbError(f"the {name} is empty", hint=f"give some words to {'ask' if name == 'question' else 'search'}"
-                      " for, in quotes")
+        raise KbError(
+            f"the {name} is empty",
+            hint=f"give some words to {'ask' if name == 'question' else 'search'} for, in quotes",
+        )
     return value
 
 

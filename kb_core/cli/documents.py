@@ -46,21 +46,29 @@ def _print_report(report: IngestReport) -> None:
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--follow-symlinks/--no-follow-symlinks", default=None,
-              help="Follow symbolic links that lead outside the folder (default: [ingest] follow_symlinks, off).")
-@click.option("--repoint", is_flag=True,
-              help="Make these folders the source of documents stored from another folder (a moved or copied folder).")
+@click.option(
+    "--follow-symlinks/--no-follow-symlinks",
+    default=None,
+    help="Follow symbolic links that lead outside the folder (default: [ingest] follow_symlinks, off).",
+)
+@click.option(
+    "--repoint",
+    is_flag=True,
+    help="Make these folders the source of documents stored from another folder (a moved or copied folder).",
+)
 @json_option
 @pass_session
-def ingest_command(session: Session, paths: tuple[Path, ...], follow_symlinks: bool | None, repoint: bool,
-                   as_json: bool) -> int:
+def ingest_command(
+    session: Session, paths: tuple[Path, ...], follow_symlinks: bool | None, repoint: bool, as_json: bool
+) -> int:
     """Add or update the documents under PATHS (files or folders); remove those that disappeared.
 
     Exit code 4 when the run finished but some files failed (each is listed on stderr).
     """
     with terminal_progress(enabled=not as_json) as progress:
-        report = ingest_paths(session.kb(create=True), list(paths), progress, follow_symlinks=follow_symlinks,
-                              repoint=repoint)
+        report = ingest_paths(
+            session.kb(create=True), list(paths), progress, follow_symlinks=follow_symlinks, repoint=repoint
+        )
     emit(as_json, "ingest_report.v1", report, lambda: _print_report(report))
     ingest_notice(session.kb())  # on stderr, when the embedder does not model the corpus's languages
     return EXIT_PARTIAL if report.failed else 0
@@ -105,8 +113,12 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
     else:
         chunk = value
         heading = shown(" > ".join(chunk.heading_path))
-        emit(as_json, "chunk.v1", {"chunk": chunk, "citation": str(chunk.citation)},
-             lambda: click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}"))
+        emit(
+            as_json,
+            "chunk.v1",
+            {"chunk": chunk, "citation": str(chunk.citation)},
+            lambda: click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}"),
+        )
 
 
 @click.command("rm")
@@ -129,8 +141,12 @@ def reindex_command(session: Session, stores: tuple[str, ...], as_json: bool) ->
     names = list(stores) or kb.enabled_index_names()
     with terminal_progress(enabled=not as_json) as progress, writer_lock(kb):
         results = [rebuild_index(kb, name, progress) for name in names]
-    emit(as_json, "reindex.v1", {"indexes": results},
-         lambda: [click.echo(f"rebuilt {r.index}: {r.chunks} chunks") for r in results])
+    emit(
+        as_json,
+        "reindex.v1",
+        {"indexes": results},
+        lambda: click.echo("\n".join(f"rebuilt {r.index}: {r.chunks} chunks" for r in results)),
+    )
 
 
 @click.command("doctor")
@@ -144,7 +160,9 @@ def doctor_command(session: Session, as_json: bool) -> int:
         for check in report.checks:
             click.echo(f"{'ok  ' if check.ok else 'FAIL'} {check.component}: {check.detail}")
         for problem in report.problems:
-            click.echo(f"  problem: {problem.component}: {problem.message}" + (f"  -> {problem.fix}" if problem.fix else ""))
+            click.echo(
+                f"  problem: {problem.component}: {problem.message}" + (f"  -> {problem.fix}" if problem.fix else "")
+            )
         click.echo("healthy" if report.healthy else f"{len(report.problems)} problem(s)")
 
     emit(as_json, "doctor.v1", report, human)
@@ -179,7 +197,14 @@ def config_show_command(session: Session, as_json: bool) -> None:
     emit(as_json, "config.v1", {"values": values}, human)
 
 
-
-COMMANDS = (init_command, ingest_command, list_command, inspect_command, rm_command, reindex_command,
-            doctor_command, plugins_command)
+COMMANDS = (
+    init_command,
+    ingest_command,
+    list_command,
+    inspect_command,
+    rm_command,
+    reindex_command,
+    doctor_command,
+    plugins_command,
+)
 CONFIG_COMMANDS = (config_show_command,)

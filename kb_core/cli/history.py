@@ -29,8 +29,9 @@ def answers_list_command(session: Session, limit: int | None, as_json: bool) -> 
         for a in answers:
             outcome = "grounded" if a.grounded else f"refused:{a.refusal_reason or '-'}"
             click.echo(f"{a.answer_id}  {a.created_at}  {outcome:<22} {shortened(a.question, 100)}")
-        click.echo(f"{len(answers)} of {total} stored answer(s); delete with 'kb answers purge ID...' or --all",
-                   err=True)
+        click.echo(
+            f"{len(answers)} of {total} stored answer(s); delete with 'kb answers purge ID...' or --all", err=True
+        )
 
     emit(as_json, "answer_history.v1", {"answers": answers, "total": total}, human)
     return 0 if answers else EXIT_NO_RESULT
@@ -42,19 +43,27 @@ def answers_list_command(session: Session, limit: int | None, as_json: bool) -> 
 @click.option("--before", help="Delete those stored before this date (YYYY-MM-DD).")
 @json_option
 @pass_session
-def answers_purge_command(session: Session, ids: tuple[str, ...], everything: bool, before: str | None,
-                          as_json: bool) -> None:
+def answers_purge_command(
+    session: Session, ids: tuple[str, ...], everything: bool, before: str | None, as_json: bool
+) -> None:
     """Delete stored questions and answers: by ID, --before a date, or --all."""
     chosen = sum(bool(x) for x in (ids, everything, before))
     if chosen != 1:
-        raise KbError("say what to purge: answer ids, --before YYYY-MM-DD, or --all (exactly one)",
-                      hint="see 'kb answers list'")
+        raise KbError(
+            "say what to purge: answer ids, --before YYYY-MM-DD, or --all (exactly one)", hint="see 'kb answers list'"
+        )
     if before is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", before):
         raise KbError(f"--before wants a date like 2026-01-31, got {shortened(before, 40)}")
     deleted = purge_answers(session.kb().store, ids, before=before, everything=everything)
-    emit(as_json, "answers_purged.v1", {"purged": len(deleted), "answer_ids": deleted},
-         lambda: click.echo(f"purged {len(deleted)} stored answer(s){'' if deleted else ' (none matched)'}"
-                            + (f": {shown(', '.join(deleted[:5]))}{' …' if len(deleted) > 5 else ''}" if deleted else "")))
+    emit(
+        as_json,
+        "answers_purged.v1",
+        {"purged": len(deleted), "answer_ids": deleted},
+        lambda: click.echo(
+            f"purged {len(deleted)} stored answer(s){'' if deleted else ' (none matched)'}"
+            + (f": {shown(', '.join(deleted[:5]))}{' …' if len(deleted) > 5 else ''}" if deleted else "")
+        ),
+    )
 
 
 COMMANDS = (answers_group,)

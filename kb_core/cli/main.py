@@ -21,8 +21,13 @@ from kb_core.terminal import SafeStream
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar=None,
-              help="Config file (default: $KB_CONFIG, else the platform config path).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar=None,
+    help="Config file (default: $KB_CONFIG, else the platform config path).",
+)
 @click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Knowledge base directory (default: $KB_HOME).")
 @click.option("--backend", help="Language model backend for this call (e.g. llamacpp, ollama).")
 @click.version_option(package_name="kb")
@@ -34,7 +39,7 @@ def cli(ctx: click.Context, config_path: str | None, kb_dir: str | None, backend
     citations (path#L12-L34), or a clear refusal when the evidence is not there.
     """
     session = Session(config_path, kb_dir, backend)
-    session.config  # every command honours the same configuration, and a bad one fails early
+    _ = session.config  # every command honours the same configuration, and a bad one fails early
     ctx.obj = session
     ctx.call_on_close(session.close)
 
@@ -64,7 +69,6 @@ def _register_plugin_commands() -> None:
     for name, registration in registry().items["commands"].items():
         if name not in cli.commands:
             cli.add_command(registration.factory, name)
-
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
 
 
-
 @attrs.frozen
 class GoldenQuestion:
     """One golden question and what a right answer looks like."""
@@ -164,6 +163,7 @@ class AnswerReport:
 
 # -- the golden set ----------------------------------------------------------------------------------
 
+
 def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -191,9 +191,14 @@ def parse_golden_line(line: str, number: int, source: str = "golden set") -> Gol
     verdict = data.get("expected_verdict")
     if verdict is not None and verdict not in VERDICTS:
         raise KbError(f"{where}: expected_verdict must be one of {', '.join(VERDICTS)}")
-    return GoldenQuestion(str(qid), question, answerable, _strings(data.get("expected_docs"), "expected_docs", where),
-                          _strings(data.get("must_contain"), "must_contain", where),
-                          "mixed" if verdict == "maybe" else verdict)
+    return GoldenQuestion(
+        str(qid),
+        question,
+        answerable,
+        _strings(data.get("expected_docs"), "expected_docs", where),
+        _strings(data.get("must_contain"), "must_contain", where),
+        "mixed" if verdict == "maybe" else verdict,
+    )
 
 
 def load_golden(path: Path) -> list[GoldenQuestion]:
@@ -210,6 +215,7 @@ def load_golden(path: Path) -> list[GoldenQuestion]:
 
 # -- scoring -------------------------------------------------------------------------------------------
 
+
 def doc_matches(doc_path: str, expected: str) -> bool:
     """True when a knowledge-base path names the expected document (either may carry a folder prefix)."""
     a, b = doc_path.strip("/"), expected.strip("/")
@@ -224,8 +230,11 @@ def _violation(answer: Answer) -> bool:
     if not answer.grounded:
         return False
     packed_markers = {p.marker for p in answer.packed} or {c.marker for c in answer.citations if c.marker is not None}
-    return bool(answer.invalid_markers) or any(not s.supported for s in answer.sentences) or any(
-        c.marker not in packed_markers for c in answer.citations)
+    return (
+        bool(answer.invalid_markers)
+        or any(not s.supported for s in answer.sentences)
+        or any(c.marker not in packed_markers for c in answer.citations)
+    )
 
 
 def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
@@ -233,7 +242,9 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
     cited_paths = [c.citation.path for c in answer.citations]
     expected = sum(1 for p in cited_paths if any(doc_matches(p, e) for e in golden.expected_docs))
     text = answer.answer.casefold()
-    missing = tuple(s for s in golden.must_contain if s.casefold() not in text) if answer.grounded else golden.must_contain
+    missing = (
+        tuple(s for s in golden.must_contain if s.casefold() not in text) if answer.grounded else golden.must_contain
+    )
     if golden.answerable:
         citations_ok = not golden.expected_docs or expected == len(cited_paths)
         correct = answer.grounded and citations_ok and not missing
@@ -259,7 +270,8 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
         cached_tokens=answer.usage.cached_prompt_tokens,
         verdict=answer.verdict,
         verdict_right=(answer.grounded and answer.verdict == golden.expected_verdict)
-        if golden.expected_verdict else None,
+        if golden.expected_verdict
+        else None,
         answer_check=answer.answer_check,
         claims=sum(s.kind == "claim" for s in answer.sentences),
         claims_supported=sum(s.kind == "claim" and s.supported for s in answer.sentences),
@@ -308,8 +320,12 @@ def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult
         unanswerable=len(unanswerable),
         grounded_rate=_rate(sum(r.grounded for r in answerable), len(answerable)),
         correct_refusal_rate=_rate(sum(not r.grounded for r in unanswerable), len(unanswerable)),
-        citation_precision=_rate(sum(r.cited_expected for r in precision_pool), sum(len(r.cited) for r in precision_pool)),
-        must_contain_rate=_rate(sum(r.grounded and not r.must_contain_missing for r in with_strings), len(with_strings)),
+        citation_precision=_rate(
+            sum(r.cited_expected for r in precision_pool), sum(len(r.cited) for r in precision_pool)
+        ),
+        must_contain_rate=_rate(
+            sum(r.grounded and not r.must_contain_missing for r in with_strings), len(with_strings)
+        ),
         accuracy=_rate(sum(r.correct for r in results), len(results)),
         latency_ms_p50=percentile([r.latency_ms for r in results], 0.5),
         latency_ms_p95=percentile([r.latency_ms for r in results], 0.95),
@@ -328,6 +344,7 @@ def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult
 
 
 # -- running ---------------------------------------------------------------------------------------------
+
 
 def evaluate_answers(
     kb: KnowledgeBase,
@@ -375,11 +392,15 @@ def _write(report: AnswerReport, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "report.json").write_text(dumps("answer_report.v1", report) + "\n", encoding="utf-8")
     except OSError as exc:
-        raise KbError(f"cannot write the report to {folder}: {exc.strerror}", hint="choose another --out folder") from None
+        raise KbError(
+            f"cannot write the report to {folder}: {exc.strerror}", hint="choose another --out folder"
+        ) from None
 
 
 def _record(kb: KnowledgeBase, report: AnswerReport) -> None:
-    config = {k: getattr(report, k) for k in ("golden", "backend", "mode", "constrained", "score_gate",
-                                               "prompt_template_version")}
+    config = {
+        k: getattr(report, k)
+        for k in ("golden", "backend", "mode", "constrained", "score_gate", "prompt_template_version")
+    }
     config["model"] = report.model.id if report.model else None
     save_eval_run(kb.store, report.run_id, report.created_at, "answers", config, report.metrics, report.report_path)

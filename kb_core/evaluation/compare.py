@@ -33,6 +33,7 @@ class ReportComparison:
 
 # -- comparing two reports ----------------------------------------------------------------------------------
 
+
 def _numbers(data: Any, prefix: str = "") -> dict[str, float]:
     """Numeric leaves of a report's metrics: ``metrics.*`` and per-mode ``modes.<mode>.*``."""
     out: dict[str, float] = {}
@@ -60,7 +61,9 @@ def _load_report(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise KbError(f"cannot read report {path}: {exc}", hint="pass report.json files written by kb eval") from None
     if not isinstance(data, dict) or "schema_version" not in data:
-        raise KbError(f"{path} is not a kb report (no schema_version)", hint="pass report.json files written by kb eval")
+        raise KbError(
+            f"{path} is not a kb report (no schema_version)", hint="pass report.json files written by kb eval"
+        )
     return data
 
 
@@ -68,8 +71,10 @@ def compare_reports(baseline: Path, candidate: Path) -> ReportComparison:
     """The deltas of every metric the two reports share (and those only one of them has)."""
     a, b = _load_report(baseline), _load_report(candidate)
     if a["schema_version"] != b["schema_version"]:
-        raise KbError(f"cannot compare a {a['schema_version']} report with a {b['schema_version']} report",
-                      hint="compare two reports of the same kind")
+        raise KbError(
+            f"cannot compare a {a['schema_version']} report with a {b['schema_version']} report",
+            hint="compare two reports of the same kind",
+        )
     ma, mb = _metrics_of(a), _metrics_of(b)
     if not ma and not mb:
         raise KbError(f"neither report has metrics to compare ({a['schema_version']})")

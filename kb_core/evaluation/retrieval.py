@@ -74,7 +74,9 @@ def load_queries(path: Path) -> dict[str, str]:
     """query id -> text, from a BEIR ``queries.jsonl``."""
     queries: dict[str, str] = {}
     try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit inside a JSON string
+        lines = (
+            Path(path).read_text(encoding="utf-8").split("\n")
+        )  # not splitlines(): U+2028 may sit inside a JSON string
     except OSError as exc:
         raise KbError(f"cannot read queries file {path}: {exc.strerror}") from None
     for number, line in enumerate(lines, start=1):
@@ -195,8 +197,13 @@ def write_trec_run(path: Path, runs: Mapping[str, Sequence[tuple[str, float]]], 
 
 
 def score_mode(
-    mode: str, runs: Mapping[str, Sequence[tuple[str, float]]], qrels: Qrels, qids: Sequence[str], k: int,
-    latencies: Sequence[float], run_file: str = "",
+    mode: str,
+    runs: Mapping[str, Sequence[tuple[str, float]]],
+    qrels: Qrels,
+    qids: Sequence[str],
+    k: int,
+    latencies: Sequence[float],
+    run_file: str = "",
 ) -> ModeReport:
     """Average the metrics of one mode's run over ``qids``."""
     rankings = {qid: [doc for doc, _ in runs.get(qid, [])] for qid in qids}
@@ -233,7 +240,9 @@ def evaluate_retrieval(
     qrels = load_qrels(qrels_file)
     qids = evaluable_queries(queries, qrels)
     if not qids:
-        raise KbError("no query has both a text and a relevant judgement", hint="check that the qrels match the queries")
+        raise KbError(
+            "no query has both a text and a relevant judgement", hint="check that the qrels match the queries"
+        )
     run_id = uuid.uuid4().hex[:12]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -276,5 +285,12 @@ def record_run(kb: KnowledgeBase, report: RetrievalReport, report_path: Path | N
     """Store the run in the ``eval_runs`` table."""
     metrics = {m.mode: {"ndcg": m.ndcg_at_k, "recall": m.recall_at_k, "mrr": m.mrr_at_k} for m in report.modes}
     config = {"k": report.k, "queries_file": report.queries_file, "qrels_file": report.qrels_file, **report.settings}
-    save_eval_run(kb.store, report.run_id, report.created_at, "retrieval", config, metrics,
-                  str(report_path) if report_path else None)
+    save_eval_run(
+        kb.store,
+        report.run_id,
+        report.created_at,
+        "retrieval",
+        config,
+        metrics,
+        str(report_path) if report_path else None,
+    )

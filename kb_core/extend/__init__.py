@@ -1,1 +1,1 @@
-"""Extending kb: the hooks plugins implement, the contracts (Protocols) of the things they provide, and the registry that loads them."""
+"""Extending kb: the hooks plugins implement, the contracts (Protocols) they fill, the registry that loads them."""

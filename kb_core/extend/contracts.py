@@ -56,12 +56,23 @@ class Embedder(Protocol):
     Optional capabilities: :class:`TokenStartsEmbedder`, :class:`ArrayEmbedder`.
     """
 
-    model_ref: ModelRef
-    dimensions: int
-    max_tokens: int
-    scripts: frozenset[str] | None
-    languages: str
-    similarity_floors: Mapping[str, float]
+    @property
+    def model_ref(self) -> ModelRef: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    @property
+    def scripts(self) -> frozenset[str] | None: ...
+
+    @property
+    def languages(self) -> str: ...
+
+    @property
+    def similarity_floors(self) -> Mapping[str, float]: ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 
@@ -123,8 +134,11 @@ class Index(Protocol):
     its dimensions); when it changes, the index must be rebuilt with ``kb reindex``.
     """
 
-    name: str
-    fingerprint: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
 
     def upsert(self, chunks: Sequence[Chunk]) -> None: ...
 
@@ -145,8 +159,11 @@ class Index(Protocol):
 class Retriever(Protocol):
     """Finds chunks for a query. Every hit has a score in [0, 1] and a citation."""
 
-    name: str
-    mode: str  # "lexical" or "vector"
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...  # "lexical" or "vector"
 
     def search(self, query: SearchQuery) -> list[Hit]: ...
 
@@ -159,8 +176,11 @@ class LanguageModel(Protocol):
     errors before it starts (server down, model missing) raise :class:`kb_core.errors.KbError`.
     """
 
-    model_ref: ModelRef
-    context_tokens: int
+    @property
+    def model_ref(self) -> ModelRef: ...
+
+    @property
+    def context_tokens(self) -> int: ...
 
     def count_tokens(self, text: str) -> int: ...
 

@@ -35,30 +35,62 @@ hookimpl = pluggy.HookimplMarker("kb")
 class RegisterParser(Protocol):
     """``register(name, factory, extensions=(".md", ...), description="...")``."""
 
-    def __call__(self, name: str, factory: Callable[[FactoryContext], Parser], *, extensions: Sequence[str],
-                 description: str = "", licence: str = "", needs: str = "") -> None: ...
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[[FactoryContext], Parser],
+        *,
+        extensions: Sequence[str],
+        description: str = "",
+        licence: str = "",
+        needs: str = "",
+    ) -> None: ...
 
 
 class RegisterEmbedder(Protocol):
     """``register(name, factory, languages="English", scripts={"latin"}, licence="...")``."""
 
-    def __call__(self, name: str, factory: Callable[[FactoryContext], Embedder], *, languages: str = "",
-                 scripts: Collection[str] | None = None, description: str = "", licence: str = "",
-                 needs: str = "") -> None: ...
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[[FactoryContext], Embedder],
+        *,
+        languages: str = "",
+        scripts: Collection[str] | None = None,
+        description: str = "",
+        licence: str = "",
+        needs: str = "",
+    ) -> None: ...
 
 
 class RegisterIndex(Protocol):
     """``register(name, factory, mode="lexical" | "vector")``."""
 
-    def __call__(self, name: str, factory: Callable[[IndexContext], Index], *, mode: Literal["lexical", "vector"],
-                 description: str = "", licence: str = "", needs: str = "") -> None: ...
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[[IndexContext], Index],
+        *,
+        mode: Literal["lexical", "vector"],
+        description: str = "",
+        licence: str = "",
+        needs: str = "",
+    ) -> None: ...
 
 
 class RegisterLanguageModel(Protocol):
     """``register(name, factory, default_model="...", licence="...", needs="...")``."""
 
-    def __call__(self, name: str, factory: Callable[[FactoryContext], LanguageModel], *, default_model: str = "",
-                 description: str = "", licence: str = "", needs: str = "") -> None: ...
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[[FactoryContext], LanguageModel],
+        *,
+        default_model: str = "",
+        description: str = "",
+        licence: str = "",
+        needs: str = "",
+    ) -> None: ...
 
 
 class RegisterCommand(Protocol):

@@ -1,8 +1,9 @@
 """The plugin manager: loads entry points of the group ``kb`` and collects what they register.
 
 Every registration is checked as it is made (:func:`validate`): a mistake in a plugin is one
-line naming the plugin, the thing and the mistake. ``KB_LOAD_PLUGINS`` restricts loading to a comma-separated list of entry-point names (an
-empty value loads none); tests use it, and so can a user chasing a misbehaving plugin.
+line naming the plugin, the thing and the mistake. ``KB_LOAD_PLUGINS`` restricts loading to a
+comma-separated list of entry-point names (an empty value loads none); tests use it, and so can
+a user chasing a misbehaving plugin.
 """
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ from kb_core.extend import hookspecs
 ENTRY_POINT_GROUP = "kb"
 LOAD_ENV = "KB_LOAD_PLUGINS"
 KINDS = ("parsers", "embedders", "indexes", "language_models", "commands")
-LABELS = {"parsers": "parser", "embedders": "embedder", "indexes": "index", "language_models": "language model",
-          "commands": "command"}
+LABELS = {
+    "parsers": "parser",
+    "embedders": "embedder",
+    "indexes": "index",
+    "language_models": "language model",
+    "commands": "command",
+}
 
 
 COMMON_DETAILS = frozenset({"description", "licence", "needs"})
@@ -58,8 +64,11 @@ def _registration_problem(kind: str, name: object, factory: object, info: dict[s
         return f"index {name!r} needs mode='lexical' or mode='vector', not {info.get('mode')!r}"
     if kind == "parsers":
         extensions = info.get("extensions")
-        if (not isinstance(extensions, (list, tuple)) or not extensions
-                or not all(isinstance(e, str) and e.startswith(".") and len(e) > 1 for e in extensions)):
+        if (
+            not isinstance(extensions, (list, tuple))
+            or not extensions
+            or not all(isinstance(e, str) and e.startswith(".") and len(e) > 1 for e in extensions)
+        ):
             return f"parser {name!r} needs extensions=('.ext', ...), not {extensions!r}"
     return ""
 
@@ -130,7 +139,9 @@ def _collect(pm: pluggy.PluginManager, registry: Registry) -> dict[str, dict[str
         caller = getattr(pm.hook, f"register_{kind}")
         for impl in caller.get_hookimpls():  # registration order: core first, so plugins may override
 
-            def register(name: str, factory: Any, _kind: str = kind, _plugin: str = impl.plugin_name, **info: Any) -> None:
+            def register(
+                name: str, factory: Any, _kind: str = kind, _plugin: str = impl.plugin_name, **info: Any
+            ) -> None:
                 validate(_kind, _plugin, name, factory, info)
                 registry.items[_kind][name] = Registration(_kind, name, factory, _plugin, info)
                 provides.setdefault(_plugin, {}).setdefault(_kind, []).append(name)
@@ -159,7 +170,9 @@ def load_registry(extra_plugins: Iterable[tuple[str, object]] = ()) -> Registry:
     except pluggy.PluginValidationError as exc:
         plugin = pm.get_name(exc.plugin) or repr(exc.plugin)
         first_line = str(exc).splitlines()[0]
-        raise PluginError(f"plugin {plugin!r}: {first_line}", hint="the hooks are listed in kb_core.extend.hookspecs") from None
+        raise PluginError(
+            f"plugin {plugin!r}: {first_line}", hint="the hooks are listed in kb_core.extend.hookspecs"
+        ) from None
     provides = _collect(pm, registry)
     for name, _module, dist, version in found:
         registry.plugins.append(PluginInfo(name, dist, version, provides.get(name, {})))

@@ -1,1 +1,1 @@
-"""Ingest: walk source folders, parse and chunk files, write them to the store of record, bring the indexes up to date."""
+"""Ingest: walk source folders, parse and chunk files, store them, bring the indexes up to date."""

@@ -44,7 +44,7 @@ class ChunkLimits:
     overlap: int = 32
 
     def __attrs_post_init__(self) -> None:
-        if not 8 <= self.hard_max:
+        if not self.hard_max >= 8:
             raise ValueError("hard_max must be at least 8 tokens")
         if not 1 <= self.target <= self.hard_max:
             raise ValueError("target must be between 1 and hard_max")
@@ -83,8 +83,7 @@ class Chunker:
     tokenizing again (one tokenizer pass per block, plus the final recount).
     """
 
-    def __init__(self, count_tokens: CountTokens, limits: ChunkLimits,
-                 token_starts: TokenStarts | None = None) -> None:
+    def __init__(self, count_tokens: CountTokens, limits: ChunkLimits, token_starts: TokenStarts | None = None) -> None:
         self.count_tokens = count_tokens
         self.token_starts = token_starts
         self.limits = limits
@@ -118,8 +117,16 @@ class Chunker:
             if not block.text.strip():
                 continue
             if tokens <= budget:
-                units.append(_Unit(block.text, block.start_line, block.end_line, tokens, block.heading_path,
-                                   block.kind == "heading"))
+                units.append(
+                    _Unit(
+                        block.text,
+                        block.start_line,
+                        block.end_line,
+                        tokens,
+                        block.heading_path,
+                        block.kind == "heading",
+                    )
+                )
             else:
                 units.extend(self._split_block(block, budget, counter))
         return units
@@ -225,7 +232,9 @@ class Chunker:
             parts.append(unit.joiner + unit.text)
         return "".join(parts)
 
-    def _fit(self, groups: list[tuple[tuple[int, ...], list[_Unit]]]) -> list[tuple[tuple[int, ...], list[_Unit], str, int]]:
+    def _fit(
+        self, groups: list[tuple[tuple[int, ...], list[_Unit]]]
+    ) -> list[tuple[tuple[int, ...], list[_Unit], str, int]]:
         """Recount joined texts (all documents in one call per round); split what is over the maximum.
 
         Groups come keyed by (document, position); the result is sorted by key.
@@ -252,8 +261,10 @@ class Chunker:
         budget = self.limits.hard_max - self.specials
         text = unit.text
         pieces = self._verified(text, self._split_span(text, 0, len(text), budget, self._exact_counter(text)), budget)
-        return [attrs.evolve(unit, text=text[a:b], tokens=n, joiner=unit.joiner if i == 0 else "")
-                for i, (a, b, n) in enumerate(pieces)]
+        return [
+            attrs.evolve(unit, text=text[a:b], tokens=n, joiner=unit.joiner if i == 0 else "")
+            for i, (a, b, n) in enumerate(pieces)
+        ]
 
     def chunk(self, doc_path: str, blocks: Sequence[Block]) -> list[Chunk]:
         """Chunks for one document's blocks, in document order, with deterministic ids."""

@@ -105,7 +105,12 @@ def index_problems(kb: KnowledgeBase) -> list[Problem]:
         if problem:
             problems.append(problem)
         elif applied < latest:
-            problems.append(Problem(name, f"index {name} is {latest - applied} change(s) behind (an interrupted run)",
-                                    "kb ingest PATH (or kb reindex)"))
+            problems.append(
+                Problem(
+                    name,
+                    f"index {name} is {latest - applied} change(s) behind (an interrupted run)",
+                    "kb ingest PATH (or kb reindex)",
+                )
+            )
         problems.extend(kb.index(name).check())
     return problems

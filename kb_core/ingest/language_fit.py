@@ -49,16 +49,20 @@ class LanguageFit:
     def describe(self) -> str:
         """One line: the embedder, what it models, and what the corpus is written in."""
         top = ", ".join(f"{script} {share:.0%}" for script, share in list(self.corpus_shares.items())[:3])
-        return (f"embedder {self.embedder} models {self.languages}, but {self.unmodeled_share:.0%} of this"
-                f" knowledge base is in other scripts ({top})")
+        return (
+            f"embedder {self.embedder} models {self.languages}, but {self.unmodeled_share:.0%} of this"
+            f" knowledge base is in other scripts ({top})"
+        )
 
     def fix(self) -> str:
         """The one-line change that gives the corpus an embedder that models it."""
         if self.suggestion is None:
             return "set [models.embedding] name to an embedder that models these languages, then run 'kb reindex'"
         install = " (pip install 'kb[multilingual]')" if self.suggestion == "multilingual" else ""
-        return (f"set [models.embedding] name = \"{self.suggestion}\" in the config file{install},"
-                " then run 'kb reindex --store sqlitevec'")
+        return (
+            f'set [models.embedding] name = "{self.suggestion}" in the config file{install},'
+            " then run 'kb reindex --store sqlitevec'"
+        )
 
 
 def corpus_profile(kb: KnowledgeBase) -> dict[str, float]:
@@ -117,5 +121,4 @@ def ingest_notice(kb: KnowledgeBase) -> None:
     except Exception:  # noqa: BLE001 - a notice must never fail an ingest that succeeded
         return
     if fit is not None and fit.mismatch:
-        click.echo(f"note: {fit.describe()}; vector search cannot rank those chunks. To switch: {fit.fix()}",
-                   err=True)
+        click.echo(f"note: {fit.describe()}; vector search cannot rank those chunks. To switch: {fit.fix()}", err=True)

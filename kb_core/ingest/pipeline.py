@@ -70,9 +70,11 @@ def writer_lock(kb: KnowledgeBase) -> Iterator[None]:
         make_private_dir(kb.directory)
         handle = os.fdopen(os.open(kb.directory / "writer.lock", os.O_RDWR | os.O_CREAT, 0o600), "a+")
     except OSError as exc:
-        raise KbError(f"cannot write to the knowledge base at {kb.directory}: {exc.strerror}",
-                      hint="search and list work on a read-only knowledge base; copy it somewhere writable to change it",
-                      exit_code=EXIT_STORAGE) from None
+        raise KbError(
+            f"cannot write to the knowledge base at {kb.directory}: {exc.strerror}",
+            hint="search and list work on a read-only knowledge base; copy it somewhere writable to change it",
+            exit_code=EXIT_STORAGE,
+        ) from None
     with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -94,8 +96,9 @@ def make_chunker(kb: KnowledgeBase) -> Chunker:
     target = min(cfg.chunk_target_tokens, hard_max)
     overlap = min(cfg.chunk_overlap_tokens, target - 1)
     limits = ChunkLimits(target=target, hard_max=hard_max, overlap=overlap)
-    return Chunker(embedder.count_tokens, limits,
-                   embedder.token_starts if isinstance(embedder, TokenStartsEmbedder) else None)
+    return Chunker(
+        embedder.count_tokens, limits, embedder.token_starts if isinstance(embedder, TokenStartsEmbedder) else None
+    )
 
 
 class _Parsers:
@@ -127,8 +130,14 @@ def _decode(data: bytes) -> tuple[str | None, str]:
 class Ingester:
     """One ingest run over some roots."""
 
-    def __init__(self, kb: KnowledgeBase, progress: Progress | None = None, *, follow_symlinks: bool | None = None,
-                 repoint: bool = False) -> None:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        progress: Progress | None = None,
+        *,
+        follow_symlinks: bool | None = None,
+        repoint: bool = False,
+    ) -> None:
         self.kb = kb
         self.store = kb.store
         self.progress = progress
@@ -143,8 +152,7 @@ class Ingester:
         self.failed: list[IngestWarning] = []
         self.warnings: list[IngestWarning] = []
 
-    def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes,
-                 stored: bool) -> _Prepared | None:
+    def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes, stored: bool) -> _Prepared | None:
         text, warning = _decode(data)
         if text is None:
             self.failed.append(IngestWarning(file.path, warning + KEPT if stored else warning))
@@ -177,8 +185,12 @@ class Ingester:
     def _read(self, file: SourceFile) -> bytes | None:
         limit = self.kb.config.ingest.max_file_bytes
         if file.size > limit:
-            self.failed.append(IngestWarning(file.path, f"file is {file.size} bytes, over the limit of {limit}"
-                                             " ([ingest] max_file_bytes); skipped"))
+            self.failed.append(
+                IngestWarning(
+                    file.path,
+                    f"file is {file.size} bytes, over the limit of {limit} ([ingest] max_file_bytes); skipped",
+                )
+            )
             return None
         try:
             return file.absolute.read_bytes()
@@ -209,9 +221,14 @@ class Ingester:
                     self.warnings.append(IngestWarning(old, f"re-pointed {moved} document(s) from {old} to {here}"))
             return set()
         for path, owner in sorted(foreign.items()):
-            self.failed.append(IngestWarning(path, f"a document with this path came from another folder ({owner});"
-                                             f" skipped (to make this folder its source, keeping every document and"
-                                             f" answer: kb ingest --repoint {shlex.quote(str(root.given))})"))
+            self.failed.append(
+                IngestWarning(
+                    path,
+                    f"a document with this path came from another folder ({owner});"
+                    f" skipped (to make this folder its source, keeping every document and"
+                    f" answer: kb ingest --repoint {shlex.quote(str(root.given))})",
+                )
+            )
         return set(foreign)
 
     def ingest_root(self, given: Path) -> None:
@@ -261,16 +278,29 @@ class Ingester:
                 raise KbError(f"no parser for {root.given.name}", hint=f"supported: {', '.join(sorted(extensions))}")
             items = list(single_file(root.base, root.start, root.given, follow_symlinks=self.follow_symlinks))
         else:
-            items = list(walk(root.base, extensions, self.kb.config.ingest.ignore, skip_dirs=[self.kb.directory],
-                              follow_symlinks=self.follow_symlinks, start=root.start))
+            items = list(
+                walk(
+                    root.base,
+                    extensions,
+                    self.kb.config.ingest.ignore,
+                    skip_dirs=[self.kb.directory],
+                    follow_symlinks=self.follow_symlinks,
+                    start=root.start,
+                )
+            )
         problems = [i for i in items if isinstance(i, SourceProblem)]
         self.failed.extend(IngestWarning(p.path or ".", p.reason) for p in problems)
         chosen: dict[str, SourceFile] = {}
         for item in sorted((i for i in items if isinstance(i, SourceFile)), key=_spelling_order):
             if item.path in chosen:
-                self.warnings.append(IngestWarning(item.path, f"{str(item.absolute)!r} spells the same name in"
-                                                   " another Unicode form (NFC/NFD); only"
-                                                   f" {str(chosen[item.path].absolute)!r} is stored"))
+                self.warnings.append(
+                    IngestWarning(
+                        item.path,
+                        f"{str(item.absolute)!r} spells the same name in"
+                        " another Unicode form (NFC/NFD); only"
+                        f" {str(chosen[item.path].absolute)!r} is stored",
+                    )
+                )
             else:
                 chosen[item.path] = item
         return sorted(chosen.values(), key=lambda f: f.path), problems
@@ -282,8 +312,14 @@ def _spelling_order(file: SourceFile) -> tuple[str, bool, str]:
     return file.path, unicodedata.normalize("NFC", raw) != raw, raw
 
 
-def ingest_paths(kb: KnowledgeBase, paths: Sequence[Path], progress: Progress | None = None, *,
-                 follow_symlinks: bool | None = None, repoint: bool = False) -> IngestReport:
+def ingest_paths(
+    kb: KnowledgeBase,
+    paths: Sequence[Path],
+    progress: Progress | None = None,
+    *,
+    follow_symlinks: bool | None = None,
+    repoint: bool = False,
+) -> IngestReport:
     """Ingest files and folders, then bring every enabled index up to date.
 
     ``follow_symlinks`` (default: ``[ingest] follow_symlinks``) follows links that leave a root;

@@ -92,8 +92,10 @@ def absorb_inner_roots(store: StoreOfRecord, root: Root) -> list[tuple[str, str]
                 new_path = normalise(prefix) + document.path
                 if store.get_document(new_path) is not None:
                     continue
-                chunks = [attrs.evolve(c, doc_path=new_path, chunk_id=chunk_id(new_path, c.ordinal, c.content_hash))
-                          for c in store.chunks_of([document.path])]
+                chunks = [
+                    attrs.evolve(c, doc_path=new_path, chunk_id=chunk_id(new_path, c.ordinal, c.content_hash))
+                    for c in store.chunks_of([document.path])
+                ]
                 store.delete_documents([document.path])
                 store.replace_document(attrs.evolve(document, path=new_path, source_root=str(root.base)), chunks)
                 moved += 1

@@ -25,8 +25,23 @@ import attrs
 import pathspec
 
 DEFAULT_IGNORES = (
-    ".git/", ".hg/", ".svn/", ".venv/", "venv/", "node_modules/", "__pycache__/", ".mypy_cache/",
-    ".pytest_cache/", ".tox/", ".idea/", ".vscode/", ".DS_Store", "Thumbs.db", "*.pyc", "*.swp", "*~",
+    ".git/",
+    ".hg/",
+    ".svn/",
+    ".venv/",
+    "venv/",
+    "node_modules/",
+    "__pycache__/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".tox/",
+    ".idea/",
+    ".vscode/",
+    ".DS_Store",
+    "Thumbs.db",
+    "*.pyc",
+    "*.swp",
+    "*~",
     ".kbignore",
 )
 IGNORE_FILE = ".kbignore"
@@ -82,17 +97,25 @@ def _link_problem(entry: os.DirEntry[str], relative: str, root_real: Path, follo
     except FileNotFoundError:
         return SourceProblem(normalise(relative), "broken symbolic link; skipped", keep=True)
     except (RuntimeError, OSError) as exc:  # RuntimeError: a link loop (Python < 3.13)
-        loop = isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP
-        reason = "symbolic link loop; skipped" if loop else f"cannot resolve symbolic link: {exc.strerror}"
+        if isinstance(exc, OSError) and exc.errno != errno.ELOOP:
+            reason = f"cannot resolve symbolic link: {exc.strerror}"
+        else:
+            reason = "symbolic link loop; skipped"
         return SourceProblem(normalise(relative), reason, keep=True)
     if not follow and not _inside(target, root_real):
         return SourceProblem(normalise(relative), OUTSIDE.format(target=target))
     return None
 
 
-def walk(root: Path, extensions: Sequence[str], extra_ignores: Sequence[str] = (),
-         skip_dirs: Sequence[Path] = (), *, follow_symlinks: bool = False,
-         start: str = "") -> Iterator[SourceFile | SourceProblem]:
+def walk(
+    root: Path,
+    extensions: Sequence[str],
+    extra_ignores: Sequence[str] = (),
+    skip_dirs: Sequence[Path] = (),
+    *,
+    follow_symlinks: bool = False,
+    start: str = "",
+) -> Iterator[SourceFile | SourceProblem]:
     """Yield the files under ``root`` with a wanted extension, and problems met on the way.
 
     ``start`` (a relative folder ending in '/') limits the walk to that part of the root.
@@ -153,8 +176,9 @@ def walk(root: Path, extensions: Sequence[str], extra_ignores: Sequence[str] = (
                 yield SourceProblem(normalise(relative), "not a regular file; skipped")
 
 
-def single_file(base: Path, relative: str, given: Path, *, follow_symlinks: bool = False
-                ) -> Iterator[SourceFile | SourceProblem]:
+def single_file(
+    base: Path, relative: str, given: Path, *, follow_symlinks: bool = False
+) -> Iterator[SourceFile | SourceProblem]:
     """The one file ``given`` (stored as ``relative`` under ``base``), or why it cannot be used."""
     path = normalise(relative)
     try:

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 SEPARATION_RANK = 10
 SEPARATION_FULL = 0.03
 
+
 @attrs.frozen
 class RetrieverRun:
     """What one retriever returned for a query (for ``kb search --explain``)."""
@@ -193,8 +194,13 @@ def to_gate(value: float, source: float, target: float) -> float:
     return _clamp(target + (value - source) * (1 - target) / (1 - source))
 
 
-def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int, weights: Mapping[str, float] | None = None,
-         gates: Mapping[str, float] | None = None, fused_gate: float | None = None) -> list[tuple[Hit, HitExplanation]]:
+def fuse(
+    results: Sequence[tuple[str, Sequence[Hit]]],
+    rrf_k: int,
+    weights: Mapping[str, float] | None = None,
+    gates: Mapping[str, float] | None = None,
+    fused_gate: float | None = None,
+) -> list[tuple[Hit, HitExplanation]]:
     """Fuse ranked lists (``(retriever name, hits)``) into hits ordered by ``rrf_norm * evidence``.
 
     Each retriever counts with its weight (default: :func:`fusion_weights`). With ``gates`` (each
@@ -232,8 +238,9 @@ def fuse(results: Sequence[tuple[str, Sequence[Hit]]], rrf_k: int, weights: Mapp
         fused_hit = attrs.evolve(
             hit, score=score, rank=0, retriever="+".join(c.retriever for c in contributions), raw_score=rrf
         )
-        explanation = HitExplanation(chunk_id, rrf, rrf_norm, evidence, tuple(contributions),
-                                     source, fused_gate if source is not None else None)
+        explanation = HitExplanation(
+            chunk_id, rrf, rrf_norm, evidence, tuple(contributions), source, fused_gate if source is not None else None
+        )
         fused.append((fused_hit, explanation))
     fused.sort(key=lambda pair: (-pair[0].score, -pair[1].rrf, pair[0].chunk_id))
     return fused
@@ -259,7 +266,9 @@ def _fill_from_store(kb: KnowledgeBase, hits: list[Hit]) -> list[Hit]:
     for hit in hits:
         chunk = chunks.get(hit.chunk_id)
         if chunk is not None:
-            hit = attrs.evolve(hit, snippet=hit.snippet or chunk.text[:300], heading_path=hit.heading_path or chunk.heading_path)
+            hit = attrs.evolve(
+                hit, snippet=hit.snippet or chunk.text[:300], heading_path=hit.heading_path or chunk.heading_path
+            )
         filled.append(hit)
     return filled
 

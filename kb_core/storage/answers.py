@@ -48,12 +48,20 @@ def save_answer(store: StoreOfRecord, answer: Answer) -> None:
         "usage_json": _json(answer.usage),
         "packed_chunks_json": _json(list(answer.packed)) if answer.packed else None,
     }
-    store.conn.execute(f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                       tuple(row.values()))
+    store.conn.execute(
+        f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())
+    )
 
 
-def save_eval_run(store: StoreOfRecord, run_id: str, created_at: str, kind: str, config: object, metrics: object,
-                  report_path: str | None) -> None:
+def save_eval_run(
+    store: StoreOfRecord,
+    run_id: str,
+    created_at: str,
+    kind: str,
+    config: object,
+    metrics: object,
+    report_path: str | None,
+) -> None:
     """Keep one evaluation run (``kind``: retrieval or answers) in the ``eval_runs`` table."""
     store.conn.execute(
         "INSERT INTO eval_runs (run_id, created_at, kind, config_json, metrics_json, report_path)"
@@ -67,12 +75,15 @@ def list_answers(store: StoreOfRecord, limit: int | None = None) -> tuple[list[S
     total = int(store.conn.execute("SELECT count(*) FROM answers").fetchone()[0])
     rows = store.conn.execute(
         "SELECT answer_id, created_at, question, grounded, refusal_reason FROM answers"
-        " ORDER BY created_at DESC, rowid DESC LIMIT ?", (-1 if limit is None else limit,))
+        " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+        (-1 if limit is None else limit,),
+    )
     return [StoredAnswer(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows], total
 
 
-def purge_answers(store: StoreOfRecord, ids: Sequence[str] = (), *, before: str | None = None,
-                  everything: bool = False) -> list[str]:
+def purge_answers(
+    store: StoreOfRecord, ids: Sequence[str] = (), *, before: str | None = None, everything: bool = False
+) -> list[str]:
     """Delete stored answers (by id, older than an ISO date, or all); returns the ids deleted."""
     if everything:
         chosen = [r[0] for r in store.conn.execute("SELECT answer_id FROM answers")]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import urllib.parse
@@ -11,7 +12,7 @@ from pathlib import Path
 try:
     from pysqlite3 import dbapi2 as sqlite3
 except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
-    import sqlite3  # type: ignore[no-redef]
+    import sqlite3
 
 from kb_core.errors import EXIT_STORAGE, KbError
 
@@ -43,10 +44,8 @@ def make_private_dir(path: Path) -> None:
 
 def create_private_file(path: Path) -> None:
     """Create an empty file readable by its owner only (0600), unless it exists."""
-    try:
+    with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass
 
 
 def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None:
@@ -68,13 +67,17 @@ def storage_error_for(kb_dir: Path | str, exc: Exception) -> KbError:
     """The one-line error for an SQLite failure to write (disk full, read-only, busy, other)."""
     text, where = str(exc), f" at {kb_dir}" if kb_dir else ""
     if "full" in text:
-        return KbError(f"the disk is full: kb stopped writing the knowledge base{where}; what was stored before is"
-                       " intact", hint="free some space and run the command again; the next 'kb ingest' completes"
-                       " an interrupted one", exit_code=EXIT_STORAGE)
+        return KbError(
+            f"the disk is full: kb stopped writing the knowledge base{where}; what was stored before is intact",
+            hint="free some space and run the command again; the next 'kb ingest' completes an interrupted one",
+            exit_code=EXIT_STORAGE,
+        )
     if "readonly" in text or "read-only" in text:
-        return KbError(f"the knowledge base{where} is read-only", hint="copy it somewhere writable",
-                       exit_code=EXIT_STORAGE)
+        return KbError(
+            f"the knowledge base{where} is read-only", hint="copy it somewhere writable", exit_code=EXIT_STORAGE
+        )
     if "locked" in text or "busy" in text:
-        return KbError(f"the knowledge base{where} is busy ({text})", hint="wait for the other kb process",
-                       exit_code=EXIT_STORAGE)
+        return KbError(
+            f"the knowledge base{where} is busy ({text})", hint="wait for the other kb process", exit_code=EXIT_STORAGE
+        )
     return KbError(f"cannot write the knowledge base{where}: {text}", exit_code=EXIT_STORAGE)

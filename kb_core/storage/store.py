@@ -20,7 +20,7 @@ from pathlib import Path
 try:
     from pysqlite3 import dbapi2 as sqlite3
 except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
-    import sqlite3  # type: ignore[no-redef]
+    import sqlite3
 
 from kb_core.errors import EXIT_STORAGE, KbError
 from kb_core.storage.sqlite_files import (
@@ -150,8 +150,7 @@ class StoreOfRecord:
             else:
                 make_private_dir(self.kb_dir)
                 create_private_file(self.path)
-                self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
-                                            check_same_thread=False)
+                self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
                 self.conn.execute("PRAGMA busy_timeout = 30000")
                 self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -183,8 +182,10 @@ class StoreOfRecord:
         if version == len(MIGRATIONS):
             return
         if self.read_only:
-            raise KbError(f"the knowledge base at {self.kb_dir} is read-only and needs an upgrade (schema {version})",
-                          hint="open it once where it is writable")
+            raise KbError(
+                f"the knowledge base at {self.kb_dir} is read-only and needs an upgrade (schema {version})",
+                hint="open it once where it is writable",
+            )
         with self.transaction():
             version = self.schema_version
             self._check_version(version)
@@ -201,8 +202,11 @@ class StoreOfRecord:
         transaction is rolled back, so what was stored before is intact.
         """
         if self.read_only:
-            raise KbError(f"the knowledge base at {self.kb_dir} is read-only", hint="search and list work; to change it,"
-                          " copy it somewhere writable", exit_code=EXIT_STORAGE)
+            raise KbError(
+                f"the knowledge base at {self.kb_dir} is read-only",
+                hint="search and list work; to change it, copy it somewhere writable",
+                exit_code=EXIT_STORAGE,
+            )
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:

@@ -18,8 +18,15 @@ Script = Sequence[str] | Callable[[GenerateRequest], Sequence[str]]
 class ScriptedLanguageModel:
     """Streams scripted tokens (a list, or a function of the request) and records every request."""
 
-    def __init__(self, script: Script = ("ok [#1]",), *, context_tokens: int = 8192,
-                 finish_reason: str = "stop", error: str | None = None, model_id: str = "scripted") -> None:
+    def __init__(
+        self,
+        script: Script = ("ok [#1]",),
+        *,
+        context_tokens: int = 8192,
+        finish_reason: str = "stop",
+        error: str | None = None,
+        model_id: str = "scripted",
+    ) -> None:
         self.script = script
         self.context_tokens = context_tokens
         self.finish_reason = finish_reason

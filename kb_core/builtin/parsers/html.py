@@ -204,7 +204,7 @@ class _HtmlCollector(_StdlibHTMLParser):
         if self._capture is None and (tag in _LEAF_KINDS or tag in _CONTAINER_KINDS):
             kind = _LEAF_KINDS.get(tag) or _CONTAINER_KINDS[tag]
             outer_lists = self._open.count("ul", "ol") - (tag in ("ul", "ol"))
-            self._capture = _Capture(tag, kind, len(self._open) - 1, line, line, tag == "pre", outer_lists)
+            self._capture = _Capture(tag, kind, len(self._open) - 1, line, line, tag == "pre", outer_lists=outer_lists)
 
     def handle_endtag(self, tag: str) -> None:
         index = self._open.last_index(tag)

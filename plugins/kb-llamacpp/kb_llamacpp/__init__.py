@@ -39,11 +39,25 @@ def make_model(ctx: FactoryContext) -> LlamaCppModel:
     chosen = llm.model or str(ctx.options.get("model", "") or "")
     if chosen:
         path = Path(chosen).expanduser()
-        return LlamaCppModel(LlamaSettings(path=path, model_id=path.stem, context_tokens=llm.context_tokens,
-                                           threads=llm.threads, progress=ctx.progress))
-    return LlamaCppModel(LlamaSettings(path=target_path(DEFAULT_MODEL), model_id=DEFAULT_MODEL.id,
-                                       context_tokens=llm.context_tokens, threads=llm.threads,
-                                       packaged=DEFAULT_MODEL, progress=ctx.progress))
+        return LlamaCppModel(
+            LlamaSettings(
+                path=path,
+                model_id=path.stem,
+                context_tokens=llm.context_tokens,
+                threads=llm.threads,
+                progress=ctx.progress,
+            )
+        )
+    return LlamaCppModel(
+        LlamaSettings(
+            path=target_path(DEFAULT_MODEL),
+            model_id=DEFAULT_MODEL.id,
+            context_tokens=llm.context_tokens,
+            threads=llm.threads,
+            packaged=DEFAULT_MODEL,
+            progress=ctx.progress,
+        )
+    )
 
 
 @hookimpl

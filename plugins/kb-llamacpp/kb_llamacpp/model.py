@@ -247,12 +247,15 @@ class LlamaCppModel:
             if rest:
                 yield Token(rest)
         except Exception as exc:  # llama.cpp failures surface as assorted exception types
-            yield Done("error", len(prompt), len(completion), error=f"{type(exc).__name__}: {exc}", cached_tokens=cached)
+            yield Done(
+                "error", len(prompt), len(completion), error=f"{type(exc).__name__}: {exc}", cached_tokens=cached
+            )
             return
         yield Done(finish, len(prompt), len(completion), cached_tokens=cached)
 
-    def _start_from_prefix(self, llama: Any, request: GenerateRequest, tokens: list[int],
-                           after_check: bool = False) -> int:
+    def _start_from_prefix(
+        self, llama: Any, request: GenerateRequest, tokens: list[int], after_check: bool = False
+    ) -> int:
         """Leave the context holding the prompt's fixed prefix (or more of ``tokens``); the tokens reused.
 
         The prefix is always its own batch, restored or computed, so answers repeat either way.
@@ -265,9 +268,8 @@ class LlamaCppModel:
         if not prefix or self._prefixes is None:
             llama.reset()
             return 0
-        if after_check and checked is not None:
-            if _common_length(checked, tokens) > len(prefix):
-                return len(prefix)
+        if after_check and checked is not None and _common_length(checked, tokens) > len(prefix):
+            return len(prefix)
         return len(prefix) if self._prefixes.prepare(llama, prefix) else 0
 
     # -- the answer check -----------------------------------------------------------------------

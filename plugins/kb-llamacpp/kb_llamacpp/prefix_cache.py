@@ -38,8 +38,14 @@ class PrefixCache:
         import llama_cpp
 
         stat = self.model_path.stat()
-        parts = [llama_cpp.__version__, str(self.model_path.resolve()), str(stat.st_size), str(stat.st_mtime_ns),
-                 self.settings_key, ",".join(map(str, prefix))]
+        parts = [
+            llama_cpp.__version__,
+            str(self.model_path.resolve()),
+            str(stat.st_size),
+            str(stat.st_mtime_ns),
+            self.settings_key,
+            ",".join(map(str, prefix)),
+        ]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
     def _file(self, prefix: Sequence[int]) -> Path | None:

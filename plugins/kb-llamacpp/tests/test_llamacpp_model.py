@@ -9,8 +9,8 @@ import llama_cpp
 import pytest
 
 from kb_core.config import load_config
-from kb_core.extend.contracts import LanguageModel, FactoryContext
 from kb_core.errors import KbError
+from kb_core.extend.contracts import FactoryContext, LanguageModel
 from kb_core.extend.registry import load_registry
 from kb_core.types import Done, GenerateRequest, Token
 from kb_llamacpp import DEFAULT_MODEL, make_model
@@ -79,8 +79,13 @@ def test_stream_equals_llama_cpp_non_streamed_chat_completion(model: LlamaCppMod
     llama = model._load()
     reference = llama.create_chat_completion(
         [{"role": "system", "content": COUNTING.system}, {"role": "user", "content": COUNTING.user}],
-        max_tokens=COUNTING.max_tokens, temperature=0.0, seed=COUNTING.seed,
-        top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=model.settings.repeat_penalty,
+        max_tokens=COUNTING.max_tokens,
+        temperature=0.0,
+        seed=COUNTING.seed,
+        top_k=40,
+        top_p=0.95,
+        min_p=0.05,
+        repeat_penalty=model.settings.repeat_penalty,
     )
     assert "".join(t.text for t in tokens) == reference["choices"][0]["message"]["content"]
     assert dones[0].prompt_tokens == reference["usage"]["prompt_tokens"]
@@ -125,8 +130,12 @@ def test_grammar_restricts_output_to_yes_or_no(model: LlamaCppModel) -> None:
 
 def test_grammar_can_force_citation_markers(model: LlamaCppModel) -> None:
     grammar = 'root ::= [A-Za-z ,.]{1,40} " [#" ("1" | "2") "]"'
-    request = GenerateRequest(system="Answer from the evidence.", user="[#1] The sky is blue.\n\nWhat colour is the sky?",
-                              max_tokens=40, grammar=grammar)
+    request = GenerateRequest(
+        system="Answer from the evidence.",
+        user="[#1] The sky is blue.\n\nWhat colour is the sky?",
+        max_tokens=40,
+        grammar=grammar,
+    )
     text = "".join(t.text for t in _collect(model, request)[0])
     assert text.endswith(("[#1]", "[#2]"))
 
@@ -155,19 +164,24 @@ def test_model_path_from_backend_options_and_non_gguf_file(tmp_path: Path) -> No
         make_model(FactoryContext(_config(tmp_path), {"model": str(fake)}))
 
 
-
 # -- the prompt prefix state and the answer check ----------------------------------------------------
 
 EXAMPLES = (("Evidence: roses are pruned in late winter.\n\nQuestion: When are roses pruned?", "In late winter [#1]."),)
 
 
 def _asked(question: str, evidence: str) -> GenerateRequest:
-    return GenerateRequest(system="Answer from the evidence only, citing it like [#1].", examples=EXAMPLES,
-                           user=f"Evidence: {evidence}\n\nQuestion: {question}", max_tokens=24, temperature=0.0, seed=3)
+    return GenerateRequest(
+        system="Answer from the evidence only, citing it like [#1].",
+        examples=EXAMPLES,
+        user=f"Evidence: {evidence}\n\nQuestion: {question}",
+        max_tokens=24,
+        temperature=0.0,
+        seed=3,
+    )
 
 
 def test_the_prefix_state_is_reused_and_answers_repeat(model: LlamaCppModel, tmp_path: Path) -> None:
-    """The system message and examples are evaluated once; from memory or from the state file, the answer is the same."""
+    """System message and examples are evaluated once; from memory or from the state file, the answer is the same."""
     model.count_tokens("x")  # the default model is joined into its cache on first use
     settings = attrs.evolve(model.settings, packaged=None, state_dir=tmp_path)
     first = LlamaCppModel(settings)

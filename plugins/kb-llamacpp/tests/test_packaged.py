@@ -21,14 +21,24 @@ def _install_parts(root: Path, prefix: str, chunks: list[bytes]) -> None:
 
 
 @pytest.fixture
-def chunked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> tuple[PackagedModel, bytes]:
+def chunked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> tuple[PackagedModel, bytes]:
     prefix = f"kbtest_{request.node.name.replace('[', '_').replace(']', '_')}_part"
     chunks = [b"GGUF" + bytes(range(256)) * 3, b"middle" * 100, b"tail"]
     _install_parts(tmp_path / "site", prefix, chunks)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     whole = b"".join(chunks)
-    spec = PackagedModel("toy", "toy.gguf", prefix.replace("_", "-"), prefix, len(chunks), len(whole),
-                         hashlib.sha256(whole).hexdigest(), "MIT")
+    spec = PackagedModel(
+        "toy",
+        "toy.gguf",
+        prefix.replace("_", "-"),
+        prefix,
+        len(chunks),
+        len(whole),
+        hashlib.sha256(whole).hexdigest(),
+        "MIT",
+    )
     return spec, whole
 
 
@@ -52,8 +62,16 @@ def test_second_call_reuses_the_file(chunked: tuple[PackagedModel, bytes], tmp_p
 
 def test_wrong_hash_is_refused_and_leaves_nothing(chunked: tuple[PackagedModel, bytes], tmp_path: Path) -> None:
     spec, _ = chunked
-    bad = PackagedModel(spec.id, spec.file_name, spec.distribution_prefix, spec.module_prefix, spec.parts,
-                        spec.size, "0" * 64, spec.licence)
+    bad = PackagedModel(
+        spec.id,
+        spec.file_name,
+        spec.distribution_prefix,
+        spec.module_prefix,
+        spec.parts,
+        spec.size,
+        "0" * 64,
+        spec.licence,
+    )
     with pytest.raises(ModelUnavailableError, match="do not reassemble"):
         materialize(bad, tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kb_llamacpp.stops import StopScanner
 
@@ -25,7 +26,10 @@ def test_output_is_text_before_first_stop(pieces: list[str], stops: list[str]) -
     assert _run(pieces, stops) == _expected("".join(pieces), stops)
 
 
-@given(st.lists(st.text(ALPHABET, max_size=6), max_size=12), st.lists(st.text(ALPHABET, min_size=1, max_size=4), max_size=3))
+@given(
+    st.lists(st.text(ALPHABET, max_size=6), max_size=12),
+    st.lists(st.text(ALPHABET, min_size=1, max_size=4), max_size=3),
+)
 def test_released_text_never_contains_a_stop(pieces: list[str], stops: list[str]) -> None:
     scanner = StopScanner(tuple(stops))
     released = ""

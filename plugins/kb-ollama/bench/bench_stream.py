@@ -63,8 +63,12 @@ def main() -> None:
     model = make_model(config, {"url": fake.url, "model": "llama3.2"}, environ={})
     request = GenerateRequest(system="s", user="u", max_tokens=tokens + 1)
     port = server.server_address[1]
-    body = {"model": "llama3.2", "messages": [{"role": "user", "content": "u"}], "stream": True,
-            "options": {"num_predict": tokens + 1}}
+    body = {
+        "model": "llama3.2",
+        "messages": [{"role": "user", "content": "u"}],
+        "stream": True,
+        "options": {"num_predict": tokens + 1},
+    }
     model.facts()
 
     baseline = best_of(3, lambda: bare_read(port, body))
@@ -77,8 +81,10 @@ def main() -> None:
     texts = [f"passage number {i} about the colour of the sky" for i in range(200)]
     uncached = best_of(1, lambda: [model.count_tokens(t) for t in texts])
     cached = best_of(1, lambda: [model.count_tokens(t) for t in texts])
-    print(f"count_tokens, 200 texts: uncached {uncached / 200 * 1e3:.2f} ms/text (one /api/generate each, "
-          f"fake server), cached {cached / 200 * 1e6:.2f} us/text")
+    print(
+        f"count_tokens, 200 texts: uncached {uncached / 200 * 1e3:.2f} ms/text (one /api/generate each, "
+        f"fake server), cached {cached / 200 * 1e6:.2f} us/text"
+    )
     server.shutdown()
 
 

@@ -41,7 +41,13 @@ def test_options_reach_the_server_as_sent(fake_ollama, build_model):
     assert body["model"] == "llama3.2:latest"
     assert body["stream"] is True
     assert body["messages"] == [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
-    assert body["options"] == {"temperature": 0.2, "seed": 7, "num_ctx": 3000, "num_predict": 77, "stop": ["[END]", "\n\n"]}
+    assert body["options"] == {
+        "temperature": 0.2,
+        "seed": 7,
+        "num_ctx": 3000,
+        "num_predict": 77,
+        "stop": ["[END]", "\n\n"],
+    }
     chat = [r for r in fake_ollama.requests if r.path == "/api/chat"][0]
     assert chat.method == "POST" and chat.headers["Content-Type"] == "application/json"
 
@@ -169,7 +175,7 @@ def test_connection_dropped_mid_stream_is_an_error_event(fake_ollama, build_mode
 
 def test_grammar_is_refused_before_anything_is_sent(fake_ollama, build_model):
     with pytest.raises(KbError, match="cannot constrain output with a grammar"):
-        list(build_model().generate_stream(GenerateRequest(system="", user="q", grammar="root ::= \"x\"")))
+        list(build_model().generate_stream(GenerateRequest(system="", user="q", grammar='root ::= "x"')))
     assert fake_ollama.requests == []
 
 

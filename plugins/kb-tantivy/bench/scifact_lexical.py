@@ -25,7 +25,6 @@ from kb_core.config import Config
 from kb_core.extend.contracts import IndexContext
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
-
 from kb_tantivy import TantivyIndex
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
@@ -94,12 +93,22 @@ def main() -> None:
     options = {} if args.heading_boost is None else {"heading_boost": args.heading_boost}
     with tempfile.TemporaryDirectory() as tmp:
         store = StoreOfRecord(Path(tmp))
-        ctx = IndexContext(Config(backends={"tantivy": options}), name="tantivy", directory=Path(tmp) / "indexes" / "tantivy", store=store)
+        ctx = IndexContext(
+            Config(backends={"tantivy": options}),
+            name="tantivy",
+            directory=Path(tmp) / "indexes" / "tantivy",
+            store=store,
+        )
         index = TantivyIndex(ctx)
         chunks = [
             Chunk(
-                chunk_id=row["_id"], doc_path=row["_id"], ordinal=0, text=f"{row['title']}\n\n{row['text']}",
-                content_hash="", start_line=1, end_line=1,
+                chunk_id=row["_id"],
+                doc_path=row["_id"],
+                ordinal=0,
+                text=f"{row['title']}\n\n{row['text']}",
+                content_hash="",
+                start_line=1,
+                end_line=1,
                 heading_path=(row["title"],) if args.heading_title and row["title"] else (),
             )
             for row in corpus

@@ -105,11 +105,15 @@ class TantivyIndex:
         """The index on disk; KbError when it is unreadable or was built with another fingerprint."""
         if self._index is None:
             if self._stored_fingerprint() != FINGERPRINT:
-                raise KbError(f"the tantivy index at {self.index_dir} was built by another version", hint=f"run '{FIX}'")
+                raise KbError(
+                    f"the tantivy index at {self.index_dir} was built by another version", hint=f"run '{FIX}'"
+                )
             try:
                 self._index = tantivy.Index.open(str(self._readable_dir()))
             except (OSError, ValueError) as exc:
-                raise KbError(f"the tantivy index at {self.index_dir} is unreadable: {exc}", hint=f"run '{FIX}'") from None
+                raise KbError(
+                    f"the tantivy index at {self.index_dir} is unreadable: {exc}", hint=f"run '{FIX}'"
+                ) from None
         return self._index
 
     def _readable_dir(self) -> Path:
@@ -245,7 +249,9 @@ class TantivyIndex:
         applied_seq, recorded = self.store.index_state(self.name)
         expected = self.store.count_chunks()
         if recorded and applied_seq == self.store.last_seq() and indexed != expected:
-            return [Problem(self.name, f"the tantivy index holds {indexed} chunks, the store of record {expected}", FIX)]
+            return [
+                Problem(self.name, f"the tantivy index holds {indexed} chunks, the store of record {expected}", FIX)
+            ]
         return []
 
     def close(self) -> None:

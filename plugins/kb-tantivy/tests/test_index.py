@@ -16,12 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kb_core.config import Config
-from kb_core.extend.contracts import IndexContext, Retriever, Store
 from kb_core.errors import KbError
+from kb_core.extend.contracts import IndexContext, Retriever, Store
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
-
 from kb_tantivy import TantivyIndex, make_index
 from kb_tantivy.index import FIX, META_FILE
 
@@ -35,7 +34,12 @@ def chunk(doc: str, ordinal: int, text: str, heading: tuple[str, ...] = (), star
 
 
 def open_index(kb_dir: Path, store: StoreOfRecord, **options: object) -> TantivyIndex:
-    ctx = IndexContext(Config(backends={"tantivy": dict(options)}), name="tantivy", directory=kb_dir / "indexes" / "tantivy", store=store)
+    ctx = IndexContext(
+        Config(backends={"tantivy": dict(options)}),
+        name="tantivy",
+        directory=kb_dir / "indexes" / "tantivy",
+        store=store,
+    )
     return make_index(ctx)
 
 
@@ -69,8 +73,10 @@ def apply_batch(index: TantivyIndex, paths: list[str], chunks: list[Chunk]) -> N
     index.commit()
 
 
-A = [chunk("docs/a.md", 0, "The cat runs across the garden every morning."),
-     chunk("docs/a.md", 1, "Gardening tips: water the tomatoes before sunrise.", ("Garden", "Tomatoes"), 5, 9)]
+A = [
+    chunk("docs/a.md", 0, "The cat runs across the garden every morning."),
+    chunk("docs/a.md", 1, "Gardening tips: water the tomatoes before sunrise.", ("Garden", "Tomatoes"), 5, 9),
+]
 B = [chunk("notes/b.md", 0, "Quarterly budget review for the finance team.")]
 
 
@@ -146,7 +152,14 @@ CJK = [
 
 @pytest.mark.parametrize(
     ("query", "expected"),
-    [("인구", "ko.md"), ("서울 인구는?", "ko.md"), ("首都", "zh.md"), ("人民", "zh.md"), ("タワー", "ja.md"), ("観光", "ja.md")],
+    [
+        ("인구", "ko.md"),
+        ("서울 인구는?", "ko.md"),
+        ("首都", "zh.md"),
+        ("人民", "zh.md"),
+        ("タワー", "ja.md"),
+        ("観光", "ja.md"),
+    ],
 )
 def test_words_inside_cjk_runs_are_found(index: TantivyIndex, query: str, expected: str) -> None:
     apply_batch(index, ["ko.md", "zh.md", "ja.md"], CJK)
@@ -207,7 +220,9 @@ def glob_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TantivyInde
     s.close()
 
 
-@pytest.mark.parametrize("glob", ["docs/*", "*.md", "docs/?.md", "a(b).md", "[ad]*", "[!d]*", "한국/*", "x+y/[[]z].md", "nothing*"])
+@pytest.mark.parametrize(
+    "glob", ["docs/*", "*.md", "docs/?.md", "a(b).md", "[ad]*", "[!d]*", "한국/*", "x+y/[[]z].md", "nothing*"]
+)
 def test_path_glob_matches_fnmatchcase(glob_index: TantivyIndex, glob: str) -> None:
     hits = glob_index.search(SearchQuery("shared text", k=20, path_glob=glob))
     assert sorted(h.doc_path for h in hits) == sorted(p for p in PATHS if fnmatchcase(p, glob))
@@ -228,8 +243,24 @@ def test_path_glob_keeps_k_when_most_hits_are_filtered_out(index: TantivyIndex) 
     assert len(hits) == 10 and all(h.doc_path.startswith("keep/") for h in hits)
 
 
-ADVERSARIAL = ['"unbalanced', "foo:bar", "(a OR b", "AND", "-", "title:", "*", "🎉🎉", "   ", "", "a^2 ~3 [x TO y]",
-               "NOT OR AND", "\\", "인구:서울", "C++ && ||", "\x00"]
+ADVERSARIAL = [
+    '"unbalanced',
+    "foo:bar",
+    "(a OR b",
+    "AND",
+    "-",
+    "title:",
+    "*",
+    "🎉🎉",
+    "   ",
+    "",
+    "a^2 ~3 [x TO y]",
+    "NOT OR AND",
+    "\\",
+    "인구:서울",
+    "C++ && ||",
+    "\x00",
+]
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +317,8 @@ CHILD = textwrap.dedent(
 
     kb = Path(sys.argv[1])
     store = StoreOfRecord(kb)
-    ctx = IndexContext(Config(backends={"tantivy": {"lock_timeout_s": 0.3}}), name="tantivy", directory=kb / "indexes" / "tantivy", store=store)
+    config = Config(backends={"tantivy": {"lock_timeout_s": 0.3}})
+    ctx = IndexContext(config, name="tantivy", directory=kb / "indexes" / "tantivy", store=store)
     index = make_index(ctx)
     out = {"hits": [h.chunk_id for h in index.search(SearchQuery(sys.argv[2]))]}
     if len(sys.argv) > 3:
@@ -326,8 +358,9 @@ def test_check_reports_a_missing_index(index: TantivyIndex) -> None:
     assert len(problems) == 1 and "missing" in problems[0].message and problems[0].fix == FIX_COMMAND == FIX
 
 
-def test_check_is_clean_for_a_fresh_index_and_counts_against_the_store(kb_dir: Path, store: StoreOfRecord,
-                                                                        index: TantivyIndex) -> None:
+def test_check_is_clean_for_a_fresh_index_and_counts_against_the_store(
+    kb_dir: Path, store: StoreOfRecord, index: TantivyIndex
+) -> None:
     doc = Document("docs/a.md", "h", 10, "A", "markdown", str(kb_dir))
     with store.transaction():
         store.replace_document(doc, A)
@@ -376,8 +409,12 @@ def test_path_glob_never_returns_chunks_that_do_not_match_the_query(tmp_path) ->
     from kb_core.types import Chunk, SearchQuery
     from kb_tantivy.index import TantivyIndex
 
-    index = TantivyIndex(IndexContext(Config(), name="tantivy", directory=tmp_path / "ix", store=StoreOfRecord(tmp_path)))
-    index.upsert([Chunk("c1", "ko/a.md", 0, "서울 인구", "h1", 1, 1), Chunk("c2", "en/b.md", 0, "heliograph mirror", "h2", 1, 1)])
+    index = TantivyIndex(
+        IndexContext(Config(), name="tantivy", directory=tmp_path / "ix", store=StoreOfRecord(tmp_path))
+    )
+    index.upsert(
+        [Chunk("c1", "ko/a.md", 0, "서울 인구", "h1", 1, 1), Chunk("c2", "en/b.md", 0, "heliograph mirror", "h2", 1, 1)]
+    )
     index.commit()
     assert index.search(SearchQuery(text="heliograph", k=5, path_glob="ko/*")) == []
     hits = index.search(SearchQuery(text="heliograph", k=5, path_glob="en/*"))

@@ -15,7 +15,6 @@ from kb_core.config import Config
 from kb_core.extend.contracts import IndexContext
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
-
 from kb_tantivy import TantivyIndex, make_index, scoring
 
 
