@@ -26,6 +26,8 @@ mistakes by raising :class:`KbError`, which ``kb`` prints as one line with its e
 unless the error names another).
 """
 
+from importlib import metadata as _metadata
+
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
@@ -59,6 +61,7 @@ from kb_core.extend.hookspecs import (
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
+from kb_core.privacy import quiet_dependencies
 from kb_core.retrieval.search import SearchResponse, search
 from kb_core.types import (
     Answer,
@@ -80,7 +83,9 @@ from kb_core.types import (
     Token,
 )
 
-__version__ = "0.1.0"
+quiet_dependencies()  # engines load lazily, after this: none of them phones home
+
+__version__ = _metadata.version("kb-core")
 
 __all__ = [
     "Answer",

@@ -20,8 +20,8 @@ EXPECTED = {
     "sqlitevec": ("kb-sqlitevec", "indexes", "sqlitevec"),
     "llamacpp": ("kb-llamacpp", "language_models", "llamacpp"),
     "ollama": ("kb-ollama", "language_models", "ollama"),
-    "parsers": ("kb", "parsers", "markdown"),
-    "embedders": ("kb", "embedders", "minilm"),
+    "parsers": ("kb-core", "parsers", "markdown"),
+    "embedders": ("kb-core", "embedders", "minilm"),
 }
 
 

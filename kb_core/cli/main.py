@@ -10,14 +10,32 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from importlib import metadata
 
 import click
 
 from kb_core.cli import answers, documents, history, search
 from kb_core.cli.base import CONTEXT_SETTINGS, Session, error_line
 from kb_core.errors import KbError
+from kb_core.extend.registry import CORE_DISTRIBUTION, registry
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import SafeStream
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """Print kb's version and each installed plugin distribution's, then exit."""
+    if not value or ctx.resilient_parsing:
+        return
+    lines = [f"kb {metadata.version(CORE_DISTRIBUTION)} ({CORE_DISTRIBUTION})"]
+    try:
+        plugins = registry().plugins
+    except KbError as exc:
+        plugins = []
+        lines.append(f"  plugins not loaded: {exc}")
+    distributions = {(p.distribution, p.version) for p in plugins if p.distribution != CORE_DISTRIBUTION}
+    lines += [f"  {name} {version}" for name, version in sorted(distributions)]
+    click.echo("\n".join(lines))
+    ctx.exit()
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -30,7 +48,14 @@ from kb_core.terminal import SafeStream
 )
 @click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Knowledge base directory (default: $KB_HOME).")
 @click.option("--backend", help="Language model backend for this call (e.g. llamacpp, ollama).")
-@click.version_option(package_name="kb")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the versions of kb and its installed plugins, then exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None, kb_dir: str | None, backend: str | None) -> None:
     """kb: a local knowledge base you can ask questions.
@@ -64,7 +89,6 @@ def _register_builtin_commands() -> None:
 
 
 def _register_plugin_commands() -> None:
-    from kb_core.extend.registry import registry
 
     for name, registration in registry().items["commands"].items():
         if name not in cli.commands:

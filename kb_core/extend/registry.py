@@ -20,6 +20,7 @@ from kb_core.errors import KbError, NotFoundError
 from kb_core.extend import hookspecs
 
 ENTRY_POINT_GROUP = "kb"
+CORE_DISTRIBUTION = "kb-core"
 LOAD_ENV = "KB_LOAD_PLUGINS"
 KINDS = ("parsers", "embedders", "indexes", "language_models", "commands")
 LABELS = {
@@ -162,7 +163,7 @@ def load_registry(extra_plugins: Iterable[tuple[str, object]] = ()) -> Registry:
         version = ep.dist.version if ep.dist else "0"
         found.append((ep.name, module, dist, version))
     found.extend((name, module, "(in process)", "0") for name, module in extra_plugins)
-    found.sort(key=lambda f: (f[2] != "kb", f[0]))  # the core's own plugins first
+    found.sort(key=lambda f: (f[2] != CORE_DISTRIBUTION, f[0]))  # the core's own plugins first
     try:
         for name, module, _dist, _version in found:
             pm.register(module, name=name)

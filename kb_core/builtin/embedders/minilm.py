@@ -29,6 +29,7 @@ import attrs
 from kb_core.errors import ModelUnavailableError
 from kb_core.extend.contracts import FactoryContext
 from kb_core.extend.hookspecs import RegisterEmbedder, hookimpl
+from kb_core.privacy import quiet_dependencies
 from kb_core.types import ModelRef
 
 if TYPE_CHECKING:
@@ -105,8 +106,10 @@ class OnnxEmbedder:
 
     def _ensure_session(self) -> Any:
         if self._session is None:
+            quiet_dependencies()  # onnxruntime reads its telemetry switch when it loads
             import onnxruntime as ort
 
+            ort.disable_telemetry_events()  # onnxruntime records usage events for its vendor unless told not to
             options = ort.SessionOptions()
             threads = self.threads or min(4, os.cpu_count() or 1)
             options.intra_op_num_threads = threads

@@ -8,12 +8,14 @@ tokens are counted.
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import kb_core
 from kb_core import FactoryContext, RegisterLanguageModel
 from kb_ollama.model import OllamaModel, make_model
 
 __all__ = ["OllamaModel", "register_language_models"]
-__version__ = "0.1.0"
+__version__ = metadata.version("kb-ollama")
 
 
 def _factory(ctx: FactoryContext) -> OllamaModel:
