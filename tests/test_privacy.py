@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbtest import CORPUS
 
 from kb_core.privacy import QUIET_ENVIRONMENT, quiet_dependencies
-from kbtest import CORPUS
 
 STRACE = shutil.which("strace")
 

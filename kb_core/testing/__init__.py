@@ -1,10 +1,30 @@
-"""Test support for kb and its plugins: fakes for the core's own tests and the contract test kit.
+"""Test support for kb and its plugins: the contract test kit and fakes. Needs ``pip install kb-core[test]``.
 
-Nothing on kb's runtime path imports this package. Plugin authors use it from pytest::
+Nothing on kb's runtime path imports this package. A plugin proves the role it fills by
+subclassing a contract in its own tests (see ``docs/plugins.md``)::
+
+    from kb_core.testing import IndexContract, LanguageModelContract, ParserContract, EmbedderContract
+
+and tests the core's answer pipeline with a scripted model::
 
     from kb_core.testing import ScriptedLanguageModel
 """
 
+from kb_core.testing.contracts import EmbedderContract, ParserContract, check_parsed
+from kb_core.testing.fakes import HashingEmbedder
+from kb_core.testing.index_contract import CORPUS, IndexContract
 from kb_core.testing.language_models import Script, ScriptedLanguageModel, ScriptedPlugin
+from kb_core.testing.model_contract import LanguageModelContract
 
-__all__ = ["Script", "ScriptedLanguageModel", "ScriptedPlugin"]
+__all__ = [
+    "CORPUS",
+    "EmbedderContract",
+    "HashingEmbedder",
+    "IndexContract",
+    "LanguageModelContract",
+    "ParserContract",
+    "Script",
+    "ScriptedLanguageModel",
+    "ScriptedPlugin",
+    "check_parsed",
+]

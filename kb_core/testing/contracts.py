@@ -1,0 +1,134 @@
+"""The contract test kit: pytest classes that prove a plugin honours the role it fills.
+
+Subclass one in your plugin's tests, give it the fixture it asks for, and pytest runs every
+property the core relies on against your implementation::
+
+    import pytest
+    from kb_core.testing import ParserContract
+
+    class TestOrgParser(ParserContract):
+        samples = ("* Heading\\nSome text.\\n",)
+
+        @pytest.fixture
+        def parser(self):
+            return OrgParser()
+
+The classes are named ``...Contract`` (not ``Test...``) so pytest collects only your subclasses.
+Index and language-model contracts live in :mod:`kb_core.testing.index_contract` and
+:mod:`kb_core.testing.model_contract`; all four are exported by :mod:`kb_core.testing`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kb_core.extend.contracts import Embedder, Parser
+from kb_core.types import ParsedDocument
+from kb_core.writing_systems import SCRIPTS
+
+
+def _line_count(text: str) -> int:
+    from kb_core.builtin.parsers.blocks import split_lines
+
+    return max(len(split_lines(text)), 1)
+
+
+def check_parsed(document: ParsedDocument, text: str) -> None:
+    """Assert what the core relies on from any parse of ``text``: a title, and blocks whose spans are real lines."""
+    assert isinstance(document, ParsedDocument)
+    assert isinstance(document.title, str)
+    lines = _line_count(text)
+    previous_start = 0
+    for block in document.blocks:
+        assert isinstance(block.text, str)
+        assert 1 <= block.start_line <= block.end_line <= lines, (block.start_line, block.end_line, lines)
+        assert block.start_line >= previous_start, "blocks come in document order"
+        previous_start = block.start_line
+        assert all(isinstance(h, str) and h for h in block.heading_path)
+    assert all(isinstance(w, str) for w in document.warnings)
+
+
+class ParserContract:
+    """What every Parser must do. Provide a ``parser`` fixture and ``samples`` in your format."""
+
+    #: Realistic documents in the parser's format; at least one should have a heading.
+    samples: Sequence[str] = ("Title\n\nA first paragraph.\n\nA second one.\n",)
+    #: Whether the format has headings that the parser turns into heading paths.
+    has_headings: bool = True
+    #: The path the samples are parsed under (its extension may matter to the parser).
+    sample_path: str = "notes/sample.txt"
+
+    @pytest.fixture
+    def parser(self) -> Parser:
+        """The parser under test."""
+        raise NotImplementedError("define a 'parser' fixture in your ParserContract subclass")
+
+    def test_samples_parse_to_blocks_with_real_line_spans(self, parser: Parser) -> None:
+        for text in self.samples:
+            document = parser.parse(text, self.sample_path)
+            check_parsed(document, text)
+            assert document.blocks, "a sample with content gives at least one block"
+
+    def test_headings_become_heading_paths(self, parser: Parser) -> None:
+        paths = [b.heading_path for text in self.samples for b in parser.parse(text, self.sample_path).blocks]
+        assert any(paths) == self.has_headings
+
+    def test_verbatim_blocks_are_exactly_their_source_lines(self, parser: Parser) -> None:
+        from kb_core.builtin.parsers.blocks import split_lines
+
+        for text in self.samples:
+            lines = split_lines(text)
+            for block in parser.parse(text, self.sample_path).blocks:
+                if block.verbatim:
+                    assert block.text == "\n".join(lines[block.start_line - 1 : block.end_line])
+
+    @settings(
+        max_examples=60,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+    )
+    @given(text=st.text(max_size=400))
+    def test_any_text_parses_without_raising(self, parser: Parser, text: str) -> None:
+        check_parsed(parser.parse(text, self.sample_path), text)
+
+
+class EmbedderContract:
+    """What every Embedder must do. Provide an ``embedder`` fixture."""
+
+    texts: Sequence[str] = ("Herons nest in the wetlands.", "The lighthouse keeper logs every ship.", "x")
+
+    @pytest.fixture
+    def embedder(self) -> Embedder:
+        """The embedder under test."""
+        raise NotImplementedError("define an 'embedder' fixture in your EmbedderContract subclass")
+
+    @staticmethod
+    def _assert_unit(vector: Sequence[float], dimensions: int) -> None:
+        assert len(vector) == dimensions
+        assert math.isclose(math.sqrt(sum(float(x) * float(x) for x in vector)), 1.0, abs_tol=1e-3)
+
+    def test_declares_what_it_is(self, embedder: Embedder) -> None:
+        assert embedder.model_ref.id
+        assert embedder.max_tokens > 0
+        assert embedder.scripts is None or set(embedder.scripts) <= set(SCRIPTS)
+        assert all(-1.0 <= float(v) <= 1.0 for v in embedder.similarity_floors.values())
+
+    def test_documents_and_queries_are_unit_vectors_of_the_declared_dimension(self, embedder: Embedder) -> None:
+        vectors = embedder.embed_documents(list(self.texts))
+        assert len(vectors) == len(self.texts)
+        for vector in [*vectors, embedder.embed_query(self.texts[0])]:
+            self._assert_unit(vector, embedder.dimensions)
+
+    def test_the_same_text_gives_the_same_vector(self, embedder: Embedder) -> None:
+        first, second = embedder.embed_documents([self.texts[0], self.texts[0]])
+        assert all(math.isclose(float(a), float(b), abs_tol=1e-5) for a, b in zip(first, second))
+
+    def test_token_counts_are_per_text_and_grow_with_the_text(self, embedder: Embedder) -> None:
+        short, long = embedder.count_tokens(["heron", "heron " * 40])
+        assert 0 <= short < long
+        assert embedder.count_tokens([]) == []

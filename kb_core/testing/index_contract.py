@@ -1,0 +1,169 @@
+"""The contract of an index (an Index that is also a Retriever), as a pytest class.
+
+::
+
+    import pytest
+    from kb_core.testing import IndexContract
+    from kb_tantivy import make_index
+
+    class TestTantivyContract(IndexContract):
+        mode = "lexical"
+
+        @pytest.fixture
+        def index_factory(self):
+            return make_index
+
+The kit builds a real store of record in a temporary folder, stores a small corpus in it, hands
+your factory an :class:`~kb_core.extend.contracts.IndexContext` (with a
+:class:`~kb_core.testing.HashingEmbedder` for a vector index, unless you override the
+``embedder`` fixture) and applies batches the way kb's sync engine does.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kb_core.config import Config
+from kb_core.extend.contracts import Embedder, IndexContext, Retriever
+from kb_core.storage.store import StoreOfRecord
+from kb_core.storage.view import ReadOnlyStore
+from kb_core.testing.fakes import HashingEmbedder
+from kb_core.types import Chunk, Document, Problem, SearchQuery
+
+#: The corpus every index is tested on: three documents, each with its own words.
+CORPUS: dict[str, tuple[str, ...]] = {
+    "birds/herons.md": ("Grey herons nest in the wetlands every spring.", "Heron chicks fledge after fifty days."),
+    "coast/lighthouse.md": ("The lighthouse keeper logs every passing ship.", "The lamp is cleaned each morning."),
+    "geology/volcano.md": ("Basalt forms when volcano lava cools quickly.",),
+}
+
+
+def corpus_chunks(path: str, texts: tuple[str, ...]) -> list[Chunk]:
+    """The chunks of one corpus document: two lines each, with a heading path."""
+    return [
+        Chunk(
+            chunk_id=hashlib.sha1(f"{path}:{i}".encode()).hexdigest()[:16],
+            doc_path=path,
+            ordinal=i,
+            text=text,
+            content_hash=hashlib.sha256(text.encode()).hexdigest(),
+            start_line=1 + 3 * i,
+            end_line=2 + 3 * i,
+            heading_path=(path.split("/")[0].title(),),
+            token_count=len(text.split()),
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
+class IndexContract:
+    """What every index must do. Provide ``mode`` and an ``index_factory`` fixture."""
+
+    #: ``"lexical"`` or ``"vector"``: the mode the index registers.
+    mode: str = "lexical"
+    #: The name the index is registered under (its folder and sync-state name).
+    name: str = "under-test"
+
+    @pytest.fixture
+    def index_factory(self) -> Callable[[IndexContext], Any]:
+        """The factory your plugin registers."""
+        raise NotImplementedError("define an 'index_factory' fixture in your IndexContract subclass")
+
+    @pytest.fixture
+    def embedder(self) -> Embedder:
+        """The embedder a vector index receives (fast and deterministic by default)."""
+        return HashingEmbedder()
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[StoreOfRecord]:
+        """A real store of record holding :data:`CORPUS`."""
+        store = StoreOfRecord(tmp_path / "kb")
+        with store.transaction():
+            for path, texts in CORPUS.items():
+                document = Document(path, hashlib.sha256(path.encode()).hexdigest(), 10, path, "text", "/src")
+                store.replace_document(document, corpus_chunks(path, texts))
+        yield store
+        store.close()
+
+    @pytest.fixture
+    def index(
+        self, index_factory: Callable[[IndexContext], Any], store: StoreOfRecord, embedder: Embedder, tmp_path: Path
+    ) -> Iterator[Any]:
+        """The index under test, made by its factory and filled with the corpus."""
+        directory = tmp_path / "kb" / "indexes" / self.name
+        directory.mkdir(parents=True)
+        context = IndexContext(
+            Config(),
+            name=self.name,
+            directory=directory,
+            store=ReadOnlyStore(store),
+            embedder=embedder if self.mode == "vector" else None,
+        )
+        index = index_factory(context)
+        self.apply(index, list(CORPUS))
+        yield index
+        index.close()
+
+    @staticmethod
+    def apply(index: Any, paths: list[str]) -> None:
+        """Apply one batch as kb's sync engine does: delete every path, upsert what exists, commit."""
+        index.delete(paths)
+        index.upsert([c for p in paths if p in CORPUS for c in corpus_chunks(p, CORPUS[p])])
+        index.commit()
+
+    @staticmethod
+    def total() -> int:
+        return sum(len(texts) for texts in CORPUS.values())
+
+    def test_is_an_index_and_a_retriever_of_its_mode(self, index: Any) -> None:
+        assert isinstance(index, Retriever)
+        assert index.mode == self.mode
+        assert isinstance(index.name, str) and index.name
+        assert isinstance(index.fingerprint, str) and index.fingerprint
+
+    def test_hits_are_ranked_scored_in_0_1_and_cite_their_chunk(self, index: Any, store: StoreOfRecord) -> None:
+        assert index.count() == self.total()
+        hits = index.search(SearchQuery("lighthouse keeper ship", k=3, mode=self.mode))
+        assert hits and hits[0].doc_path == "coast/lighthouse.md"
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        stored = store.get_chunks([h.chunk_id for h in hits])
+        for hit in hits:
+            assert 0.0 <= hit.score <= 1.0
+            assert hit.citation == stored[hit.chunk_id].citation
+
+    def test_a_replayed_batch_changes_nothing(self, index: Any) -> None:
+        before = [h.chunk_id for h in index.search(SearchQuery("heron wetlands", k=5, mode=self.mode))]
+        self.apply(index, list(CORPUS))
+        self.apply(index, ["birds/herons.md"])
+        assert index.count() == self.total()
+        assert [h.chunk_id for h in index.search(SearchQuery("heron wetlands", k=5, mode=self.mode))] == before
+
+    def test_a_deleted_document_is_no_longer_found(self, index: Any) -> None:
+        index.delete(["coast/lighthouse.md"])
+        index.commit()
+        assert index.count() == self.total() - len(CORPUS["coast/lighthouse.md"])
+        hits = index.search(SearchQuery("lighthouse keeper ship", k=5, mode=self.mode))
+        assert all(h.doc_path != "coast/lighthouse.md" for h in hits)
+
+    def test_clear_empties_it_and_a_rebuild_restores_it(self, index: Any) -> None:
+        index.clear()
+        index.commit()
+        assert index.count() == 0
+        assert index.search(SearchQuery("basalt volcano", k=3, mode=self.mode)) == []
+        self.apply(index, list(CORPUS))
+        assert index.count() == self.total()
+
+    def test_a_path_filter_keeps_only_matching_documents(self, index: Any) -> None:
+        hits = index.search(SearchQuery("the every each", k=10, mode=self.mode, path_glob="birds/*"))
+        assert all(fnmatch.fnmatchcase(h.doc_path, "birds/*") for h in hits)
+
+    def test_check_reports_problems_as_a_list(self, index: Any) -> None:
+        problems = index.check()
+        assert isinstance(problems, list) and all(isinstance(p, Problem) for p in problems)

@@ -1,0 +1,21 @@
+"""kb-tantivy passes the contract test kit for indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kb_core import IndexContext
+from kb_core.testing import IndexContract
+from kb_tantivy import make_index
+
+
+class TestTantivyIndexContract(IndexContract):
+    mode = "lexical"
+    name = "tantivy"
+
+    @pytest.fixture
+    def index_factory(self) -> Callable[[IndexContext], Any]:
+        return make_index
