@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from kb_core.config import Config
-from kb_core.extend.contracts import Embedder, IndexContext, Retriever
+from kb_core.extend.contracts import Embedder, Index, IndexContext, Retriever
 from kb_core.storage.store import StoreOfRecord
 from kb_core.storage.view import ReadOnlyStore
 from kb_core.testing.fakes import HashingEmbedder
@@ -122,7 +122,7 @@ class IndexContract:
         return sum(len(texts) for texts in CORPUS.values())
 
     def test_is_an_index_and_a_retriever_of_its_mode(self, index: Any) -> None:
-        assert isinstance(index, Retriever)
+        assert isinstance(index, Retriever) and isinstance(index, Index)
         assert index.mode == self.mode
         assert isinstance(index.name, str) and index.name
         assert isinstance(index.fingerprint, str) and index.fingerprint
