@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from importlib import metadata
+from pathlib import Path
 from types import ModuleType
 
 import jsonschema
@@ -148,9 +149,24 @@ def test_a_plugin_mistake_is_one_error_naming_the_plugin_and_the_mistake(
 
 def test_a_well_formed_in_process_plugin_registers_with_its_details() -> None:
     plugin = _plugin(
-        register_parsers=lambda register: register(
-            "org", lambda ctx: None, extensions=(".org",), description="Org-mode"
-        )
+        register_parsers=lambda register: register("rst", lambda ctx: None, extensions=(".rst",), description="RST")
     )
-    registry = load_registry(extra_plugins=[("org", plugin)])
-    assert registry.get("parsers", "org").info == {"extensions": (".org",), "description": "Org-mode"}
+    registry = load_registry(extra_plugins=[("in-process", plugin)])
+    assert registry.get("parsers", "rst").info == {"extensions": (".rst",), "description": "RST"}
+    assert registry.get("parsers", "rst").plugin == "in-process"
+
+
+def test_every_hook_is_documented_in_the_plugin_guide() -> None:
+    from kb_core.extend import hookspecs
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text(encoding="utf-8")
+    hooks = [name for name in dir(hookspecs) if name.startswith("register_")]
+    assert len(hooks) == 5
+    for hook in hooks:
+        assert f"### `{hook}(register: " in guide, f"docs/plugins.md has no section for {hook}"
+
+
+def test_the_public_surface_names_only_what_exists() -> None:
+    assert sorted(kb_core.__all__) == sorted(set(kb_core.__all__))
+    for name in kb_core.__all__:
+        assert getattr(kb_core, name) is not None, name

@@ -41,6 +41,15 @@ DETAILS: dict[str, frozenset[str]] = {
     "commands": frozenset(),
 }
 INDEX_MODES = ("lexical", "vector")
+#: The distributions that provide the engines kb's documentation names, for "install it" hints.
+KNOWN_DISTRIBUTIONS = {
+    "tantivy": "kb-tantivy",
+    "sqlitevec": "kb-sqlitevec",
+    "llamacpp": "kb-llamacpp",
+    "ollama": "kb-ollama",
+    "openai": "kb-openai",
+    "qdrant": "kb-qdrant",
+}
 
 
 class PluginError(KbError):
@@ -115,10 +124,9 @@ class Registry:
             return self.items[kind][name]
         except KeyError:
             known = ", ".join(sorted(self.items[kind])) or "none installed"
-            raise NotFoundError(
-                f"no {LABELS[kind]} named {name!r} (available: {known})",
-                hint="run 'kb plugins' to see what is installed",
-            ) from None
+            package = KNOWN_DISTRIBUTIONS.get(name)
+            hint = f"install it: pip install {package}" if package else "run 'kb plugins' to see what is installed"
+            raise NotFoundError(f"no {LABELS[kind]} named {name!r} (available: {known})", hint=hint) from None
 
     def names(self, kind: str) -> list[str]:
         """The registered names of ``kind``, sorted."""

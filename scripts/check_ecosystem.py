@@ -1,0 +1,106 @@
+"""Prove the ecosystem path from built artefacts alone: fresh virtual environments, no source tree.
+
+Usage: python scripts/check_ecosystem.py DIST_DIR     (scripts/check-dist builds DIST_DIR first)
+
+1. ``pip install --find-links dist kb-ollama kb-tantivy`` gives a ``kb`` whose ``kb plugins`` lists
+   ollama and whose ``kb --backend ollama ask`` talks to a loopback server speaking Ollama's
+   protocol (the kb-ollama test server). Then kb-ollama is uninstalled: it is gone from
+   ``kb plugins`` and choosing it is one line naming the package to install.
+2. ``pip install --find-links dist kb-llamacpp`` in that environment gives a working ``kb ask``.
+
+Prints one line per step with its time; exits 1 at the first step that fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "fixtures" / "corpus"
+
+
+def step(name: str, command: list[str], env: dict[str, str], cwd: Path, expect: tuple[int, ...] = (0,)) -> str:
+    """Run one command; print its outcome and time; return its stdout (stderr when it fails on purpose)."""
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
+    seconds = time.perf_counter() - started
+    ok = done.returncode in expect
+    print(f"{'ok ' if ok else 'FAIL'} {seconds:7.1f} s  {name}", flush=True)
+    if not ok:
+        print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", file=sys.stderr)
+        sys.exit(1)
+    return done.stdout if done.returncode == 0 or done.stdout.strip() else done.stderr
+
+
+def fake_ollama() -> tuple[str, ThreadingHTTPServer]:
+    """Start kb-ollama's protocol test server on a loopback port."""
+    sys.path.insert(0, str(REPO / "plugins" / "kb-ollama" / "tests"))
+    from conftest import FakeOllama, OllamaHandler  # the protocol server kb-ollama's own tests use
+
+    fake = FakeOllama()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (OllamaHandler,), {"fake": fake}))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+def main(dist: Path) -> None:
+    url, server = fake_ollama()
+    with tempfile.TemporaryDirectory(prefix="kb-ecosystem-") as tmp:
+        work = Path(tmp)
+        venv = work / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pip, kb = [str(venv / "bin" / "python"), "-m", "pip"], str(venv / "bin" / "kb")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "PYTHON", "VIRTUAL_ENV"))}
+        env |= {"KB_HOME": str(work / "kb"), "KB_INDEXES__ENABLED": '["tantivy"]', "KB_OLLAMA_URL": url}
+        find = ["--quiet", "--find-links", str(dist)]
+
+        step(
+            "pip install --find-links dist kb-ollama kb-tantivy",
+            [*pip, "install", *find, "kb-ollama", "kb-tantivy"],
+            env,
+            work,
+        )
+        plugins = json.loads(step("kb plugins --json", [kb, "plugins", "--json"], env, work))
+        names = {p["name"] for p in plugins["plugins"]}
+        assert {"ollama", "tantivy", "parsers"} <= names, names
+        assert str(REPO) not in step("kb --version", [kb, "--version"], env, work)
+        step("kb ingest fixtures/corpus", [kb, "ingest", str(CORPUS)], env, work)
+        answer = json.loads(
+            step(
+                "kb --backend ollama ask",
+                [kb, "--backend", "ollama", "ask", "--json", "How often are backups verified?"],
+                env,
+                work,
+                expect=(0, 1),
+            )
+        )
+        assert answer["model"]["provider"] == "ollama", answer["model"]  # it went to the protocol server
+
+        step("pip uninstall kb-ollama", [*pip, "uninstall", "--quiet", "-y", "kb-ollama"], env, work)
+        plugins = json.loads(step("kb plugins --json (ollama gone)", [kb, "plugins", "--json"], env, work))
+        assert "ollama" not in {p["name"] for p in plugins["plugins"]}
+        error = step(
+            "kb --backend ollama ask (not installed)", [kb, "--backend", "ollama", "ask", "q?"], env, work, expect=(2,)
+        )
+        assert error.count("\n") == 1 and "pip install kb-ollama" in error, error
+
+        step("pip install --find-links dist kb-llamacpp", [*pip, "install", *find, "kb-llamacpp"], env, work)
+        env.pop("KB_OLLAMA_URL")
+        question = [kb, "ask", "--json", "How often are backups verified?"]
+        out = step("kb ask (llamacpp)", question, env, work, expect=(0, 1))
+        assert json.loads(out)["model"]["provider"] == "llamacpp"
+    server.shutdown()
+    print("ecosystem path: ok")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]).resolve())
