@@ -63,6 +63,7 @@ def test_list_inspect_document_and_chunk(kb_env: dict[str, str]) -> None:
     assert by_citation["chunk"]["chunk_id"] == first["chunk_id"]
 
 
+@pytest.mark.slow
 def test_user_mistakes_are_one_line_with_exit_2(kb_env: dict[str, str], tmp_path: Path) -> None:
     cases = [
         ("inspect", "no/such/doc.md"),
@@ -78,6 +79,7 @@ def test_user_mistakes_are_one_line_with_exit_2(kb_env: dict[str, str], tmp_path
         assert len(lines) == 1 and lines[0].startswith("kb: error:"), (args, result.stderr)
 
 
+@pytest.mark.slow
 def test_commands_on_a_missing_kb_say_how_to_create_one(tmp_path: Path) -> None:
     result = run_kb("list", env={"KB_HOME": str(tmp_path / "nothing")})
     assert result.returncode == 2
@@ -85,6 +87,7 @@ def test_commands_on_a_missing_kb_say_how_to_create_one(tmp_path: Path) -> None:
     assert not (tmp_path / "nothing").exists()
 
 
+@pytest.mark.slow
 def test_unknown_option_is_a_usage_error(kb_env: dict[str, str]) -> None:
     result = run_kb("list", "--frobnicate", env=kb_env)
     assert result.returncode == 2 and "No such option" in result.stderr
@@ -107,6 +110,7 @@ def test_rm_reindex_doctor_config_and_init(kb_env: dict[str, str], tmp_path: Pat
     assert {"key": "indexes.enabled", "value": ["tantivy"], "source": "env:KB_INDEXES__ENABLED"} in shown["values"]
 
 
+@pytest.mark.slow
 def test_empty_list_exits_1(tmp_path: Path) -> None:
     env = {"KB_HOME": str(tmp_path / "empty")}
     assert run_kb("init", env=env).returncode == 0

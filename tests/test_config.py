@@ -67,6 +67,7 @@ def _all_command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list
     return paths
 
 
+@pytest.mark.slow
 def test_every_subcommand_honours_config(tmp_path: Path) -> None:
     """A broken --config file must stop every command with the same one-line error (none ignores it)."""
     from kb_core.cli.main import _register_builtin_commands
@@ -97,6 +98,7 @@ def _dummy_args(path: tuple[str, ...]) -> list[str]:
     return needs.get(path[-1], [])
 
 
+@pytest.mark.slow
 def test_config_file_kb_dir_is_used_by_commands(tmp_path: Path) -> None:
     kb_dir = tmp_path / "from-config"
     config_file = tmp_path / "c.toml"

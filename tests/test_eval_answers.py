@@ -258,6 +258,7 @@ def test_ask_explain_prints_trace_and_prompt(
     assert "── sentences, as kb checked them" in out and "claim           supported by [#1] (cited)" in out
 
 
+@pytest.mark.slow
 def test_ask_gate_refusal_through_the_real_command(kb_dir: Path) -> None:
     done = run_kb("--kb", str(kb_dir), "ask", "Who won the 2018 FIFA World Cup?", timeout=120)
     assert done.returncode == 1, done.stderr

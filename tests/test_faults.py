@@ -83,6 +83,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
+@pytest.mark.slow
 def test_a_real_full_disk_keeps_what_was_stored(tmp_path: Path, tiny_disk: Path) -> None:
     env = ENV | {"KB_HOME": str(tiny_disk / "k")}
     first = _notes(tmp_path / "first", 3, tag="okapi")
@@ -105,6 +106,7 @@ def test_a_real_full_disk_keeps_what_was_stored(tmp_path: Path, tiny_disk: Path)
     assert [p for p in json.loads(doctor.stdout)["problems"] if p["component"] == "tantivy"] == []
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
     one, two = _notes(tmp_path / "one", 200, tag="alpha"), _notes(tmp_path / "two", 200, tag="beta")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | ENV | {"KB_HOME": str(tmp_path / "k")}

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from kbtest import run_kb, save_answer_row
 
 from kb_core.output import schema
@@ -43,6 +44,7 @@ def _json(env: dict[str, str], *args: str, code: int = 0) -> dict:
     return data
 
 
+@pytest.mark.slow
 def test_list_and_purge_stored_questions(tmp_path: Path) -> None:
     env = {"KB_HOME": str(tmp_path / "k")}
     _store_answers(tmp_path / "k")
@@ -60,6 +62,7 @@ def test_list_and_purge_stored_questions(tmp_path: Path) -> None:
     assert _json(env, "answers", "list", code=1) == {"schema_version": "answer_history.v1", "answers": [], "total": 0}
 
 
+@pytest.mark.slow
 def test_purge_needs_exactly_one_selection(tmp_path: Path) -> None:
     env = {"KB_HOME": str(tmp_path / "k")}
     _store_answers(tmp_path / "k")

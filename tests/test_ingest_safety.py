@@ -49,6 +49,7 @@ def outside_secrets(tmp_path: Path) -> Path:
     return notes
 
 
+@pytest.mark.slow
 def test_links_out_of_the_root_are_skipped_by_default(outside_secrets: Path, tmp_path: Path) -> None:
     env = ENV | {"KB_HOME": str(tmp_path / "k")}
     result = run_kb("ingest", str(outside_secrets), "--json", env=env)
@@ -62,6 +63,7 @@ def test_links_out_of_the_root_are_skipped_by_default(outside_secrets: Path, tmp
     assert "zebracorn" not in listing and "key.txt" not in listing
 
 
+@pytest.mark.slow
 def test_follow_symlinks_option_and_setting_follow_them(outside_secrets: Path, tmp_path: Path) -> None:
     env = ENV | {"KB_HOME": str(tmp_path / "k")}
     result = run_kb("ingest", "--follow-symlinks", str(outside_secrets), "--json", env=env)

@@ -36,6 +36,7 @@ def _env(kb_dir: Path) -> dict[str, str]:
     return {"KB_HOME": str(kb_dir), "KB_INDEXES__ENABLED": '["tantivy"]', "HOME": str(kb_dir.parent)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.2, 0.8, 1.5, 2.5, 4.0])
 def test_sigkill_during_ingest_is_completed_by_the_next_run(tmp_path: Path, corpus: Path, delay: float) -> None:
     kb_dir = tmp_path / "kb"

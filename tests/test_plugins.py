@@ -66,6 +66,7 @@ def test_a_third_party_plugin_registers_through_the_same_hooks() -> None:
     assert {"upper", "markdown", "text"} <= set(registry.names("parsers"))
 
 
+@pytest.mark.slow
 def test_kb_plugins_json_lists_distributions_versions_and_registrations() -> None:
     result = run_kb("plugins", "--json")
     assert result.returncode == 0, result.stderr

@@ -29,6 +29,7 @@ def kb(make_kb):  # type: ignore[no-untyped-def]
     return make_kb(indexes__enabled=["tantivy"])
 
 
+@pytest.mark.slow
 def test_nfc_and_nfd_spellings_are_one_document(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -79,6 +80,7 @@ def test_a_stored_subfolder_is_taken_in_by_its_parent(tmp_path: Path, kb: Knowle
     assert ingest_paths(kb, [notes]).unchanged == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["move", "copy"])
 def test_a_moved_or_copied_folder_is_re_pointed_keeping_documents_and_answers(tmp_path: Path, how: str) -> None:
     old, new = tmp_path / "notes", tmp_path / "elsewhere" / "notes"
@@ -120,6 +122,7 @@ def test_a_moved_or_copied_folder_is_re_pointed_keeping_documents_and_answers(tm
     assert json.loads(run_kb("ingest", str(new), "--json", env=env).stdout)["updated"] == ["n0.md"]
 
 
+@pytest.mark.slow
 def test_failures_go_to_stderr_and_exit_4(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

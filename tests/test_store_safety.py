@@ -69,6 +69,7 @@ def _chattr(flag: str, *paths: Path) -> bool:
     return subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, check=False).returncode == 0
 
 
+@pytest.mark.slow
 def test_an_immutable_knowledge_base_can_be_searched_and_listed(tmp_path: Path) -> None:
     kb_dir, env = _ingested(tmp_path)
     frozen = [kb_dir / "kb.sqlite3", kb_dir]

@@ -75,6 +75,7 @@ NAME_CHARS = st.sampled_from(["a", "b", "é", "한", "\n", "\r", "\x1b", "\x07",
 NAMES = st.lists(st.lists(NAME_CHARS, min_size=1, max_size=12).map("".join), min_size=1, max_size=4, unique=True)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=4,
     deadline=None,
@@ -112,6 +113,7 @@ def test_cli_output_never_carries_raw_controls(tmp_path: Path, names: list[str])
     assert sorted(d["path"] for d in listed["documents"]) == sorted(files)  # --json stays exact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [("search",), ("ask",)])
 @pytest.mark.parametrize("query", ["", "   ", "\t\n"])
 def test_an_empty_or_blank_query_is_a_usage_error(tmp_path: Path, command: tuple[str, ...], query: str) -> None:
@@ -119,6 +121,7 @@ def test_an_empty_or_blank_query_is_a_usage_error(tmp_path: Path, command: tuple
     assert result.returncode == 2 and "empty" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_long_query_is_not_echoed_whole(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -130,6 +133,7 @@ def test_a_long_query_is_not_echoed_whole(tmp_path: Path) -> None:
     assert len(result.stderr) < 1000 and "more characters" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("glob", ["[", "notes/[abc", "[!", "  "])
 def test_a_malformed_path_glob_is_an_error(tmp_path: Path, glob: str) -> None:
     result = run_kb("--kb", str(tmp_path / "k"), "search", "x", "--path", glob, env=ENV)
