@@ -36,6 +36,7 @@ from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFound
 from kb_core.extend.contracts import (
     AnswerChecker,
     ArrayEmbedder,
+    BytesParser,
     Embedder,
     FactoryContext,
     Index,
@@ -91,6 +92,7 @@ __all__ = [
     "Answer",
     "AnswerChecker",
     "ArrayEmbedder",
+    "BytesParser",
     "AskOptions",
     "Block",
     "Chunk",

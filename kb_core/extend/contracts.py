@@ -1,7 +1,7 @@
 """The roles a plugin can fill, as Protocols: Parser, Embedder, Index (with Retriever) and LanguageModel.
 
-Optional capabilities are Protocols of their own (``TokenStartsEmbedder``, ``ArrayEmbedder``,
-``AnswerChecker``); the core checks them with ``isinstance``. Every factory receives a
+Optional capabilities are Protocols of their own (``BytesParser``, ``TokenStartsEmbedder``,
+``ArrayEmbedder``, ``AnswerChecker``); the core checks them with ``isinstance``. Every factory receives a
 :class:`FactoryContext` (an index factory its extension :class:`IndexContext`). Implementations
 are registered through the hooks in :mod:`kb_core.extend.hookspecs` and checked by the contract
 test kit in :mod:`kb_core.testing`.
@@ -37,6 +37,18 @@ class Parser(Protocol):
     """Turns the text of one file into a :class:`ParsedDocument`. Must never raise on any text."""
 
     def parse(self, text: str, path: str) -> ParsedDocument: ...
+
+
+@runtime_checkable
+class BytesParser(Protocol):
+    """An optional Parser capability: parse a binary format (PDF, DOCX) from the file's bytes.
+
+    The ingester then hands over the bytes instead of decoded text. A damaged, encrypted or
+    unreadable file is a :class:`~kb_core.errors.KbError` whose message is the one line the user
+    sees for that file; the ingest goes on, and a stored earlier version is kept.
+    """
+
+    def parse_bytes(self, data: bytes, path: str) -> ParsedDocument: ...
 
 
 @runtime_checkable

@@ -26,7 +26,7 @@ import attrs
 
 from kb_core.app import KnowledgeBase
 from kb_core.errors import EXIT_STORAGE, KbError
-from kb_core.extend.contracts import FactoryContext, TokenStartsEmbedder
+from kb_core.extend.contracts import BytesParser, FactoryContext, TokenStartsEmbedder
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
@@ -153,19 +153,26 @@ class Ingester:
         self.warnings: list[IngestWarning] = []
 
     def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes, stored: bool) -> _Prepared | None:
-        text, warning = _decode(data)
-        if text is None:
-            self.failed.append(IngestWarning(file.path, warning + KEPT if stored else warning))
-            return None
-        if warning and stored:  # never replace a good stored version with replacement characters
-            self.failed.append(IngestWarning(file.path, warning.split(";")[0] + KEPT))
-            return None
-        if not text.strip():
-            self.failed.append(IngestWarning(file.path, "empty file; skipped" + (KEPT if stored else "")))
-            return None
         parser_name, parser = self.parsers.for_path(file.path)
+        kept = KEPT if stored else ""
+        if isinstance(parser, BytesParser):  # a binary format (PDF, DOCX): the parser reads the bytes
+            text = None
+        else:
+            text, warning = _decode(data)
+            if text is None:
+                self.failed.append(IngestWarning(file.path, warning + kept))
+                return None
+            if warning and stored:  # never replace a good stored version with replacement characters
+                self.failed.append(IngestWarning(file.path, warning.split(";")[0] + KEPT))
+                return None
+        if not (data.strip() if text is None else text.strip()):
+            self.failed.append(IngestWarning(file.path, "empty file; skipped" + kept))
+            return None
         try:
-            parsed = parser.parse(text, file.path)
+            parsed = parser.parse_bytes(data, file.path) if text is None else parser.parse(text, file.path)
+        except KbError as exc:  # the parser's one-line reason: encrypted, damaged, no text layer, too large
+            self.failed.append(IngestWarning(file.path, str(exc) + kept))
+            return None
         except Exception as exc:  # a parser bug must not stop the ingest
             self.failed.append(IngestWarning(file.path, f"parser {parser_name} failed: {type(exc).__name__}: {exc}"))
             return None
