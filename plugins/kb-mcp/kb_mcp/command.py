@@ -13,10 +13,20 @@ HTTP_PATH = "/mcp"
 
 
 @click.command("mcp")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
-              help="stdio: speak MCP on stdin/stdout (how MCP clients start a server); http: streamable HTTP.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True,
-              help="Port for --transport http (bound to 127.0.0.1 only).")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: speak MCP on stdin/stdout (how MCP clients start a server); http: streamable HTTP.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8765,
+    show_default=True,
+    help="Port for --transport http (bound to 127.0.0.1 only).",
+)
 @kb_core.pass_session
 def mcp_command(session: kb_core.Session, transport: str, port: int) -> None:
     """Serve this knowledge base as a Model Context Protocol server.
@@ -40,5 +50,6 @@ def mcp_command(session: kb_core.Session, transport: str, port: int) -> None:
     try:
         anyio.run(lambda: server.run_streamable_http_async(host=LOOPBACK, port=port, streamable_http_path=HTTP_PATH))
     except OSError as exc:
-        raise kb_core.KbError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}",
-                              hint="choose another --port") from None
+        raise kb_core.KbError(
+            f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}", hint="choose another --port"
+        ) from None

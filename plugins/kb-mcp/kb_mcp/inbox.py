@@ -46,7 +46,9 @@ def check_name(name: str, extensions: set[str]) -> str:
     if pure.is_absolute() or any(part in ("", ".", "..") for part in clean.split("/")):
         raise kb_core.KbError(f"the name {clean!r} must be a relative path without '.' or '..' parts", hint=hint)
     if pure.suffix.lower() not in extensions:
-        raise kb_core.KbError(f"no parser for {pure.name!r}", hint=f"end the name with one of: {', '.join(sorted(extensions))}")
+        raise kb_core.KbError(
+            f"no parser for {pure.name!r}", hint=f"end the name with one of: {', '.join(sorted(extensions))}"
+        )
     return clean
 
 

@@ -44,21 +44,28 @@ def _result(call: Callable[[], Reply]) -> CallToolResult:
         if storage is None:
             raise  # a bug: the SDK logs it and tells the client only "Error executing tool <name>"
         return _error(error_line(storage))
-    return CallToolResult(content=[TextContent(type="text", text=reply.content_text())],
-                          structured_content=reply.envelope())
+    return CallToolResult(
+        content=[TextContent(type="text", text=reply.content_text())], structured_content=reply.envelope()
+    )
 
 
 def build_server(tools: KbTools) -> MCPServer:
     """An MCP server exposing ``search``, ``ask``, ``fetch``, ``list_documents`` and ``ingest`` over ``tools``."""
-    server: MCPServer = MCPServer(name="kb", instructions=INSTRUCTIONS, version=kb_core.__version__,
-                                  log_level="WARNING")
+    server: MCPServer = MCPServer(
+        name="kb", instructions=INSTRUCTIONS, version=kb_core.__version__, log_level="WARNING"
+    )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
     def search(
         query: Annotated[str, Field(description="What to search for.")],
-        mode: Annotated[str | None, Field(description="lexical, vector or hybrid (default: [search] mode).",
-                                          json_schema_extra={"enum": [*MODES, None]})] = None,
+        mode: Annotated[
+            str | None,
+            Field(
+                description="lexical, vector or hybrid (default: [search] mode).",
+                json_schema_extra={"enum": [*MODES, None]},
+            ),
+        ] = None,
         k: Annotated[int | None, Field(description="How many hits, at least 1 (default: [search] default_k).")] = None,
         path: Annotated[str | None, Field(description="Only documents whose path matches this fnmatch glob.")] = None,
     ) -> CallToolResult:
@@ -68,8 +75,13 @@ def build_server(tools: KbTools) -> MCPServer:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def ask(
         question: Annotated[str, Field(description="The question to answer from the documents.")],
-        mode: Annotated[str | None, Field(description="Retrieval mode: lexical, vector or hybrid (default: [search] mode).",
-                                          json_schema_extra={"enum": [*MODES, None]})] = None,
+        mode: Annotated[
+            str | None,
+            Field(
+                description="Retrieval mode: lexical, vector or hybrid (default: [search] mode).",
+                json_schema_extra={"enum": [*MODES, None]},
+            ),
+        ] = None,
         k: Annotated[int | None, Field(description="Chunks to retrieve, at least 1.")] = None,
     ) -> CallToolResult:
         """Answer from the documents with citations, or refuse (grounded=false) with the reason; answer.v1."""

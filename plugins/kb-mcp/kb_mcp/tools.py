@@ -13,12 +13,12 @@ import hashlib
 import threading
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 import kb_core
-from kb_core.cli_checks import glob_problem  # not in kb_core.__all__: the check `kb search --path` uses
+from kb_core.cli_checks import check_glob  # not in kb_core.__all__: the check of `kb search --path`
 from kb_mcp.inbox import Inbox
 
 MODES = ("lexical", "vector", "hybrid")
@@ -47,7 +47,7 @@ def _nfc(text: str) -> str:
 
 def _check_text(value: str, what: str, verb: str) -> str:
     if not value or not value.strip():
-        raise kb_core.KbError(f"the {what} is empty", hint=f"give some words to {verb} for")
+        raise kb_core.KbError(f"the {what} is empty", hint=f"give some words to {verb} for, in quotes")  # the CLI's own line
     return value
 
 
@@ -72,11 +72,7 @@ class KbTools:
         if k is not None and k < 1:
             raise kb_core.KbError(f"k must be at least 1, not {k}", hint="ask for 1 or more hits")
         if path is not None:
-            problem = glob_problem(path)
-            if problem:
-                raise kb_core.KbError(f"invalid path glob {path!r}: {problem}",
-                                      hint="fnmatch syntax on stored paths: * any characters (including /),"
-                                           " ? one character, [abc] or [!abc] one of a set")
+            check_glob(cast(Any, None), cast(Any, None), path)  # the CLI's own check and line
         cfg = self.kb.config.search
         request = kb_core.SearchQuery(text=query, k=k or cfg.default_k, mode=mode or cfg.mode, path_glob=path)
         with self._lock:
@@ -104,8 +100,9 @@ class KbTools:
         """The verbatim text of a citation (``path#L12-L34``), a chunk id or a whole document (``fetch.v1``)."""
         wanted = _nfc(target)
         if not wanted:
-            raise kb_core.KbError("the target is empty", hint="give a citation (notes/a.md#L12-L34), a chunk id or a"
-                                  " document path")
+            raise kb_core.KbError(
+                "the target is empty", hint="give a citation (notes/a.md#L12-L34), a chunk id or a document path"
+            )
         with self._lock:
             try:
                 kind, value = kb_core.inspect_target(self.kb, wanted)
@@ -113,8 +110,15 @@ class KbTools:
                 return self._fetch_lines(wanted)
             if kind == "chunk":
                 chunk = value
-                return _fetched(wanted, chunk.doc_path, chunk.start_line, chunk.end_line, chunk.text,
-                                chunk_id=chunk.chunk_id, source="chunk")
+                return _fetched(
+                    wanted,
+                    chunk.doc_path,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.text,
+                    chunk_id=chunk.chunk_id,
+                    source="chunk",
+                )
             document, chunks = value
             text, source = self._document_text(document, chunks)
             return _fetched(wanted, document.path, 1, max(1, len(text.splitlines())), text, source=source)
@@ -131,8 +135,10 @@ class KbTools:
         text, source = self._document_text(document, self.kb.store.chunks_of([document.path]))
         lines = text.splitlines()
         if not 1 <= citation.start_line <= citation.end_line <= len(lines):
-            raise kb_core.NotFoundError(f"lines {citation.start_line}-{citation.end_line} are outside {document.path}"
-                                        f" ({len(lines)} lines)", hint=f"fetch {document.path} to see all of it")
+            raise kb_core.NotFoundError(
+                f"lines {citation.start_line}-{citation.end_line} are outside {document.path} ({len(lines)} lines)",
+                hint=f"fetch {document.path} to see all of it",
+            )
         piece = "\n".join(lines[citation.start_line - 1 : citation.end_line])
         return _fetched(target, document.path, citation.start_line, citation.end_line, piece, source=source)
 
@@ -155,8 +161,10 @@ class KbTools:
     def ingest(self, path: str | None = None, text: str | None = None, name: str | None = None) -> Reply:
         """Ingest a file or folder, or store ``text`` as the document ``name`` (``ingest_report.v1``)."""
         if (path is None) == (text is None):
-            raise kb_core.KbError("give either path (a file or folder to ingest) or text with a name",
-                                  hint="e.g. {\"path\": \"/home/me/notes\"} or {\"text\": \"...\", \"name\": \"a.md\"}")
+            raise kb_core.KbError(
+                "give either path (a file or folder to ingest) or text with a name",
+                hint='e.g. {"path": "/home/me/notes"} or {"text": "...", "name": "a.md"}',
+            )
         with self._lock:
             if path is not None:
                 if not path.strip():
@@ -167,8 +175,17 @@ class KbTools:
         return Reply("ingest_report.v1", report)
 
 
-def _fetched(target: str, path: str, start: int, end: int, text: str, *, source: str,
-             chunk_id: str | None = None) -> Reply:
-    payload = {"target": target, "path": path, "citation": f"{path}#L{start}-L{end}", "start_line": start,
-               "end_line": end, "chunk_id": chunk_id, "source": source, "text": text}
+def _fetched(
+    target: str, path: str, start: int, end: int, text: str, *, source: str, chunk_id: str | None = None
+) -> Reply:
+    payload = {
+        "target": target,
+        "path": path,
+        "citation": f"{path}#L{start}-L{end}",
+        "start_line": start,
+        "end_line": end,
+        "chunk_id": chunk_id,
+        "source": source,
+        "text": text,
+    }
     return Reply("fetch.v1", payload, text=text)
