@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 
 import click
@@ -45,11 +46,19 @@ def mcp_command(session: kb_core.Session, transport: str, port: int) -> None:
     if transport == "stdio":
         anyio.run(server.run_stdio_async)
         return
+    _check_port(port)
     click.echo(f"kb mcp: serving {session.config.kb_path} on http://{LOOPBACK}:{port}{HTTP_PATH}", err=True)
     sys.stderr.flush()
-    try:
-        anyio.run(lambda: server.run_streamable_http_async(host=LOOPBACK, port=port, streamable_http_path=HTTP_PATH))
-    except OSError as exc:
-        raise kb_core.KbError(
-            f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}", hint="choose another --port"
-        ) from None
+    anyio.run(lambda: server.run_streamable_http_async(host=LOOPBACK, port=port, streamable_http_path=HTTP_PATH))
+
+
+def _check_port(port: int) -> None:
+    """Refuse a port that cannot be bound on loopback with one line (uvicorn would log and exit 1)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError as exc:
+            raise kb_core.KbError(
+                f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}", hint="choose another --port"
+            ) from None

@@ -47,7 +47,9 @@ def _nfc(text: str) -> str:
 
 def _check_text(value: str, what: str, verb: str) -> str:
     if not value or not value.strip():
-        raise kb_core.KbError(f"the {what} is empty", hint=f"give some words to {verb} for, in quotes")  # the CLI's own line
+        raise kb_core.KbError(
+            f"the {what} is empty", hint=f"give some words to {verb} for, in quotes"
+        )  # the CLI's own line
     return value
 
 

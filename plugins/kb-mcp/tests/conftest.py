@@ -14,7 +14,7 @@ import kb_core
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from mcp_helpers import scripted_plugin_path, write_notes  # noqa: E402
+from mcp_helpers import scripted_plugin_path, write_notes
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from mcp_helpers import NOTES, run_kb, schema, with_server, without_timings, write_notes
 from mcp import ClientSession
 from mcp.types import CallToolResult, TextContent
+from mcp_helpers import NOTES, run_kb, schema, with_server, without_timings, write_notes
 
 pytestmark = pytest.mark.slow
 
