@@ -38,14 +38,23 @@ def stop_on_signals(stop: threading.Event) -> Iterator[dict[str, int]]:
 
 @click.command("watch")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--debounce-ms", type=click.IntRange(min=10, max=60_000), default=500, show_default=True,
-              help="Quiet time that ends a batch of changes: a burst of saves closer than this is one update.")
-@click.option("--follow-symlinks/--no-follow-symlinks", default=None,
-              help="Follow symbolic links that lead outside the folder (default: [ingest] follow_symlinks, off).")
+@click.option(
+    "--debounce-ms",
+    type=click.IntRange(min=10, max=60_000),
+    default=500,
+    show_default=True,
+    help="Quiet time that ends a batch of changes: a burst of saves closer than this is one update.",
+)
+@click.option(
+    "--follow-symlinks/--no-follow-symlinks",
+    default=None,
+    help="Follow symbolic links that lead outside the folder (default: [ingest] follow_symlinks, off).",
+)
 @kb_core.json_option
 @kb_core.pass_session
-def watch_command(session: kb_core.Session, paths: tuple[Path, ...], debounce_ms: int, follow_symlinks: bool | None,
-                  as_json: bool) -> int:
+def watch_command(
+    session: kb_core.Session, paths: tuple[Path, ...], debounce_ms: int, follow_symlinks: bool | None, as_json: bool
+) -> int:
     """Keep the knowledge base in step with PATHS (folders or files) as files are created, changed, moved and deleted.
 
     Ingests the PATHS once, then re-ingests what changes after each quiet spell of --debounce-ms.
@@ -56,8 +65,13 @@ def watch_command(session: kb_core.Session, paths: tuple[Path, ...], debounce_ms
     from kb_watch.events import report
     from kb_watch.runner import Watcher
 
-    watcher = Watcher(session.kb(create=True), list(paths), debounce_ms, lambda event: report(event, as_json),
-                      follow_symlinks=follow_symlinks)
+    watcher = Watcher(
+        session.kb(create=True),
+        list(paths),
+        debounce_ms,
+        lambda event: report(event, as_json),
+        follow_symlinks=follow_symlinks,
+    )
     stop = threading.Event()
     with stop_on_signals(stop) as received, watcher.open() as notify:
         watcher.initial()

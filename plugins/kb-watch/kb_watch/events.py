@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
 import attrs
 import click
@@ -68,9 +68,12 @@ def report(event: WatchEvent, as_json: bool, out: TextIO | None = None, err: Tex
         click.echo(f"kb watch: {clock} {shown(event.error)}", file=err)
     else:
         what = "ingested" if event.trigger == "initial" else "updated"
-        click.echo(f"kb watch: {clock} {what}: added {len(event.added)}, updated {len(event.updated)}, removed"
-                   f" {len(event.removed)}, failed {len(event.failed)}  ({event.documents} documents,"
-                   f" {event.took_ms / 1000:.1f} s)", file=err)
+        click.echo(
+            f"kb watch: {clock} {what}: added {len(event.added)}, updated {len(event.updated)}, removed"
+            f" {len(event.removed)}, failed {len(event.failed)}  ({event.documents} documents,"
+            f" {event.took_ms / 1000:.1f} s)",
+            file=err,
+        )
         for problem in event.failed:
             click.echo(f"  failed: {shown(problem.path)}: {shown(problem.reason)}", file=err)
         for note in event.warnings:

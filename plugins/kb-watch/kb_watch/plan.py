@@ -66,8 +66,9 @@ def nearest_folder(path: Path, root: Path) -> Path | None:
     return root if root.is_dir() else None
 
 
-def plan_changes(paths: Iterable[str], folder_roots: Iterable[Path], file_roots: Iterable[Path],
-                 skip: Path | None = None) -> tuple[Plan, list[Path]]:
+def plan_changes(
+    paths: Iterable[str], folder_roots: Iterable[Path], file_roots: Iterable[Path], skip: Path | None = None
+) -> tuple[Plan, list[Path]]:
     """The plan for changed ``paths`` (absolute), and the watched folders found gone.
 
     ``skip`` (the knowledge base directory) and everything under it is ignored, so a knowledge

@@ -38,8 +38,15 @@ BUSY = "another kb process is writing"
 class Watcher:
     """Keeps one knowledge base in step with some folders and files."""
 
-    def __init__(self, kb: kb_core.KnowledgeBase, paths: Sequence[Path], debounce_ms: int,
-                 emit: Callable[[WatchEvent], None], *, follow_symlinks: bool | None = None) -> None:
+    def __init__(
+        self,
+        kb: kb_core.KnowledgeBase,
+        paths: Sequence[Path],
+        debounce_ms: int,
+        emit: Callable[[WatchEvent], None],
+        *,
+        follow_symlinks: bool | None = None,
+    ) -> None:
         self.kb = kb
         self.debounce_ms = debounce_ms
         self.emit = emit
@@ -78,9 +85,12 @@ class Watcher:
         touched: set[str] = set()
         while not stop.is_set():
             raw = notify.watch(self.debounce_ms * MAX_BATCH_FACTOR, self.debounce_ms, max(self.debounce_ms, 1000), stop)
-            if raw in ("stop", "signal"):
-                break
-            changes = set() if raw == "timeout" else {p for c, p in raw if keep(watchfiles.Change(c), p)}
+            if isinstance(raw, str):  # "timeout", or "stop" / "signal" (then the loop ends)
+                changes: set[str] = set()
+                if raw != "timeout":
+                    break
+            else:
+                changes = {p for c, p in raw if keep(watchfiles.Change(c), p)}
             if changes:
                 plan, lost = plan_changes(changes, self.folder_roots, self.file_roots, skip=self.kb.directory)
                 self._report_lost(lost)
@@ -97,11 +107,11 @@ class Watcher:
     def stopped(self) -> None:
         """Report the end of watching."""
         self.seq += 1
-        self.emit(WatchEvent("stopped", self.seq, "signal", now_iso(), documents=self.documents,
-                             chunks=self.chunks))
+        self.emit(WatchEvent("stopped", self.seq, "signal", now_iso(), documents=self.documents, chunks=self.chunks))
 
-    def _apply(self, plan: Plan, trigger: str, changes: int, touched: set[str] | None = None, *,
-               raise_errors: bool = False) -> bool:
+    def _apply(
+        self, plan: Plan, trigger: str, changes: int, touched: set[str] | None = None, *, raise_errors: bool = False
+    ) -> bool:
         """Run one update; False when it must wait for another writer (and should be retried)."""
         started = time.perf_counter()
         targets = [*plan.folders, *plan.files]
@@ -118,11 +128,19 @@ class Watcher:
         self.documents = report.documents if report else self.kb.store.count_documents()
         self.chunks = report.chunks if report else self.kb.store.count_chunks()
         event = WatchEvent(
-            "update", self.seq, trigger, now_iso(), changes=changes, ingested=[str(t) for t in targets],
-            added=report.added if report else [], updated=report.updated if report else [],
+            "update",
+            self.seq,
+            trigger,
+            now_iso(),
+            changes=changes,
+            ingested=[str(t) for t in targets],
+            added=report.added if report else [],
+            updated=report.updated if report else [],
             removed=sorted([*removed, *(report.removed if report else [])]),
-            unchanged=report.unchanged if report else 0, failed=self._new_failures(report, touched or set()),
-            warnings=report.warnings if report else [], documents=self.documents,
+            unchanged=report.unchanged if report else 0,
+            failed=self._new_failures(report, touched or set()),
+            warnings=report.warnings if report else [],
+            documents=self.documents,
             chunks=self.chunks,
             took_ms=round((time.perf_counter() - started) * 1000, 1),
         )
@@ -167,8 +185,18 @@ class Watcher:
 
     def _error(self, line: str, trigger: str, changes: int) -> None:
         self.seq += 1
-        self.emit(WatchEvent("error", self.seq, trigger, now_iso(), changes=changes, error=line,
-                             documents=self.documents, chunks=self.chunks))
+        self.emit(
+            WatchEvent(
+                "error",
+                self.seq,
+                trigger,
+                now_iso(),
+                changes=changes,
+                error=line,
+                documents=self.documents,
+                chunks=self.chunks,
+            )
+        )
 
 
 def _absolute(path: Path) -> Path:
