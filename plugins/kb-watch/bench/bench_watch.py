@@ -43,8 +43,16 @@ def main() -> None:
         notes = Path(folder) / "notes"
         shutil.copytree(args.corpus, notes)
         kb_dir = Path(folder) / "kb"
-        command = [str(Path(sys.executable).parent / "kb"), "--kb", str(kb_dir), "watch", str(notes), "--json",
-                   "--debounce-ms", str(args.debounce_ms)]
+        command = [
+            str(Path(sys.executable).parent / "kb"),
+            "--kb",
+            str(kb_dir),
+            "watch",
+            str(notes),
+            "--json",
+            "--debounce-ms",
+            str(args.debounce_ms),
+        ]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         lines: Queue[tuple[float, dict[str, object]]] = Queue()
 
@@ -76,9 +84,11 @@ def main() -> None:
         finally:
             process.terminate()
             process.wait(timeout=60)
-    print(f"save -> searchable, debounce {args.debounce_ms} ms, n={len(latencies)}: p50 {percentile(latencies, 0.5):.0f} ms"
-          f"  p95 {percentile(latencies, 0.95):.0f} ms  mean {statistics.fmean(latencies):.0f} ms"
-          f"  (of which the ingest itself: p50 {percentile(ingest_ms, 0.5):.0f} ms)")
+    print(
+        f"save -> searchable, debounce {args.debounce_ms} ms, n={len(latencies)}: p50 {percentile(latencies, 0.5):.0f} ms"
+        f"  p95 {percentile(latencies, 0.95):.0f} ms  mean {statistics.fmean(latencies):.0f} ms"
+        f"  (of which the ingest itself: p50 {percentile(ingest_ms, 0.5):.0f} ms)"
+    )
 
 
 if __name__ == "__main__":

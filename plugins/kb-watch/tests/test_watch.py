@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import signal
 import time
 from collections.abc import Iterator
@@ -121,17 +122,29 @@ def test_a_missing_path_is_one_line(tmp_path: Path) -> None:
     assert done.stderr == f"kb: error: no such file or folder: {tmp_path / 'absent'} (check the path)\n"
 
 
+def writer_busy(kb_dir: Path) -> bool:
+    """Whether some process holds the knowledge base's writer lock (an update is running)."""
+    with open(kb_dir / "writer.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 def test_sigint_during_an_update_lets_it_finish(tmp_path: Path, notes: Path, watching: WatchProcess) -> None:
-    for n in range(40):
-        (notes / f"bulk{n:02d}.md").write_text(
-            f"# Bulk {n}\n\nEvery bulk note names the capybara {n}.\n", encoding="utf-8"
-        )
-    time.sleep(0.35)  # past the 200 ms debounce: the update is (most likely) running
+    kb_dir = tmp_path / "kb"
+    for n in range(120):
+        text = f"# Bulk {n}\n\nEvery bulk note names the capybara {n}.\n\n" + "More words about rodents. " * 40
+        (notes / f"bulk{n:03d}.md").write_text(text, encoding="utf-8")
+    deadline = time.monotonic() + 30
+    while not writer_busy(kb_dir):  # wait until the update holds the writer lock
+        assert time.monotonic() < deadline, "the update never started"
+        time.sleep(0.005)
     assert watching.interrupt(signal.SIGINT) == 130
-    events = []
-    while (line := watching.lines.get(timeout=5)) is not None:
-        events.append(line)
-    assert '"kind":"stopped"' in events[-1]
-    stored = [p for p in listed(tmp_path / "kb") if p.startswith("bulk")]
-    assert len(stored) in (0, 40)  # one update is all or nothing; never a half-written batch
-    assert len(search_paths(tmp_path / "kb", "capybara")) == min(len(stored), 10)  # indexes agree with the store
+    update, stopped = watching.event(), watching.event()
+    assert len(update["added"]) == 120  # the update in progress finished
+    assert (stopped["kind"], stopped["documents"]) == ("stopped", 122)
+    assert len([p for p in listed(kb_dir) if p.startswith("bulk")]) == 120
+    assert len(search_paths(kb_dir, "capybara")) == 10  # the indexes were brought up to date too (k=10)

@@ -68,7 +68,7 @@ class WatchProcess:
     def event(self, timeout: float = 30.0) -> dict[str, Any]:
         """The next JSON line, validated against watch_event.v1."""
         line = self.lines.get(timeout=timeout)
-        assert line is not None, f"kb watch ended: {self.finish()}"
+        assert line is not None, f"kb watch ended: {self.finish()} {self.stderr}"
         event = json.loads(line)
         jsonschema.validate(event, SCHEMA)
         return event
@@ -88,13 +88,14 @@ class WatchProcess:
         return self.finish()
 
     def finish(self, timeout: float = 60.0) -> int:
-        """Wait for the process; keep its stderr."""
-        _, err = self.process.communicate(timeout=timeout)
-        self.stderr += err or ""
+        """Wait for the process; keep its stderr (stdout belongs to the reader thread)."""
+        self.process.wait(timeout=timeout)
+        assert self.process.stderr is not None
+        self.stderr += self.process.stderr.read()
         return self.process.returncode
 
     def close(self) -> None:
         """Kill the process if it still runs."""
         if self.process.poll() is None:
             self.process.kill()
-            self.process.communicate()
+            self.process.wait()
