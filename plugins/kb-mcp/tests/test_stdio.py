@@ -181,3 +181,21 @@ def test_ingest_a_folder_and_text(tmp_path: Path) -> None:
     assert not (tmp_path / "outside.md").exists()
     listed = json.loads(run_kb(kb_dir, "list", "--json").stdout)
     assert [d["path"] for d in listed["documents"]] == ["glossary.md", "memos/q1.md"]
+
+
+def test_sees_what_another_kb_process_wrote_and_fetches_a_changed_file_from_its_chunks(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", {"a.md": "# A\n\nThe albatross glides.\n"})
+    kb_dir = tmp_path / "kb"
+    assert run_kb(kb_dir, "ingest", str(notes)).returncode == 0
+
+    async def scenario(session: ClientSession) -> dict[str, CallToolResult]:
+        write_notes(notes, {"b.md": "# B\n\nThe bittern booms at night.\n"})
+        assert run_kb(kb_dir, "ingest", str(notes)).returncode == 0  # another process, while the server runs
+        found = await session.call_tool("search", {"query": "bittern booms", "mode": "lexical"})
+        (notes / "a.md").write_text("# A\n\nRewritten, not ingested.\n", encoding="utf-8")
+        return {"found": found, "a": await session.call_tool("fetch", {"target": "a.md"})}
+
+    got = with_server(kb_dir, scenario)
+    assert [hit["doc_path"] for hit in ok(got["found"])["hits"]] == ["b.md"]
+    fetched = ok(got["a"])
+    assert (fetched["source"], text_of(got["a"])) == ("chunks", "# A\n\nThe albatross glides.")  # as ingested
