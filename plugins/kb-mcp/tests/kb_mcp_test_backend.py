@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kb_core import hookimpl
+from kb_core import GenerateRequest, hookimpl
 from kb_core.testing import ScriptedLanguageModel
-from kb_core.types import GenerateRequest
 
 
 def extractive(request: GenerateRequest) -> list[str]:
