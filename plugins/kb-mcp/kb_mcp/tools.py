@@ -1,0 +1,193 @@
+"""What the MCP tools do, as plain library calls over one open knowledge base.
+
+Each method returns a :class:`Reply`: a schema version and a payload that
+:func:`kb_core.envelope` turns into exactly what the matching ``kb ... --json`` command prints,
+plus the text shown to the model. Mistakes raise :class:`kb_core.KbError` with the CLI's own
+one-line message; :mod:`kb_mcp.server` turns them into MCP tool errors. A lock serialises the
+calls, since the SDK runs synchronous tools on worker threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import unicodedata
+from pathlib import Path
+from typing import Any, cast
+
+import attrs
+
+import kb_core
+from kb_core.cli_checks import check_glob  # not in kb_core.__all__: the check of `kb search --path`
+from kb_mcp.inbox import Inbox
+
+MODES = ("lexical", "vector", "hybrid")
+
+
+@attrs.frozen
+class Reply:
+    """A tool's result: ``kb_core.envelope(schema_version, payload)``, and the text for the model."""
+
+    schema_version: str
+    payload: Any
+    text: str | None = None  # None: the JSON text of the envelope, as `--json` prints it
+
+    def envelope(self) -> dict[str, Any]:
+        """The versioned JSON document (structured content of the tool result)."""
+        return kb_core.envelope(self.schema_version, self.payload)
+
+    def content_text(self) -> str:
+        """The text content of the tool result."""
+        return self.text if self.text is not None else kb_core.dumps(self.schema_version, self.payload)
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text.strip())
+
+
+def _check_text(value: str, what: str, verb: str) -> str:
+    if not value or not value.strip():
+        raise kb_core.KbError(
+            f"the {what} is empty", hint=f"give some words to {verb} for, in quotes"
+        )  # the CLI's own line
+    return value
+
+
+def _check_mode(mode: str | None) -> None:
+    if mode is not None and mode not in MODES:
+        raise kb_core.KbError(f"unknown search mode {mode!r}", hint="use lexical, vector or hybrid")
+
+
+class KbTools:
+    """The five tools over one knowledge base (opened by the caller, closed by the caller)."""
+
+    def __init__(self, kb: kb_core.KnowledgeBase, backend: str | None = None) -> None:
+        self.kb = kb
+        self.backend = backend
+        self.inbox = Inbox(kb)
+        self._lock = threading.Lock()
+
+    def search(self, query: str, mode: str | None = None, k: int | None = None, path: str | None = None) -> Reply:
+        """Hits with citations and scores in [0, 1] (``search_response.v1``)."""
+        _check_text(query, "query", "search")
+        _check_mode(mode)
+        if k is not None and k < 1:
+            raise kb_core.KbError(f"k must be at least 1, not {k}", hint="ask for 1 or more hits")
+        if path is not None:
+            check_glob(cast(Any, None), cast(Any, None), path)  # the CLI's own check and line
+        cfg = self.kb.config.search
+        request = kb_core.SearchQuery(text=query, k=k or cfg.default_k, mode=mode or cfg.mode, path_glob=path)
+        with self._lock:
+            response = kb_core.search(self.kb, request)
+        return Reply("search_response.v1", response)
+
+    def ask(self, question: str, mode: str | None = None, k: int | None = None) -> Reply:
+        """A grounded answer with citations, or a refusal with its reason (``answer.v1``)."""
+        _check_text(question, "question", "ask")
+        _check_mode(mode)
+        if k is not None and k < 1:
+            raise kb_core.KbError(f"k must be at least 1, not {k}", hint="ask for 1 or more chunks")
+        options = kb_core.AskOptions(k=k, mode=mode, backend=self.backend)
+        with self._lock:
+            answer = kb_core.ask(self.kb, question, options)
+        return Reply("answer.v1", answer)
+
+    def list_documents(self, prefix: str = "") -> Reply:
+        """Stored documents whose path starts with ``prefix`` (``document_list.v1``)."""
+        with self._lock:
+            documents = self.kb.store.list_documents(_nfc(prefix) if prefix else "")
+        return Reply("document_list.v1", {"documents": documents})
+
+    def fetch(self, target: str) -> Reply:
+        """The verbatim text of a citation (``path#L12-L34``), a chunk id or a whole document (``fetch.v1``)."""
+        wanted = _nfc(target)
+        if not wanted:
+            raise kb_core.KbError(
+                "the target is empty", hint="give a citation (notes/a.md#L12-L34), a chunk id or a document path"
+            )
+        with self._lock:
+            try:
+                kind, value = kb_core.inspect_target(self.kb, wanted)
+            except kb_core.NotFoundError:
+                return self._fetch_lines(wanted)
+            if kind == "chunk":
+                chunk = value
+                return _fetched(
+                    wanted,
+                    chunk.doc_path,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.text,
+                    chunk_id=chunk.chunk_id,
+                    source="chunk",
+                )
+            document, chunks = value
+            text, source = self._document_text(document, chunks)
+            return _fetched(wanted, document.path, 1, max(1, len(text.splitlines())), text, source=source)
+
+    def _fetch_lines(self, target: str) -> Reply:
+        """A citation whose line span is not one chunk's: those lines of its document."""
+        try:
+            citation = kb_core.Citation.parse(target)
+        except ValueError:
+            citation = None
+        document = self.kb.store.get_document(citation.path) if citation else None
+        if citation is None or document is None:
+            raise kb_core.NotFoundError(f"no document, chunk id or citation matches {target!r}", hint="see 'kb list'")
+        text, source = self._document_text(document, self.kb.store.chunks_of([document.path]))
+        lines = text.splitlines()
+        if not 1 <= citation.start_line <= citation.end_line <= len(lines):
+            raise kb_core.NotFoundError(
+                f"lines {citation.start_line}-{citation.end_line} are outside {document.path} ({len(lines)} lines)",
+                hint=f"fetch {document.path} to see all of it",
+            )
+        piece = "\n".join(lines[citation.start_line - 1 : citation.end_line])
+        return _fetched(target, document.path, citation.start_line, citation.end_line, piece, source=source)
+
+    def _document_text(self, document: kb_core.Document, chunks: list[kb_core.Chunk]) -> tuple[str, str]:
+        """The document as ingested: its file when unchanged (same hash), else rebuilt from its chunks' lines."""
+        file = Path(document.source_root) / document.path
+        try:
+            data = file.read_bytes()
+        except OSError:
+            data = None
+        if data is not None and hashlib.sha256(data).hexdigest() == document.content_hash:
+            return data.decode("utf-8", errors="replace").removeprefix("\ufeff"), "file"
+        lines: dict[int, str] = {}
+        for chunk in chunks:
+            for number, line in enumerate(chunk.text.split("\n"), start=chunk.start_line):
+                lines.setdefault(number, line)
+        last = max(lines, default=0)
+        return "\n".join(lines.get(n, "") for n in range(1, last + 1)), "chunks"
+
+    def ingest(self, path: str | None = None, text: str | None = None, name: str | None = None) -> Reply:
+        """Ingest a file or folder, or store ``text`` as the document ``name`` (``ingest_report.v1``)."""
+        if (path is None) == (text is None):
+            raise kb_core.KbError(
+                "give either path (a file or folder to ingest) or text with a name",
+                hint='e.g. {"path": "/home/me/notes"} or {"text": "...", "name": "a.md"}',
+            )
+        with self._lock:
+            if path is not None:
+                if not path.strip():
+                    raise kb_core.KbError("the path is empty", hint="give a file or folder to ingest")
+                report = kb_core.ingest_paths(self.kb, [Path(path).expanduser()])
+            else:
+                report = self.inbox.store(name or "", text or "")
+        return Reply("ingest_report.v1", report)
+
+
+def _fetched(
+    target: str, path: str, start: int, end: int, text: str, *, source: str, chunk_id: str | None = None
+) -> Reply:
+    payload = {
+        "target": target,
+        "path": path,
+        "citation": f"{path}#L{start}-L{end}",
+        "start_line": start,
+        "end_line": end,
+        "chunk_id": chunk_id,
+        "source": source,
+        "text": text,
+    }
+    return Reply("fetch.v1", payload, text=text)

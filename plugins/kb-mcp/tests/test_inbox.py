@@ -1,0 +1,63 @@
+"""Names for text sent over MCP (untrusted input), and the inbox's promise that a refused text changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kb_mcp.inbox import check_name
+from kb_mcp.tools import KbTools
+from mcp_helpers import write_notes
+
+import kb_core
+
+EXTENSIONS = {".md", ".txt"}
+
+
+@given(st.text(max_size=300))
+def test_any_accepted_name_stays_inside_the_inbox(name: str) -> None:
+    try:
+        clean = check_name(name, EXTENSIONS)
+    except kb_core.KbError as exc:
+        assert "\n" not in str(exc) and exc.message  # one line, says why
+        return
+    inbox = Path("/kb/inbox")
+    target = (inbox / clean).resolve()
+    assert inbox in target.parents
+    assert PurePosixPath(clean).suffix.lower() in EXTENSIONS
+    assert not any(part in ("", ".", "..") for part in clean.split("/"))
+
+
+@given(st.lists(st.sampled_from(["a", "b", "..", ".", "", "ü", "x y"]), min_size=1, max_size=5))
+def test_dot_parts_are_refused(parts: list[str]) -> None:
+    name = "/".join(parts) + ".md"
+    if any(p in ("", ".", "..") for p in name.strip().split("/")):
+        with pytest.raises(kb_core.KbError):
+            check_name(name, EXTENSIONS)
+    elif parts[-1] not in ("", ".", ".."):  # a plain last part: a file name with its extension
+        assert check_name(name, EXTENSIONS) == name.strip()
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd.md", "a\\b.md", "a\nb.md", "x.pdf", "", "   ", "a/../../b.md"])
+def test_bad_names(name: str) -> None:
+    with pytest.raises(kb_core.KbError):
+        check_name(name, EXTENSIONS)
+
+
+@pytest.mark.slow  # loads the real default embedder
+def test_a_refused_text_leaves_the_stored_document_and_its_file(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", {"shared.md": "# Shared\n\nFrom the notes folder.\n"})
+    with kb_core.open_kb(kb_dir=tmp_path / "kb", overrides={}) as kb:
+        kb_core.ingest_paths(kb, [notes])
+        tools = KbTools(kb)
+        tools.ingest(text="# Mine\n\nFirst version.\n", name="mine.md")
+        with pytest.raises(kb_core.KbError, match="came from another folder"):
+            tools.ingest(text="# Clash\n\nSame path as a note.\n", name="shared.md")
+        assert not (tools.inbox.folder / "shared.md").exists()
+        assert tools.fetch("shared.md").text == "# Shared\n\nFrom the notes folder.\n"
+        with pytest.raises(kb_core.KbError, match="the text is empty"):
+            tools.ingest(text="\n\n", name="mine.md")
+        assert (tools.inbox.folder / "mine.md").read_text() == "# Mine\n\nFirst version.\n"
+        assert tools.fetch("mine.md#L3-L3").text == "First version."

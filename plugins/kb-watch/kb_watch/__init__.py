@@ -1,0 +1,22 @@
+"""kb-watch: ``kb watch PATH...`` keeps the knowledge base in step with folders as files change.
+
+Registers the command ``watch``. Each update prints one status line on stderr, or with
+``--json`` one ``watch_event.v1`` JSON line on stdout (schema in ``kb_watch/schemas/``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kb_core
+
+__all__ = ["register_commands"]
+__version__ = "0.1.0"
+
+
+@kb_core.hookimpl
+def register_commands(register: Any) -> None:
+    """The ``watch`` command."""
+    from kb_watch.command import watch_command
+
+    register("watch", watch_command)
