@@ -10,7 +10,7 @@ Open a knowledge base, ingest a folder, search it and ask it::
 
     with kb_core.open_kb(kb_dir="~/kb") as kb:
         kb_core.ingest_paths(kb, [Path("~/notes").expanduser()])
-        for hit in kb_core.retrieval.search(kb, kb_core.SearchQuery(text="backups", mode="hybrid", k=5)).hits:
+        for hit in kb_core.search(kb, kb_core.SearchQuery(text="backups", mode="hybrid", k=5)).hits:
             print(hit.citation, hit.score)
         answer = kb_core.ask(kb, "How are backups verified?")
         print(answer.answer if answer.grounded else answer.note)
@@ -30,9 +30,10 @@ from importlib import metadata as _metadata
 
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
-from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
+from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
+from kb_core.cli.checks import glob_problem
 from kb_core.config import Config, load_config
-from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError
+from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
 from kb_core.extend.contracts import (
     AnswerChecker,
     ArrayEmbedder,
@@ -64,6 +65,8 @@ from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
 from kb_core.privacy import quiet_dependencies
 from kb_core.retrieval.search import SearchResponse, search
+from kb_core.storage.sqlite_files import storage_error
+from kb_core.terminal import shown
 from kb_core.types import (
     Answer,
     Block,
@@ -92,9 +95,9 @@ __all__ = [
     "Answer",
     "AnswerChecker",
     "ArrayEmbedder",
-    "BytesParser",
     "AskOptions",
     "Block",
+    "BytesParser",
     "Chunk",
     "Citation",
     "Config",
@@ -136,11 +139,14 @@ __all__ = [
     "StreamEvent",
     "Token",
     "TokenStartsEmbedder",
+    "WriterBusyError",
     "ask",
     "doctor_report",
     "dumps",
     "emit",
     "envelope",
+    "error_line",
+    "glob_problem",
     "hookimpl",
     "ingest_paths",
     "inspect_target",
@@ -151,6 +157,8 @@ __all__ = [
     "pass_session",
     "remove_documents",
     "search",
+    "shown",
     "similarity_floor",
+    "storage_error",
     "terminal_progress",
 ]

@@ -34,5 +34,9 @@ class NotFoundError(KbError):
     """A document, chunk, plugin or model that was asked for does not exist."""
 
 
+class WriterBusyError(KbError):
+    """Another kb process is writing to the same knowledge base; try again when it has finished."""
+
+
 class ModelUnavailableError(KbError):
     """A model file, package or server could not be reached. Never triggers a download."""

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from kb_core.app import KnowledgeBase
-from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
 from kb_core.extend.contracts import BytesParser, FactoryContext, TokenStartsEmbedder
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
@@ -79,7 +79,7 @@ def writer_lock(kb: KnowledgeBase) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise KbError(
+            raise WriterBusyError(
                 f"another kb process is writing to {kb.directory}", hint="wait for it to finish, then run again"
             ) from None
         try:

@@ -77,7 +77,8 @@ def main() -> None:
         timings = anyio.run(measure, kb_dir, args.calls, args.mode)
     for tool, values in timings.items():
         print(
-            f"{tool:<7} {args.mode if tool == 'search' else '':<8} n={len(values):<4} p50 {percentile(values, 0.5):7.2f} ms"
+            f"{tool:<7} {args.mode if tool == 'search' else '':<8} n={len(values):<4}"
+            f" p50 {percentile(values, 0.5):7.2f} ms"
             f"  p95 {percentile(values, 0.95):7.2f} ms  mean {statistics.fmean(values):7.2f} ms"
         )
 

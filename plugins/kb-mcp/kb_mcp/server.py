@@ -16,8 +16,6 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 import kb_core
-from kb_core.cli import error_line  # not in kb_core.__all__: the CLI's one-line rendering of a KbError
-from kb_core.sqlite_files import storage_error  # not in kb_core.__all__: disk full / read-only as a KbError
 from kb_mcp.tools import KbTools, Reply
 
 MODES = ["lexical", "vector", "hybrid"]
@@ -38,12 +36,12 @@ def _result(call: Callable[[], Reply]) -> CallToolResult:
     try:
         reply = call()
     except kb_core.KbError as exc:
-        return _error(error_line(exc))
+        return _error(kb_core.error_line(exc))
     except Exception as exc:
-        storage = storage_error(exc)
+        storage = kb_core.storage_error(exc)
         if storage is None:
             raise  # a bug: the SDK logs it and tells the client only "Error executing tool <name>"
-        return _error(error_line(storage))
+        return _error(kb_core.error_line(storage))
     return CallToolResult(
         content=[TextContent(type="text", text=reply.content_text())], structured_content=reply.envelope()
     )

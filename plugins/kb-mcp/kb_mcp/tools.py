@@ -18,7 +18,7 @@ from typing import Any, cast
 import attrs
 
 import kb_core
-from kb_core.cli_checks import check_glob  # not in kb_core.__all__: the check of `kb search --path`
+from kb_core.cli.checks import check_glob  # not in kb_core.__all__: the check of `kb search --path`
 from kb_mcp.inbox import Inbox
 
 MODES = ("lexical", "vector", "hybrid")

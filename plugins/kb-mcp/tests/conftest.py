@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,6 +39,6 @@ def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def scripted_pythonpath(tmp_path: Path) -> Iterator[str]:
+def scripted_pythonpath(tmp_path: Path) -> str:
     """PYTHONPATH for a subprocess that should have the ``scripted`` backend."""
-    yield scripted_plugin_path(tmp_path / "plugins")
+    return scripted_plugin_path(tmp_path / "plugins")

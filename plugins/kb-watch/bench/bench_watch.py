@@ -85,7 +85,8 @@ def main() -> None:
             process.terminate()
             process.wait(timeout=60)
     print(
-        f"save -> searchable, debounce {args.debounce_ms} ms, n={len(latencies)}: p50 {percentile(latencies, 0.5):.0f} ms"
+        f"save -> searchable, debounce {args.debounce_ms} ms, n={len(latencies)}:"
+        f" p50 {percentile(latencies, 0.5):.0f} ms"
         f"  p95 {percentile(latencies, 0.95):.0f} ms  mean {statistics.fmean(latencies):.0f} ms"
         f"  (of which the ingest itself: p50 {percentile(ingest_ms, 0.5):.0f} ms)"
     )

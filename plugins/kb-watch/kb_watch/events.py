@@ -11,7 +11,7 @@ import attrs
 import click
 
 import kb_core
-from kb_core.terminal import shown  # not in kb_core.__all__: escapes control characters for one inert line
+from kb_core import shown
 
 SCHEMA_VERSION = "watch_event.v1"
 

@@ -32,7 +32,6 @@ from kb_watch.events import WatchEvent, now_iso
 from kb_watch.plan import Plan, make_plan, plan_changes
 
 MAX_BATCH_FACTOR = 20
-BUSY = "another kb process is writing"
 
 
 class Watcher:
@@ -121,7 +120,7 @@ class Watcher:
         except kb_core.KbError as exc:
             if raise_errors:
                 raise
-            busy = exc.message.startswith(BUSY)
+            busy = isinstance(exc, kb_core.WriterBusyError)
             self._error(f"{exc}" + ("; will retry" if busy else ""), trigger, changes)
             return not busy
         self.seq += 1
