@@ -22,9 +22,11 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "fixtures" / "corpus"
+QUESTION = "What TCP port does the Heliograph daemon listen on?"  # answerable from the corpus
 
 
 def step(name: str, command: list[str], env: dict[str, str], cwd: Path, expect: tuple[int, ...] = (0,)) -> str:
@@ -40,7 +42,7 @@ def step(name: str, command: list[str], env: dict[str, str], cwd: Path, expect: 
     return done.stdout if done.returncode == 0 or done.stdout.strip() else done.stderr
 
 
-def fake_ollama() -> tuple[str, ThreadingHTTPServer]:
+def fake_ollama() -> tuple[Any, ThreadingHTTPServer]:
     """Start kb-ollama's protocol test server on a loopback port."""
     sys.path.insert(0, str(REPO / "plugins" / "kb-ollama" / "tests"))
     from conftest import FakeOllama, OllamaHandler  # the protocol server kb-ollama's own tests use
@@ -49,18 +51,20 @@ def fake_ollama() -> tuple[str, ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (OllamaHandler,), {"fake": fake}))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}", server
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    return fake, server
 
 
 def main(dist: Path) -> None:
-    url, server = fake_ollama()
+    fake, server = fake_ollama()
     with tempfile.TemporaryDirectory(prefix="kb-ecosystem-") as tmp:
         work = Path(tmp)
         venv = work / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         pip, kb = [str(venv / "bin" / "python"), "-m", "pip"], str(venv / "bin" / "kb")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "PYTHON", "VIRTUAL_ENV"))}
-        env |= {"KB_HOME": str(work / "kb"), "KB_INDEXES__ENABLED": '["tantivy"]', "KB_OLLAMA_URL": url}
+        env |= {"KB_HOME": str(work / "kb"), "KB_INDEXES__ENABLED": '["tantivy"]', "KB_OLLAMA_URL": fake.url}
+        env["KB_BACKENDS__OLLAMA__MODEL"] = fake.model
         find = ["--quiet", "--find-links", str(dist)]
 
         step(
@@ -77,13 +81,14 @@ def main(dist: Path) -> None:
         answer = json.loads(
             step(
                 "kb --backend ollama ask",
-                [kb, "--backend", "ollama", "ask", "--json", "How often are backups verified?"],
+                [kb, "--backend", "ollama", "ask", "--json", QUESTION],
                 env,
                 work,
                 expect=(0, 1),
             )
         )
-        assert answer["model"]["provider"] == "ollama", answer["model"]  # it went to the protocol server
+        assert answer["model"]["provider"] == "ollama", answer  # it went to the protocol server
+        assert any(r.path == "/api/chat" for r in fake.requests), fake.requests
 
         step("pip uninstall kb-ollama", [*pip, "uninstall", "--quiet", "-y", "kb-ollama"], env, work)
         plugins = json.loads(step("kb plugins --json (ollama gone)", [kb, "plugins", "--json"], env, work))
@@ -95,7 +100,7 @@ def main(dist: Path) -> None:
 
         step("pip install --find-links dist kb-llamacpp", [*pip, "install", *find, "kb-llamacpp"], env, work)
         env.pop("KB_OLLAMA_URL")
-        question = [kb, "ask", "--json", "How often are backups verified?"]
+        question = [kb, "ask", "--json", QUESTION]
         out = step("kb ask (llamacpp)", question, env, work, expect=(0, 1))
         assert json.loads(out)["model"]["provider"] == "llamacpp"
     server.shutdown()
