@@ -100,8 +100,9 @@ class OpenAIClient:
         if settings.api_key:
             headers["Authorization"] = f"Bearer {settings.api_key.reveal()}"
         self.http = httpx.Client(
-            timeout=httpx.Timeout(connect=t.connect_s or None, read=t.read_s or None, write=t.read_s or None,
-                                  pool=t.connect_s or None),
+            timeout=httpx.Timeout(
+                connect=t.connect_s or None, read=t.read_s or None, write=t.read_s or None, pool=t.connect_s or None
+            ),
             headers=headers,
             trust_env=False,  # only the configured server is ever contacted, never a proxy from the environment
             transport=transport,

@@ -123,8 +123,9 @@ class OpenAIModel:
             if self.settings.tokenize == "auto":
                 for endpoint, field in TOKENIZERS:
                     try:
-                        token_count(self.client.post_json(endpoint, {field: "probe", "model": facts.model}, root=True),
-                                    endpoint)
+                        token_count(
+                            self.client.post_json(endpoint, {field: "probe", "model": facts.model}, root=True), endpoint
+                        )
                     except (ApiError, MalformedResponse):
                         continue
                     facts.tokenizer = (endpoint, field)

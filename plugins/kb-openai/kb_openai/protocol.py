@@ -112,7 +112,7 @@ def sse_data(lines: Iterable[str]) -> Iterator[str]:
             if field not in ("event", "id", "retry"):
                 raise MalformedResponse(f"a stream line is not a Server-Sent Event: {_preview(line)}")
             continue
-        value = value[1:] if value.startswith(" ") else value
+        value = value.removeprefix(" ")
         size += len(value)
         if size > MAX_EVENT_BYTES:
             raise MalformedResponse(f"a stream event is longer than {MAX_EVENT_BYTES} bytes")
@@ -206,7 +206,9 @@ def parse_object(raw: bytes, endpoint: str) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        raise MalformedResponse(f"the answer of {endpoint} is not JSON: {_preview(raw.decode('utf-8', 'replace'))}") from None
+        raise MalformedResponse(
+            f"the answer of {endpoint} is not JSON: {_preview(raw.decode('utf-8', 'replace'))}"
+        ) from None
     if not isinstance(value, dict):
         raise MalformedResponse(f"the answer of {endpoint} is JSON but not an object")
     return value

@@ -116,4 +116,4 @@ class OpenAISettings:
     @property
     def root_url(self) -> str:
         """The server root: the base URL without a trailing ``/v1`` (where llama.cpp's extras live)."""
-        return self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        return self.base_url.removesuffix("/v1")

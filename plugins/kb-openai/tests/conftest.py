@@ -26,9 +26,9 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+from kb_openai.model import OpenAIModel, make_model
 
 from kb_core.config import Config
-from kb_openai.model import OpenAIModel, make_model
 
 LIFETIME_S = 60.0
 MAX_STALL_S = 10.0
@@ -69,7 +69,10 @@ def packaged_gguf(python: str) -> Path:
         return Path(os.environ["KB_LLAMA_MODEL"])
     probe = subprocess.run(
         [python, "-c", "from kb_llamacpp import default_model_path; print(default_model_path())"],
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     if probe.returncode != 0:
         pytest.fail(
@@ -88,9 +91,25 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [
-        python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", SERVER_MODEL,
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2",
-        "--api_key", SERVER_KEY, "--verbose", "false",
+        python,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        SERVER_MODEL,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "2",
+        "--api_key",
+        SERVER_KEY,
+        "--verbose",
+        "false",
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
@@ -147,13 +166,17 @@ class FakeServer:
 
     def stream_events(self) -> list[bytes]:
         """The SSE events of a normal answer, as a llama.cpp or vLLM server sends them."""
-        events = [{"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}]
+        events: list[dict[str, Any]] = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+        ]
         events += [{"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": None}]} for t in self.reply]
         events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         if self.usage is not None:
             events.append({"choices": [], "usage": self.usage})
-        out = [b"data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", **e}).encode() + b"\n\n"
-               for e in events]
+        out = [
+            b"data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", **e}).encode() + b"\n\n"
+            for e in events
+        ]
         return out + [b"data: [DONE]\n\n"]
 
 
@@ -164,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
     timeout = 15
     fake: FakeServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
@@ -178,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         """``GET /v1/models``."""
         self.fake.requests.append((self.path, dict(self.headers.items()), None))
         if self.path != "/v1/models" or self.fake.models_status != 200:
@@ -187,7 +210,7 @@ class Handler(BaseHTTPRequestHandler):
         data = [{"id": m, "object": "model", "owned_by": "me"} for m in self.fake.models]
         self._send(200, json.dumps({"object": "list", "data": data}).encode())
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         """``POST /v1/chat/completions`` and ``/extras/tokenize/count``."""
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"null")
@@ -217,7 +240,7 @@ class Handler(BaseHTTPRequestHandler):
                 fake.release.wait(MAX_STALL_S)
                 return
             if fake.drop_after_events == number:
-                self.wfile.write(b"40\r\ndata: {\"choices\"")  # a chunk cut short, then the socket closes
+                self.wfile.write(b'40\r\ndata: {"choices"')  # a chunk cut short, then the socket closes
                 self.wfile.flush()
                 self.close_connection = True
                 return

@@ -14,16 +14,21 @@ from typing import Any
 
 import httpx
 import pytest
-
-from kb_core.contracts import LanguageModel
-from kb_core.types import Done, GenerateRequest, Token
 from kb_openai.client import Unauthorized
 from kb_openai.model import ModelNotFound, OpenAIModel, upper_bound_tokens
 
+from kb_core.contracts import LanguageModel
+from kb_core.types import Done, GenerateRequest, Token
+
 pytestmark = pytest.mark.slow
 
-COUNT = GenerateRequest(system="You are a terse assistant.", user="Count from 1 to 12, separated by commas.",
-                        max_tokens=48, temperature=0.0, seed=1)
+COUNT = GenerateRequest(
+    system="You are a terse assistant.",
+    user="Count from 1 to 12, separated by commas.",
+    max_tokens=48,
+    temperature=0.0,
+    seed=1,
+)
 
 
 def run(model: OpenAIModel, request: GenerateRequest) -> tuple[str, Done]:
@@ -66,8 +71,12 @@ def test_token_counts_come_from_the_server_tokenizer(model: OpenAIModel, llama_s
     hello, long = model.count_tokens("Hello"), model.count_tokens("Hello, world. " * 20)
     assert 1 <= hello <= 2 and 60 <= long <= 100
     korean = "하늘은 왜 파란가요?"
-    tokens = httpx.post(f"{llama_server.url[:-3]}/extras/tokenize", json={"input": korean},
-                        headers={"Authorization": f"Bearer {llama_server.key}"}, timeout=30).json()["tokens"]
+    tokens = httpx.post(
+        f"{llama_server.url[:-3]}/extras/tokenize",
+        json={"input": korean},
+        headers={"Authorization": f"Bearer {llama_server.key}"},
+        timeout=30,
+    ).json()["tokens"]
     assert model.count_tokens(korean) == len(tokens) < upper_bound_tokens(korean)
 
 
