@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -73,6 +74,7 @@ def packaged_gguf(python: str) -> Path:
         text=True,
         timeout=600,
         check=False,
+        cwd=tempfile.gettempdir(),  # the interpreter's own packages, not a kb_core in the current folder
     )
     if probe.returncode != 0:
         pytest.fail(
