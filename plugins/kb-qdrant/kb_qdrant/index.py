@@ -75,6 +75,8 @@ class QdrantIndex:
         self._pending_points = 0
         self._rebuilding = False
         self._closed = False
+        self._known_collections: list[str] | None = None  # cached listing; reset by every change of collections
+        self._model_checked = False  # no other model's vectors block writing (checked once per instance)
 
     # -- model and collection -----------------------------------------------------------------
 
@@ -98,10 +100,13 @@ class QdrantIndex:
         return f"qdrant-{SCHEMA_VERSION};model={model};dims={self.dimensions};at={self.settings.where}"
 
     def _collections(self) -> list[str]:
-        """Every collection of this prefix."""
-        with translated(self.settings, "listing collections"):
-            names = [c.name for c in self.client.get_collections().collections]
-        return sorted(n for n in names if n.startswith(self.settings.collection_prefix + "_"))
+        """Every collection of this prefix. Local mode (one process) lists once and keeps the list up to date;
+        a server is asked every time, since other processes may create or drop collections."""
+        if self._known_collections is None or self.settings.url:
+            with translated(self.settings, "listing collections"):
+                names = [c.name for c in self.client.get_collections().collections]
+            self._known_collections = sorted(n for n in names if n.startswith(self.settings.collection_prefix + "_"))
+        return list(self._known_collections)
 
     def _exists(self) -> bool:
         return self.collection in self._collections()
@@ -111,6 +116,7 @@ class QdrantIndex:
 
         if self._exists():
             return
+        self._known_collections = None
         with translated(self.settings, f"creating collection {self.collection}"):
             self.client.create_collection(
                 self.collection,
@@ -188,9 +194,11 @@ class QdrantIndex:
         latest = list({c.chunk_id: c for c in chunks}.values())
         if not latest:
             return
-        other = self._other_model() if not self._rebuilding else None
-        if other is not None:
-            raise KbError(self._mismatch(other), hint=f"run 'kb reindex --store {self.name}'")
+        if not self._rebuilding and not self._model_checked:
+            other = self._other_model()
+            if other is not None:
+                raise KbError(self._mismatch(other), hint=f"run 'kb reindex --store {self.name}'")
+            self._model_checked = True
         vectors = self._vectors_for(latest)
         metadata: dict[str, dict[str, Any]] = {}
         for path in sorted({c.doc_path for c in latest}):
@@ -214,6 +222,7 @@ class QdrantIndex:
     def clear(self) -> None:
         """Drop every collection of the prefix and adopt the configured model (applied at ``commit``)."""
         self._ops.append(("clear", None))
+        self._model_checked = True  # the rebuild replaces whatever another model left
         self._rebuilding = True
 
     def commit(self) -> None:
@@ -230,6 +239,7 @@ class QdrantIndex:
                 for name in self._collections():
                     with translated(self.settings, f"dropping {name}"):
                         self.client.delete_collection(name)
+                self._known_collections = None
                 self._ensure_collection()
             elif kind == "delete" and self._exists():
                 selector = models.FilterSelector(
@@ -265,6 +275,11 @@ class QdrantIndex:
         self._closed = True
         self.client.close()
 
+    def _refuse_other_model(self) -> None:
+        other = self._other_model()
+        if other is not None:
+            raise KbError(self._mismatch(other), hint=f"run 'kb reindex --store {self.name}'")
+
     # -- Retriever ----------------------------------------------------------------------------
 
     def search(self, query: SearchQuery) -> list[Hit]:
@@ -272,10 +287,10 @@ class QdrantIndex:
         from qdrant_client import models
 
         k = min(query.k, MAX_K)
-        if k <= 0 or not self._exists() or not self.count():
-            other = self._other_model()
-            if other is not None:
-                raise KbError(self._mismatch(other), hint=f"run 'kb reindex --store {self.name}'")
+        if k <= 0:
+            return []
+        if not self._exists():
+            self._refuse_other_model()
             return []
         must: list[Any] = []
         if query.path_glob:
@@ -288,9 +303,14 @@ class QdrantIndex:
         vector = np.asarray(self.embedder.embed_query(query.text), dtype=np.float32).tolist()
         with translated(self.settings, "searching"):
             points = self.client.query_points(
-                self.collection, query=vector, limit=k, with_payload=True,
+                self.collection,
+                query=vector,
+                limit=k,
+                with_payload=True,
                 query_filter=models.Filter(must=must) if must else None,
             ).points
+        if not points and not must:
+            self._refuse_other_model()
         profile = script_profile(query.text)
         floor = similarity_floor(self.embedder, dominant_script(profile))
         modeled = coverage(profile, modeled_scripts(self.embedder)) >= MIN_COVERAGE

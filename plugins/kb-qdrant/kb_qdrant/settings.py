@@ -54,7 +54,8 @@ class QdrantSettings:
         if url:
             if not url.startswith(("http://", "https://")):
                 raise ConfigError(
-                    f"invalid Qdrant URL {url!r}", hint=f"set [backends.qdrant] url (or {URL_ENV}) like http://127.0.0.1:6333"
+                    f"invalid Qdrant URL {url!r}",
+                    hint=f"set [backends.qdrant] url (or {URL_ENV}) like http://127.0.0.1:6333",
                 )
             key_env = str(options.get("api_key_env") or KEY_ENV)
             key = str(options.get("api_key") or environ.get(key_env) or "")

@@ -17,14 +17,14 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
+from kb_qdrant.index import QdrantIndex
+from kb_qdrant.settings import QdrantSettings
 
 from kb_core.config import Config
 from kb_core.contracts import ModelContext
 from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Document
 from kb_plugins.embedders import OnnxEmbedder, _minilm
-from kb_qdrant.index import QdrantIndex
-from kb_qdrant.settings import QdrantSettings
 
 SERVER_URL = os.environ.get("KB_QDRANT_URL", "")
 
@@ -47,7 +47,7 @@ CORPUS: dict[str, list[str]] = {
 
 
 @pytest.fixture(scope="session")
-def embedder() -> OnnxEmbedder:
+def embedder() -> Any:  # an OnnxEmbedder (its dict attributes do not match the Protocol for mypy)
     """The real default embedder (all-MiniLM-L6-v2 int8), loaded once."""
     return _minilm(ModelContext(Config()))
 
@@ -83,7 +83,9 @@ class Renamed(Counting):
         return attrs.evolve(self.inner.model_ref, id="another/model v2")
 
 
-def add_document(store: StoreOfRecord, path: str, texts: list[str], metadata: dict[str, Any] | None = None) -> list[Chunk]:
+def add_document(
+    store: StoreOfRecord, path: str, texts: list[str], metadata: dict[str, Any] | None = None
+) -> list[Chunk]:
     """Put a document and its chunks into the store of record; return the chunks."""
     chunks = [
         Chunk(
@@ -105,14 +107,13 @@ def add_document(store: StoreOfRecord, path: str, texts: list[str], metadata: di
     return chunks
 
 
-@attrs.frozen
 class Helpers:
     """What the test modules share (conftest is not importable under --import-mode=importlib)."""
 
     corpus: dict[str, list[str]] = CORPUS
     counting: type[Counting] = Counting
     renamed: type[Renamed] = Renamed
-    add_document: Callable[..., list[Chunk]] = staticmethod(add_document)
+    add_document = staticmethod(add_document)
 
 
 @pytest.fixture()
@@ -147,8 +148,9 @@ def qdrant_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Qd
     if not SERVER_URL:
         pytest.skip("no Qdrant server: set KB_QDRANT_URL=http://127.0.0.1:6333 to run the server variant")
     prefix = f"t{uuid.uuid4().hex[:10]}"
-    settings = QdrantSettings(url=SERVER_URL, path=None, api_key=os.environ.get("KB_QDRANT_API_KEY", ""),
-                              collection_prefix=prefix)
+    settings = QdrantSettings(
+        url=SERVER_URL, path=None, api_key=os.environ.get("KB_QDRANT_API_KEY", ""), collection_prefix=prefix
+    )
     yield settings
     from kb_qdrant.connection import open_client
 
@@ -163,7 +165,7 @@ OpenIndex = Callable[..., QdrantIndex]
 
 
 @pytest.fixture()
-def open_index(store: StoreOfRecord, embedder: OnnxEmbedder, qdrant_target: QdrantSettings) -> Iterator[OpenIndex]:
+def open_index(store: StoreOfRecord, embedder: Any, qdrant_target: QdrantSettings) -> Iterator[OpenIndex]:
     """Open indexes on the target (closed at teardown)."""
     opened: list[QdrantIndex] = []
 
