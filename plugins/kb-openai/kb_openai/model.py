@@ -158,18 +158,18 @@ class OpenAIModel:
         facts = self.facts()
         body = chat_body(facts.model, request, seed=self.settings.seed)
         lines = self.client.post_stream("/chat/completions", body)
-        events = sse_data(lines)
         try:
-            first = self._call(lambda: next(events, None))
-        except (ModelUnavailableError, ApiError):
-            lines.close()
-            raise
-        except KbError as exc:  # a timeout or a malformed answer: the generation started and failed
-            lines.close()
-            yield Done(finish_reason="error", error=str(exc))
-            return
-        yield from self._events(first, events, request)
-        lines.close()
+            events = sse_data(lines)
+            try:
+                first = self._call(lambda: next(events, None))
+            except (ModelUnavailableError, ApiError):
+                raise
+            except KbError as exc:  # a timeout or a malformed answer: the generation started and failed
+                yield Done(finish_reason="error", error=str(exc))
+                return
+            yield from self._events(first, events, request)
+        finally:
+            lines.close()  # also when the caller stops early: the HTTP stream is closed at once
 
     def _events(self, first: str | None, events: Iterator[str], request: GenerateRequest) -> Iterator[StreamEvent]:
         """Turn stream events into Tokens and the closing Done; every failure becomes that Done."""
