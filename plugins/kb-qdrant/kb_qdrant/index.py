@@ -36,6 +36,7 @@ from kb_qdrant.settings import QdrantSettings
 
 SCHEMA_VERSION = 1
 MAX_K = 10_000
+MAX_DOCUMENTS = 10_000_000  # distinct document paths a path_glob is matched against
 UPSERT_BATCH = 256
 FLUSH_POINTS = 4096
 MIN_COVERAGE = 0.5  # the share of a query's words the embedder must model for its similarities to count
@@ -275,6 +276,12 @@ class QdrantIndex:
         self._closed = True
         self.client.close()
 
+    def _indexed_paths(self) -> list[str]:
+        """Every document path in the collection: Qdrant's facet of ``doc_path`` (a keyword index on a server)."""
+        with translated(self.settings, "listing document paths"):
+            facet = self.client.facet(self.collection, key="doc_path", limit=MAX_DOCUMENTS, exact=True)
+        return [str(hit.value) for hit in facet.hits]
+
     def _refuse_other_model(self) -> None:
         other = self._other_model()
         if other is not None:
@@ -294,7 +301,7 @@ class QdrantIndex:
             return []
         must: list[Any] = []
         if query.path_glob:
-            paths = [d.path for d in self.store.list_documents() if fnmatch.fnmatchcase(d.path, query.path_glob)]
+            paths = [p for p in self._indexed_paths() if fnmatch.fnmatchcase(p, query.path_glob)]
             if not paths:
                 return []
             must.append(models.FieldCondition(key="doc_path", match=models.MatchAny(any=paths)))
