@@ -143,7 +143,8 @@ def test_kb_ask_end_to_end_never_shows_or_stores_the_key(llama_server: Any, tmp_
     asked = run_kb("ask", question, "--json")
     assert asked.returncode in (0, 1), asked.stderr  # 1: the pipeline refused; either way the model was asked
     answer = json.loads(asked.stdout)
-    assert answer["schema_version"].startswith("answer") and "heliograph" in asked.stdout.lower()
+    assert answer["schema_version"] == "answer.v1"
+    assert answer["model"]["provider"] == "openai" and answer["model"]["id"] == llama_server.model
     assert llama_server.key not in asked.stdout + asked.stderr + ingest.stdout + ingest.stderr
     doctor = run_kb("doctor", "--json")
     assert llama_server.key not in doctor.stdout + doctor.stderr
