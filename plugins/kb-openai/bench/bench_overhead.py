@@ -39,13 +39,13 @@ USER = "Explain in a few sentences why the sky is blue."
 IN_PROCESS = """
 import json, statistics, sys, time
 from kb_core.config import Config
-from kb_core.contracts import ModelContext
+from kb_core.extend.contracts import FactoryContext
 from kb_core.types import Done, GenerateRequest, Token
 from kb_llamacpp import make_model
 config = Config()
 config.models.llm.threads = int(sys.argv[1])
 config.models.llm.context_tokens = 2048
-model = make_model(ModelContext(config))
+model = make_model(FactoryContext(config))
 request = GenerateRequest(system=sys.argv[2], user=sys.argv[3], max_tokens=int(sys.argv[4]), temperature=0.0, seed=1)
 rows = []
 for _ in range(int(sys.argv[5]) + 1):  # the first run loads the model and is dropped

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import kb_core
-from kb_core.contracts import ModelContext
+from kb_core import FactoryContext
 from kb_openai.model import OpenAIModel, make_model
 from kb_openai.settings import OpenAISettings, Secret
 
@@ -19,7 +19,7 @@ __all__ = ["OpenAIModel", "OpenAISettings", "Secret", "make_model", "register_la
 __version__ = "0.1.0"
 
 
-def _factory(ctx: ModelContext) -> OpenAIModel:
+def _factory(ctx: FactoryContext) -> OpenAIModel:
     return make_model(ctx.config, ctx.options)
 
 

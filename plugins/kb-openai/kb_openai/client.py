@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from kb_core.errors import KbError, ModelUnavailableError
+from kb_core import KbError, ModelUnavailableError
 from kb_openai.protocol import MalformedResponse, error_message, parse_object
 from kb_openai.settings import KEY_ENV, URL_ENV, OpenAISettings, Secret
 

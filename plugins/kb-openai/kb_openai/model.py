@@ -9,9 +9,7 @@ from typing import Any
 
 import attrs
 
-from kb_core.config import Config
-from kb_core.errors import KbError, ModelUnavailableError
-from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_core import Config, Done, GenerateRequest, KbError, ModelRef, ModelUnavailableError, Problem, StreamEvent, Token
 from kb_openai.client import ApiError, OpenAIClient
 from kb_openai.protocol import (
     DONE_MARK,
@@ -53,7 +51,7 @@ class ServerFacts:
 
 
 class OpenAIModel:
-    """A :class:`kb_core.contracts.LanguageModel` served by any OpenAI-compatible server.
+    """A :class:`kb_core.extend.contracts.LanguageModel` served by any OpenAI-compatible server.
 
     Creating it does not touch the network; the first ``count_tokens``, ``generate_stream`` or
     ``check`` asks ``GET /models`` once (to confirm the model, or pick the server's only one).

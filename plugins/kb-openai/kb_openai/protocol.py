@@ -16,8 +16,7 @@ from typing import Any
 
 import attrs
 
-from kb_core.errors import KbError
-from kb_core.types import GenerateRequest
+from kb_core import GenerateRequest, KbError
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 DONE_MARK = "[DONE]"
@@ -186,7 +185,7 @@ def parse_chunk(data: str, number: int) -> StreamChunk:
 
 
 def error_message(raw: bytes) -> str:
-    """One line from an error body: OpenAI's ``{"error": {"message": ...}}``, FastAPI's ``{"detail": ...}``, or the text."""
+    """One line from an error body: OpenAI's ``{"error": {"message": ...}}``, FastAPI's ``{"detail": ...}``, or text."""
     try:
         value = json.loads(raw)
     except (ValueError, UnicodeDecodeError):

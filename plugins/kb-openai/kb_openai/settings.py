@@ -1,4 +1,4 @@
-"""Where the server is, which model, which key: resolved from ``[backends.openai]``, ``[models.llm]`` and the environment.
+"""Where the server is, which model, which key: from ``[backends.openai]``, ``[models.llm]`` and the environment.
 
 The API key is held in a :class:`Secret`, whose ``repr`` and ``str`` never show it, so it cannot
 end up in a message, a log line, a ``--json`` payload or an answer by accident.
@@ -11,8 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from kb_core.config import Config
-from kb_core.errors import ConfigError
+from kb_core import Config, ConfigError
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
 URL_ENV = "KB_OPENAI_URL"

@@ -252,7 +252,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-@pytest.fixture()
+@pytest.fixture
 def fake_server() -> Iterator[FakeServer]:
     """A fresh fake server per test."""
     fake = FakeServer()
@@ -274,7 +274,7 @@ def fake_server() -> Iterator[FakeServer]:
         server.server_close()
 
 
-@pytest.fixture()
+@pytest.fixture
 def build_model() -> Callable[..., OpenAIModel]:
     """Make the backend for a URL with short timeouts."""
 
@@ -288,7 +288,7 @@ def build_model() -> Callable[..., OpenAIModel]:
     return build
 
 
-@pytest.fixture()
+@pytest.fixture
 def closed_port() -> int:
     """A loopback port with nothing listening."""
     return free_port()

@@ -13,9 +13,9 @@ from kb_openai.settings import Secret, parse_base_url
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import Config
-from kb_core.contracts import LanguageModel
 from kb_core.errors import ConfigError, KbError
-from kb_core.plugins import load_registry
+from kb_core.extend.contracts import LanguageModel
+from kb_core.extend.registry import load_registry
 from kb_core.types import Done, GenerateRequest, Token
 
 REQUEST = GenerateRequest(system="Answer from the sources.", user="Why is the sky blue?", max_tokens=64)

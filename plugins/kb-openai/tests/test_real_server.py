@@ -22,7 +22,7 @@ import pytest
 from kb_openai.client import Unauthorized
 from kb_openai.model import ModelNotFound, OpenAIModel, upper_bound_tokens
 
-from kb_core.contracts import LanguageModel
+from kb_core.extend.contracts import LanguageModel
 from kb_core.types import Done, GenerateRequest, Token
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ def run(model: OpenAIModel, request: GenerateRequest) -> tuple[str, Done]:
     return "".join(e.text for e in events[:-1] if isinstance(e, Token)), events[-1]
 
 
-@pytest.fixture()
+@pytest.fixture
 def model(llama_server: Any, build_model: Callable[..., OpenAIModel]) -> OpenAIModel:
     return build_model(llama_server.url, read_timeout_s=120, total_timeout_s=300, api_key=llama_server.key)
 

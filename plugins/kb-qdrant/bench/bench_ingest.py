@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 from kb_qdrant.index import QdrantIndex
 from kb_qdrant.settings import QdrantSettings
-from kb_sqlitevec.index import SqliteVecIndex
 
+from kb_core.builtin.embedders.minilm import _minilm
 from kb_core.config import Config
-from kb_core.contracts import ModelContext
-from kb_core.store import StoreOfRecord
+from kb_core.extend.contracts import FactoryContext
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
-from kb_plugins.embedders import _minilm
+from kb_sqlitevec.index import SqliteVecIndex
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
 BATCH = 256
@@ -44,7 +44,7 @@ class Precomputed:
         start = time.perf_counter()
         vectors = np.asarray(inner.embed_array(list(texts)), dtype=np.float32)
         self.embed_seconds = time.perf_counter() - start
-        self.table = {t: v for t, v in zip(texts, vectors)}
+        self.table = dict(zip(texts, vectors))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -101,7 +101,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = StoreOfRecord(Path(tmp) / "kb")
         chunks = load_chunks(store, args.docs)
-        embedder = Precomputed(_minilm(ModelContext(Config())), [c.text for c in chunks])
+        embedder = Precomputed(_minilm(FactoryContext(Config())), [c.text for c in chunks])
         print(
             f"{len(chunks)} SciFact chunks; embedding them once: {len(chunks) / embedder.embed_seconds:8.1f} chunks/s"
         )

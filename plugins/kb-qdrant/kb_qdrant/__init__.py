@@ -10,8 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import kb_core
-from kb_core.contracts import IndexContext
-from kb_core.errors import KbError
+from kb_core import IndexContext, KbError
 from kb_qdrant.settings import QdrantSettings
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kb_core.errors import KbError, ModelUnavailableError
+from kb_core import KbError, ModelUnavailableError
 from kb_qdrant.settings import KEY_ENV, URL_ENV, QdrantSettings
 
 

@@ -25,10 +25,18 @@ from typing import Any
 
 import numpy as np
 
-from kb_core.contracts import Embedder, modeled_scripts, similarity_floor
-from kb_core.errors import KbError
-from kb_core.store import StoreOfRecord
-from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
+from kb_core import (
+    Chunk,
+    Citation,
+    Embedder,
+    Hit,
+    KbError,
+    Problem,
+    SearchQuery,
+    StoreView,
+    modeled_scripts,
+    similarity_floor,
+)
 from kb_core.writing_systems import coverage, dominant_script, script_profile
 from kb_qdrant.connection import open_client, translated
 from kb_qdrant.payload import chunk_payload, point_id, similarity_to_score
@@ -59,7 +67,7 @@ class QdrantIndex:
         self,
         settings: QdrantSettings,
         embedder: Embedder,
-        store: StoreOfRecord,
+        store: StoreView,
         *,
         name: str = "qdrant",
         batch_size: int = 32,

@@ -7,7 +7,7 @@ Read from ``[backends.qdrant]``:
 | ``url`` | unset | a Qdrant server or cluster (``http://127.0.0.1:6333``); env ``KB_QDRANT_URL`` overrides |
 | ``api_key`` / ``api_key_env`` | env ``KB_QDRANT_API_KEY`` | the key for ``url`` (prefer the environment) |
 | ``path`` | ``<kb>/indexes/qdrant/local`` | local mode's folder, when no ``url`` is set |
-| ``collection_prefix`` | ``kb`` | collections are ``<prefix>_<model>_<dims>``; give each knowledge base sharing a server its own |
+| ``collection_prefix`` | ``kb`` | collections are ``<prefix>_<model>_<dims>``; one per knowledge base on a server |
 | ``timeout_s`` | ``30`` | seconds one request to a server may take |
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import attrs
 
-from kb_core.errors import ConfigError
+from kb_core import ConfigError
 
 URL_ENV = "KB_QDRANT_URL"
 KEY_ENV = "KB_QDRANT_API_KEY"

@@ -20,11 +20,11 @@ import pytest
 from kb_qdrant.index import QdrantIndex
 from kb_qdrant.settings import QdrantSettings
 
+from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_core.config import Config
-from kb_core.contracts import ModelContext
-from kb_core.store import StoreOfRecord
+from kb_core.extend.contracts import FactoryContext
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document
-from kb_plugins.embedders import OnnxEmbedder, _minilm
 
 SERVER_URL = os.environ.get("KB_QDRANT_URL", "")
 
@@ -49,7 +49,7 @@ CORPUS: dict[str, list[str]] = {
 @pytest.fixture(scope="session")
 def embedder() -> Any:  # an OnnxEmbedder (its dict attributes do not match the Protocol for mypy)
     """The real default embedder (all-MiniLM-L6-v2 int8), loaded once."""
-    return _minilm(ModelContext(Config()))
+    return _minilm(FactoryContext(Config()))
 
 
 class Counting:
@@ -116,20 +116,20 @@ class Helpers:
     add_document = staticmethod(add_document)
 
 
-@pytest.fixture()
+@pytest.fixture
 def helpers() -> Helpers:
     """The shared helpers."""
     return Helpers()
 
 
-@pytest.fixture()
+@pytest.fixture
 def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
     opened = StoreOfRecord(tmp_path)
     yield opened
     opened.close()
 
 
-@pytest.fixture()
+@pytest.fixture
 def corpus(store: StoreOfRecord) -> list[Chunk]:
     chunks: list[Chunk] = []
     for path, texts in CORPUS.items():
@@ -164,7 +164,7 @@ def qdrant_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Qd
 OpenIndex = Callable[..., QdrantIndex]
 
 
-@pytest.fixture()
+@pytest.fixture
 def open_index(store: StoreOfRecord, embedder: Any, qdrant_target: QdrantSettings) -> Iterator[OpenIndex]:
     """Open indexes on the target (closed at teardown)."""
     opened: list[QdrantIndex] = []
@@ -179,7 +179,7 @@ def open_index(store: StoreOfRecord, embedder: Any, qdrant_target: QdrantSetting
         index.close()
 
 
-@pytest.fixture()
+@pytest.fixture
 def index(open_index: OpenIndex, corpus: list[Chunk]) -> QdrantIndex:
     idx = open_index()
     idx.upsert(corpus)

@@ -12,10 +12,10 @@ from kb_qdrant.payload import make_snippet, similarity_to_score
 from kb_qdrant.settings import QdrantSettings
 
 from kb_core.config import load_config
-from kb_core.contracts import IndexContext, Retriever, Store
 from kb_core.errors import KbError
-from kb_core.plugins import load_registry
-from kb_core.store import StoreOfRecord
+from kb_core.extend.contracts import IndexContext, Retriever, Store
+from kb_core.extend.registry import load_registry
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
 
 OpenIndex = Any
@@ -43,7 +43,7 @@ def test_registered_as_vector_index_and_made_through_the_factory(tmp_path: Path,
     assert registration.info["mode"] == "vector"
     config = load_config(kb_dir=tmp_path, environ={})
     store = StoreOfRecord(tmp_path)
-    ctx = IndexContext("qdrant", tmp_path / "idx", config, store, embedder)
+    ctx = IndexContext(config, name="qdrant", directory=tmp_path / "idx", store=store, embedder=embedder)
     made = registration.factory(ctx)
     assert made.settings.url is None and made.settings.path == tmp_path / "idx" / "local"
     assert made.fingerprint == f"qdrant-1;model=all-MiniLM-L6-v2-int8;dims=384;at=local:{tmp_path / 'idx' / 'local'}"
