@@ -246,8 +246,23 @@ def _describe(message: str) -> str:
     return message.replace("$.", "").replace(" @ $", " at top level")
 
 
+#: Parts of a setting's name that mark a secret: its value is shown as ``***`` by ``kb config show``.
+SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password")
+MASK = "***"
+
+
+def _shown_value(key: str, value: Any) -> Any:
+    """``value`` with every secret in it (a nested table's too) replaced by ``***``."""
+    if isinstance(value, dict):
+        return {k: _shown_value(f"{key}.{k}", v) for k, v in value.items()}
+    last = key.rsplit(".", 1)[-1].lower()
+    secret = any(marker in last for marker in SECRET_MARKERS) and not last.endswith("_env")
+    return MASK if secret and value not in (None, "") else value
+
+
 def effective_values(config: Config) -> list[tuple[str, Any, str]]:
-    """(key, value, source) for every setting, sorted by key."""
+    """(key, value, source) for every setting, sorted by key; secrets (``api_key``, tokens) masked."""
     data = _converter.unstructure(config)
     data.pop("sources")
-    return [(key, value, config.sources.get(key, "default")) for key, value in sorted(_flatten(data).items())]
+    flat = sorted(_flatten(data).items())
+    return [(key, _shown_value(key, value), config.sources.get(key, "default")) for key, value in flat]

@@ -108,3 +108,17 @@ def test_config_file_kb_dir_is_used_by_commands(tmp_path: Path) -> None:
     assert (kb_dir / "kb.sqlite3").exists()
     shown = run_kb("--config", str(config_file), "config", "show")
     assert f"kb_dir = '{kb_dir}'  (file:{config_file})" in shown.stdout
+
+
+def test_config_show_never_prints_a_secret(tmp_path: Path) -> None:
+    from kb_core.config import effective_values
+
+    config_file = tmp_path / "kb.toml"
+    config_file.write_text(
+        '[backends.openai]\napi_key = "sk-very-secret"\napi_key_env = "MY_KEY"\n[backends.serve]\ntoken = "t0ken"\n'
+    )
+    shown = {key: value for key, value, _ in effective_values(load_config(config_file, tmp_path / "kb", environ={}))}
+    backends = shown["backends"]
+    assert backends["openai"]["api_key"] == "***" and backends["serve"]["token"] == "***"
+    assert backends["openai"]["api_key_env"] == "MY_KEY"  # the name of a variable is not a secret
+    assert "sk-very-secret" not in repr(shown) and "t0ken" not in repr(shown)
