@@ -1,0 +1,1 @@
+"""kb plugin: PDF and Word documents."""
