@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from statistics import median
+from typing import NamedTuple
 
 import attrs
 
@@ -25,8 +26,7 @@ MAX_SECTION_GAP = 2.5  # a vertical gap of this many ems between lines ends a mu
 MAX_DEPTH = 8  # column recursion depth (nested columns); deeper input is read row by row
 
 
-@attrs.frozen
-class Glyph:
+class Glyph(NamedTuple):
     """One character as the PDF places it: left/right edges, baseline and font size (points)."""
 
     char: str

@@ -7,7 +7,6 @@ line span maps to a page.
 
 from __future__ import annotations
 
-import ctypes
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -31,29 +30,36 @@ _SPACES = re.compile(r"\s+")
 
 
 def extract_glyphs(page: pdfium.PdfPage, max_chars: int) -> tuple[list[Glyph], bool]:
-    """The page's characters with positions and font sizes; True when ``max_chars`` cut them short."""
+    """The page's characters with positions and font sizes; True when ``max_chars`` cut them short.
+
+    Positions come from pdfium's loose character boxes (the glyph's advance and the font's
+    ascent/descent), so neighbouring letters touch and a gap means a space or a gutter; the box
+    bottom stands in for the baseline (it sits a fixed share of the size below it).
+    """
     textpage = page.get_textpage()
     try:
         handle = textpage.raw
-        count = pdfium_c.FPDFText_CountChars(handle)
+        count = min(pdfium_c.FPDFText_CountChars(handle), max_chars)
+        text = textpage.get_text_range(0, count) if count > 0 else ""
+        aligned = len(text) == count  # one UTF-16 unit per character: read them all at once
         box = pdfium_c.FS_RECTF()
-        ox, oy = ctypes.c_double(), ctypes.c_double()
+        get_box, get_size, get_unicode = (pdfium_c.FPDFText_GetLooseCharBox, pdfium_c.FPDFText_GetFontSize,
+                                          pdfium_c.FPDFText_GetUnicode)
         glyphs: list[Glyph] = []
-        for index in range(min(count, max_chars)):
-            code = pdfium_c.FPDFText_GetUnicode(handle, index)
-            if code in (0, 0xFFFE, 0xFFFF) or 0xD800 <= code <= 0xDFFF:
+        for index in range(count):
+            char = text[index] if aligned else _char(get_unicode(handle, index))
+            if char in "\r\n\x00\ufffe\uffff" or "\ud800" <= char <= "\udfff":
                 continue
-            char = chr(code)
-            if char in "\r\n":
-                continue
-            pdfium_c.FPDFText_GetLooseCharBox(handle, index, box)
-            pdfium_c.FPDFText_GetCharOrigin(handle, index, ox, oy)
-            size = pdfium_c.FPDFText_GetFontSize(handle, index)
-            x0, x1 = min(box.left, box.right), max(box.left, box.right)
-            glyphs.append(Glyph(char, x0, x1, oy.value, size))
-        return glyphs, count > max_chars
+            get_box(handle, index, box)
+            left, right = (box.left, box.right) if box.left <= box.right else (box.right, box.left)
+            glyphs.append(Glyph(char, left, right, min(box.bottom, box.top), get_size(handle, index)))
+        return glyphs, pdfium_c.FPDFText_CountChars(handle) > max_chars
     finally:
         textpage.close()
+
+
+def _char(code: int) -> str:
+    return chr(code) if 0 <= code <= 0x10FFFF else "\x00"
 
 
 def _has_images(page: pdfium.PdfPage) -> bool:
