@@ -22,15 +22,18 @@ from pathlib import Path
 import pdfplumber
 import pypdf
 import pypdfium2 as pdfium
-
 from kb_documents import PdfParser, parsed_text
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "scripts"))
-from make_fixtures import bench_pdf  # noqa: E402
+from make_fixtures import bench_pdf
 
-PHRASES = ["commissioned on 14 July", "Ridgeback lost two days of output to a transformer fault",
-           "The current firmware is version 7.2", "Output per plant in the third quarter"]
+PHRASES = [
+    "commissioned on 14 July",
+    "Ridgeback lost two days of output to a transformer fault",
+    "The current firmware is version 7.2",
+    "Output per plant in the third quarter",
+]
 ROWS = ["Lakeside", "4210", "99.1%"]
 
 
@@ -113,9 +116,15 @@ def main() -> None:
             started = time.perf_counter()
             _, pages = extract(big)
             best = min(best, time.perf_counter() - started)
-        quality = (columns_ok(columns_text) and columns_ok(report_text), rows_ok(report_text), phrases_found(report_text))
-        print(f"{name:32} {'ok' if quality[0] else 'MIXED':>8} {'ok' if quality[1] else 'split':>5} "
-              f"{quality[2]:>5}/{len(PHRASES)} {pages / best:>9.1f}")
+        quality = (
+            columns_ok(columns_text) and columns_ok(report_text),
+            rows_ok(report_text),
+            phrases_found(report_text),
+        )
+        print(
+            f"{name:32} {'ok' if quality[0] else 'MIXED':>8} {'ok' if quality[1] else 'split':>5} "
+            f"{quality[2]:>5}/{len(PHRASES)} {pages / best:>9.1f}"
+        )
 
 
 if __name__ == "__main__":

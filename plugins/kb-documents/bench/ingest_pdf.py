@@ -21,13 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import kb_core
 from kb_documents import PdfParser
 from kb_documents.binary import BinaryParser
 
+import kb_core
+
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "scripts"))
-from make_fixtures import bench_pdf  # noqa: E402
+from make_fixtures import bench_pdf
 
 SPENT: dict[str, float] = defaultdict(float)
 
@@ -84,8 +85,10 @@ def main() -> None:
             report = kb_core.ingest_paths(kb, [folder])
             total = time.perf_counter() - started
         assert not report.failed, report.failed
-        print(f"ingest: {len(report.added)} files, {pages} pages, {report.chunks} chunks in {total:.2f} s "
-              f"= {pages / total:.1f} pages/s")
+        print(
+            f"ingest: {len(report.added)} files, {pages} pages, {report.chunks} chunks in {total:.2f} s "
+            f"= {pages / total:.1f} pages/s"
+        )
         rest = total - sum(SPENT.values())
         for name, spent in [*sorted(SPENT.items()), ("everything else (store, indexes)", rest)]:
             print(f"  {name:34} {spent:7.2f} s  {100 * spent / total:5.1f} %")

@@ -29,8 +29,10 @@ def recover_bytes(text: str, kind: str) -> bytes:
     """The file's bytes from the text the core decoded, or a KbError when decoding lost some."""
     if "\ufffd" in text:
         if kind == "PDF" and "/Encrypt" in text:
-            raise KbError("the PDF is encrypted (password protected); kb cannot read it",
-                          hint="save an unprotected copy (for example qpdf --decrypt) and ingest that")
+            raise KbError(
+                "the PDF is encrypted (password protected); kb cannot read it",
+                hint="save an unprotected copy (for example qpdf --decrypt) and ingest that",
+            )
         raise KbError(f"this {kind} holds binary data that kb decoded as text, losing bytes", hint=NEEDS_BYTES_HINT)
     return text.encode("utf-8", errors="surrogatepass")
 

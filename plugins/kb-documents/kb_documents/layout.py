@@ -102,8 +102,11 @@ def _merge_touching(runs: list[Run]) -> list[Run]:
     merged: list[Run] = []
     for run in ordered:
         last = merged[-1] if merged else None
-        if last is not None and abs(last.baseline - run.baseline) <= 0.3 * max(last.size, run.size) \
-                and -0.5 * run.size <= run.x0 - last.x1 <= 1.0 * max(last.size, run.size):
+        if (
+            last is not None
+            and abs(last.baseline - run.baseline) <= 0.3 * max(last.size, run.size)
+            and -0.5 * run.size <= run.x0 - last.x1 <= 1.0 * max(last.size, run.size)
+        ):
             joiner = "" if last.text.endswith(" ") or run.text.startswith(" ") else " "
             last.text += joiner + run.text
             last.x1 = max(last.x1, run.x1)
@@ -141,7 +144,9 @@ def _gutters(band: Sequence[Run], left: float, right: float, min_width: float) -
     return gaps
 
 
-def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]], min_width: float) -> list[tuple[float, float]]:
+def _intersect(
+    a: list[tuple[float, float]], b: list[tuple[float, float]], min_width: float
+) -> list[tuple[float, float]]:
     out = []
     for a0, a1 in a:
         for b0, b1 in b:
@@ -175,8 +180,9 @@ def order_lines(runs: Sequence[Run], depth: int = 0) -> list[Line]:
     return lines
 
 
-def _section(bands: list[list[Run]], start: int, left: float, right: float,
-             min_gutter: float) -> tuple[list[list[Run]], tuple[float, float] | None]:
+def _section(
+    bands: list[list[Run]], start: int, left: float, right: float, min_gutter: float
+) -> tuple[list[list[Run]], tuple[float, float] | None]:
     """The longest run of bands from ``start`` sharing an inner gutter (with runs on both sides)."""
     common = [g for g in _gutters(bands[start], left, right, min_gutter) if left < g[0] and g[1] < right]
     if not common:

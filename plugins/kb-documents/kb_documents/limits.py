@@ -40,8 +40,10 @@ class Limits:
         known = {f.name for f in attrs.fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
-            raise ConfigError(f"unknown key(s) in [backends.{SECTION}]: {', '.join(unknown)}",
-                              hint=f"known keys: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"unknown key(s) in [backends.{SECTION}]: {', '.join(unknown)}",
+                hint=f"known keys: {', '.join(sorted(known))}",
+            )
         values: dict[str, int] = {}
         for key, value in options.items():
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

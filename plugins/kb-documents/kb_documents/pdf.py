@@ -43,8 +43,11 @@ def extract_glyphs(page: pdfium.PdfPage, max_chars: int) -> tuple[list[Glyph], b
         text = textpage.get_text_range(0, count) if count > 0 else ""
         aligned = len(text) == count  # one UTF-16 unit per character: read them all at once
         box = pdfium_c.FS_RECTF()
-        get_box, get_size, get_unicode = (pdfium_c.FPDFText_GetLooseCharBox, pdfium_c.FPDFText_GetFontSize,
-                                          pdfium_c.FPDFText_GetUnicode)
+        get_box, get_size, get_unicode = (
+            pdfium_c.FPDFText_GetLooseCharBox,
+            pdfium_c.FPDFText_GetFontSize,
+            pdfium_c.FPDFText_GetUnicode,
+        )
         glyphs: list[Glyph] = []
         for index in range(count):
             char = text[index] if aligned else _char(get_unicode(handle, index))
@@ -79,8 +82,10 @@ def open_pdf(data: bytes) -> Iterator[pdfium.PdfDocument]:
         if code in (pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY):
             raise KbError("the PDF is encrypted (password protected); kb cannot read it", hint=DECRYPT_HINT) from None
         if b"%%EOF" not in data[-1024:]:
-            raise KbError("the PDF is truncated (it does not end with %%EOF)",
-                          hint="copy or download it again in full, then ingest it") from None
+            raise KbError(
+                "the PDF is truncated (it does not end with %%EOF)",
+                hint="copy or download it again in full, then ingest it",
+            ) from None
         raise KbError(f"the PDF is damaged and cannot be read ({exc})", hint=REPAIR_HINT) from None
     try:
         yield document
@@ -139,7 +144,9 @@ def _heading_level(line: Line, body: float, outline: dict[str, int], heading_siz
     return None
 
 
-def _page_items(lines: list[Line], body: float, outline: dict[str, int], heading_sizes: list[float]) -> list:
+def _page_items(
+    lines: list[Line], body: float, outline: dict[str, int], heading_sizes: list[float]
+) -> list[Heading | Content]:
     items: list[Heading | Content] = []
     current: list[str] = []
     kind = ""
@@ -184,13 +191,15 @@ class PdfParser(BinaryParser):
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
         """Parse PDF bytes; every failure is a KbError."""
         if len(data) > self.limits.max_bytes:
-            raise KbError(f"the PDF is {len(data)} bytes, over the limit of {self.limits.max_bytes}",
-                          hint="raise [backends.documents] max_bytes to read it")
+            raise KbError(
+                f"the PDF is {len(data)} bytes, over the limit of {self.limits.max_bytes}",
+                hint="raise [backends.documents] max_bytes to read it",
+            )
         try:
             return self._parse(data, path)
         except KbError:
             raise
-        except (pdfium.PdfiumError, ValueError, OSError, IndexError, KeyError) as exc:
+        except Exception as exc:  # noqa: BLE001 - pdfium reports damage in many ways
             raise KbError(f"the PDF cannot be read ({type(exc).__name__}: {exc})", hint=REPAIR_HINT) from None
 
     def _parse(self, data: bytes, path: str) -> ParsedDocument:
@@ -198,8 +207,10 @@ class PdfParser(BinaryParser):
         with open_pdf(data) as document:
             count = len(document)
             if count > self.limits.max_pages:
-                raise KbError(f"the PDF has {count} pages, over the limit of {self.limits.max_pages}",
-                              hint="raise [backends.documents] max_pages to read it")
+                raise KbError(
+                    f"the PDF has {count} pages, over the limit of {self.limits.max_pages}",
+                    hint="raise [backends.documents] max_pages to read it",
+                )
             if b"%%EOF" not in data[-1024:]:
                 warnings.append("the PDF does not end with %%EOF (truncated?); read what pdfium could recover")
             outline = _outline(document)
@@ -210,8 +221,9 @@ class PdfParser(BinaryParser):
                 try:
                     glyphs, cut = extract_glyphs(page, self.limits.max_chars_per_page)
                     if cut:
-                        warnings.append(f"page {index + 1}: text over {self.limits.max_chars_per_page} characters"
-                                        " dropped")
+                        warnings.append(
+                            f"page {index + 1}: text over {self.limits.max_chars_per_page} characters dropped"
+                        )
                     if not glyphs and _has_images(page):
                         image_only.append(index + 1)
                 finally:
@@ -219,17 +231,28 @@ class PdfParser(BinaryParser):
                 pages_lines.append(order_lines(make_runs(glyphs)))
             if not any(pages_lines):
                 if image_only:
-                    raise KbError("no text layer; OCR is not installed",
-                                  hint="run OCR on it first (for example ocrmypdf in.pdf out.pdf) and ingest the result")
+                    raise KbError(
+                        "no text layer; OCR is not installed",
+                        hint="run OCR on it first (for example ocrmypdf in.pdf out.pdf) and ingest the result",
+                    )
                 raise KbError("the PDF has no text", hint="nothing to index; remove it or add it to .kbignore")
             if image_only:
                 shown = ", ".join(map(str, image_only[:10])) + (" ..." if len(image_only) > 10 else "")
                 warnings.append(f"page(s) {shown} have no text layer (scanned?); OCR is not installed")
             body = _body_size(pages_lines)
-            heading_sizes = sorted({round(ln.size, 1) for lines in pages_lines for ln in lines
-                                    if body and ln.size >= body * HEADING_RATIO}, reverse=True)
-            pages = [Page(index + 1, tuple(_page_items(lines, body, outline.get(index, {}), heading_sizes)))
-                     for index, lines in enumerate(pages_lines)]
+            heading_sizes = sorted(
+                {
+                    round(ln.size, 1)
+                    for lines in pages_lines
+                    for ln in lines
+                    if body and ln.size >= body * HEADING_RATIO
+                },
+                reverse=True,
+            )
+            pages = [
+                Page(index + 1, tuple(_page_items(lines, body, outline.get(index, {}), heading_sizes)))
+                for index, lines in enumerate(pages_lines)
+            ]
             title = _title(document, path, pages)
         assembled = assemble(pages)
         metadata = {"format": "pdf", "pages": count, "page_lines": list(assembled.page_lines)}

@@ -21,14 +21,14 @@ from __future__ import annotations
 import argparse
 import io
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from docx import Document as DocxDocument
 from fpdf import FPDF
 
 HERE = Path(__file__).resolve().parent.parent
-FIXED_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+FIXED_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 LOREM = (
     "Heliograph tracks the sun with a pair of stepper motors and reports every reading to the "
     "plant controller, which keeps the readings for ninety days before it rolls them up."
@@ -100,15 +100,21 @@ def report_pdf() -> bytes:
     _heading(pdf, "Q3 Operations Report", 0, 20)
     _heading(pdf, "Overview", 1, 35)
     y = _paragraph(pdf, LOREM + " The third quarter closed with no unplanned outage.", 20, 45, 170)
-    _paragraph(pdf, "The Lakeside plant was commissioned on 14 July and ran at full output from August.", 20, y + 4, 170)
+    _paragraph(
+        pdf, "The Lakeside plant was commissioned on 14 July and ran at full output from August.", 20, y + 4, 170
+    )
     pdf.add_page()
     _heading(pdf, "Results", 1, 20)
     _paragraph(pdf, "Output per plant in the third quarter, in megawatt hours:", 20, 32, 170)
     pdf.set_font("Helvetica", size=10)
     pdf.set_xy(20, 42)
     with pdf.table(col_widths=(60, 40, 40), width=140, align="LEFT", text_align="LEFT") as table:
-        for cells in (("Plant", "Output MWh", "Availability"), ("Lakeside", "4210", "99.1%"),
-                      ("Ridgeback", "3875", "97.4%"), ("Saltmarsh", "2950", "98.8%")):
+        for cells in (
+            ("Plant", "Output MWh", "Availability"),
+            ("Lakeside", "4210", "99.1%"),
+            ("Ridgeback", "3875", "97.4%"),
+            ("Saltmarsh", "2950", "98.8%"),
+        ):
             row = table.row()
             for cell in cells:
                 row.cell(cell)
@@ -127,7 +133,13 @@ def columns_pdf() -> bytes:
     pdf.set_xy(20, 20)
     pdf.cell(text="Site Notes")
     _two_columns(pdf, LEFT, RIGHT, 35)
-    _paragraph(pdf, "A full-width closing paragraph follows both columns; it runs across the gutter to the right margin.", 20, 75, 170)
+    _paragraph(
+        pdf,
+        "A full-width closing paragraph follows both columns; it runs across the gutter to the right margin.",
+        20,
+        75,
+        170,
+    )
     return _ascii(pdf)
 
 

@@ -7,9 +7,9 @@ import zipfile
 from collections.abc import Callable
 
 import pytest
+from kb_documents import DocxParser, Limits, parsed_text
 
 from kb_core import KbError
-from kb_documents import DocxParser, Limits, parsed_text
 
 Fixture = Callable[[str], bytes]
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -28,8 +28,12 @@ def test_each_paragraph_is_one_line_and_headings_make_the_path(fixture_bytes: Fi
     doc = DocxParser().parse_bytes(fixture_bytes("handbook.docx"), "handbook.docx")
     lines = parsed_text(doc.blocks).split("\n")
     assert doc.title == "Operator Handbook"
-    assert lines[:4] == ["Operator Handbook", "Safety", "Always isolate the string before opening a combiner box.",
-                         "Wear class 0 gloves when measuring open-circuit voltage."]
+    assert lines[:4] == [
+        "Operator Handbook",
+        "Safety",
+        "Always isolate the string before opening a combiner box.",
+        "Wear class 0 gloves when measuring open-circuit voltage.",
+    ]
     lockout = next(b for b in doc.blocks if "DC isolator" in b.text)
     assert lockout.heading_path == ("Operator Handbook", "Safety", "Lockout procedure")
     assert lockout.text.split("\n")[0] == "Lockout procedure"  # the heading folds into its content
@@ -70,8 +74,10 @@ def test_a_part_that_lies_about_its_size_is_cut_off() -> None:
 
 
 def test_xml_entities_are_refused() -> None:
-    body = (f'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>'
-            f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>&b;</w:t></w:r></w:p></w:body></w:document>')
+    body = (
+        f'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>'
+        f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>&b;</w:t></w:r></w:p></w:body></w:document>'
+    )
     with pytest.raises(KbError, match="XML entities or a DTD"):
         DocxParser().parse_bytes(_docx(body), "entities.docx")
 
@@ -99,10 +105,12 @@ def test_an_archive_without_a_word_document() -> None:
 
 
 def test_outline_levels_and_list_paragraphs() -> None:
-    body = (f'<w:document xmlns:w="{W_NS}"><w:body>'
-            '<w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr><w:r><w:t>Chapter</w:t></w:r></w:p>'
-            '<w:p><w:pPr><w:numPr/></w:pPr><w:r><w:t>first</w:t></w:r><w:r><w:tab/><w:t>item</w:t></w:r></w:p>'
-            '</w:body></w:document>')
+    body = (
+        f'<w:document xmlns:w="{W_NS}"><w:body>'
+        '<w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr><w:r><w:t>Chapter</w:t></w:r></w:p>'
+        "<w:p><w:pPr><w:numPr/></w:pPr><w:r><w:t>first</w:t></w:r><w:r><w:tab/><w:t>item</w:t></w:r></w:p>"
+        "</w:body></w:document>"
+    )
     doc = DocxParser().parse_bytes(_docx(body), "outline.docx")
     assert parsed_text(doc.blocks) == "Chapter\n- first item"
     assert doc.blocks[0].heading_path == ("Chapter",)

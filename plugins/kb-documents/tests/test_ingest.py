@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+from kb_documents import page_of_line
+from kb_documents.cli import resolve
 
 import kb_core
-from kb_documents import page_of_line
 
 BAD_FILES = ("bomb.docx", "corrupt.docx", "corrupt.pdf", "encrypted.pdf", "scanned.pdf", "truncated.pdf")
 #: What the patched core reports for each bad file (the parser's own line).
@@ -62,6 +64,8 @@ def test_ingest_stores_good_documents_reports_each_bad_one_and_search_cites_the_
         assert page_of_line(document.metadata["page_lines"], top.citation.start_line) == 2
         assert page_of_line(document.metadata["page_lines"], top.citation.end_line) == 2
         assert top.heading_path[0] == "Page 2"
+        (linked,) = resolve(kb.store, [str(top.citation)])
+        assert linked.link == f"report.pdf#page=2&L{top.citation.start_line}-L{top.citation.end_line}"
         # Ingesting again changes nothing stored and reports the same failures.
         again = kb_core.ingest_paths(kb, [folder])
         assert again.added == [] and again.unchanged == len(report.added)
@@ -72,7 +76,7 @@ def _kb(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-c", "import sys; from kb_core.cli import main; sys.exit(main())", *args]
     cwd = env["KB_HOME"] + "-cwd"  # not the worktree: python -c puts the working folder first on sys.path
     os.makedirs(cwd, exist_ok=True)
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, cwd=cwd)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, cwd=cwd, check=False)
 
 
 def _env(tmp_path: Path, config_file: Path, pythonpath: str = "") -> dict[str, str]:
@@ -98,6 +102,15 @@ def test_cli_ingest_then_search(folder: Path, tmp_path: Path, config_file: Path)
     hit = json.loads(search.stdout)["hits"][0]
     assert hit["doc_path"] in ("report.pdf", "columns.pdf")
     assert hit["heading_path"][0] == ("Page 3" if hit["doc_path"] == "report.pdf" else "Page 1")
+    citation = f"{hit['doc_path']}#L{hit['citation']['start_line']}-L{hit['citation']['end_line']}"
+    pages = _kb(env, "pages", citation, "--json")
+    assert pages.returncode == 0, pages.stderr
+    payload = json.loads(pages.stdout)
+    jsonschema.validate(payload, json.loads((PLUGIN / "kb_documents/schemas/page_citations.v1.json").read_text()))
+    page = 3 if hit["doc_path"] == "report.pdf" else 1
+    assert payload["citations"][0]["link"] == citation.replace("#L", f"#page={page}&L")
+    missing = _kb(env, "pages", "nowhere.pdf#L1-L2")
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no document" in missing.stderr
 
 
 def _patched_core(tmp_path: Path) -> Path:
@@ -106,8 +119,9 @@ def _patched_core(tmp_path: Path) -> Path:
     shutil.copytree(Path(kb_core.__file__).parent, root / "kb_core")
     text = (PLUGIN / "CORE_PATCH.md").read_text()
     diff = text.split("```diff\n", 1)[1].split("```", 1)[0]
-    done = subprocess.run(["patch", "-p1", "--no-backup-if-mismatch"], input=diff, text=True, cwd=root,
-                          capture_output=True)
+    done = subprocess.run(
+        ["patch", "-p1", "--no-backup-if-mismatch"], input=diff, text=True, cwd=root, capture_output=True, check=False
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return root
 

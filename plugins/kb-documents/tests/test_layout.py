@@ -16,7 +16,9 @@ def test_interleaved_columns_are_read_column_by_column() -> None:
         glyphs += _line(f"left column line number {row}", 50, 700 - 14 * row)
         glyphs += _line(f"right column line number {row}", 320, 700 - 14 * row)
     texts = [line.text for line in order_lines(make_runs(glyphs))]
-    assert texts == [f"left column line number {r}" for r in range(4)] + [f"right column line number {r}" for r in range(4)]
+    assert texts == [f"left column line number {r}" for r in range(4)] + [
+        f"right column line number {r}" for r in range(4)
+    ]
 
 
 def test_a_full_width_title_above_columns_comes_first() -> None:

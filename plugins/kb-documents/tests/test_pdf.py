@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-
-from kb_core import KbError, ParsedDocument
 from kb_documents import Limits, PdfParser, page_of_line, parsed_text
 
+from kb_core import KbError, ParsedDocument
 
 Fixture = Callable[[str], bytes]
 Parse = Callable[..., ParsedDocument]
@@ -68,9 +67,17 @@ def test_table_rows_stay_rows(parse: Parse) -> None:
 def test_two_columns_are_not_interleaved(parse: Parse) -> None:
     doc = parse("columns.pdf")
     text = parsed_text(doc.blocks)
-    order = [text.index(s) for s in ("Site Notes", "The left column starts here", "The left column ends here",
-                                     "The right column starts here", "The right column ends here",
-                                     "full-width closing paragraph")]
+    order = [
+        text.index(s)
+        for s in (
+            "Site Notes",
+            "The left column starts here",
+            "The left column ends here",
+            "The right column starts here",
+            "The right column ends here",
+            "full-width closing paragraph",
+        )
+    ]
     assert order == sorted(order)
     assert "Panels The right" not in text  # pdfium's own text order would join the columns here
 
