@@ -21,6 +21,7 @@ from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
 from kb_documents.layout import Glyph, Line, make_runs, order_lines
 from kb_documents.limits import Limits
+from kb_documents.running import drop_running_lines
 
 HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 MAX_HEADING_LINE_CHARS = 150
@@ -240,6 +241,7 @@ class PdfParser(BinaryParser):
                 shown = ", ".join(map(str, image_only[:10])) + (" ..." if len(image_only) > 10 else "")
                 warnings.append(f"page(s) {shown} have no text layer (scanned?); OCR is not installed")
             body = _body_size(pages_lines)
+            pages_lines, running = drop_running_lines(pages_lines, body)
             heading_sizes = sorted(
                 {
                     round(ln.size, 1)
@@ -255,5 +257,10 @@ class PdfParser(BinaryParser):
             ]
             title = _title(document, path, pages)
         assembled = assemble(pages)
-        metadata = {"format": "pdf", "pages": count, "page_lines": list(assembled.page_lines)}
+        metadata = {
+            "format": "pdf",
+            "pages": count,
+            "page_lines": list(assembled.page_lines),
+            "running_lines_dropped": running,
+        }
         return ParsedDocument(title, assembled.blocks, metadata, tuple(warnings))

@@ -93,10 +93,23 @@ RIGHT = [
 ]
 
 
+RUNNING_HEADER = "Heliograph Solar - Q3 Operations Report - internal"
+
+
+def _running_lines(pdf: FPDF, number: int, total: int) -> None:
+    """A small running header and a "Page N of M" footer, as most real reports have."""
+    pdf.set_font("Helvetica", size=8)
+    pdf.set_xy(20, 8)
+    pdf.cell(text=RUNNING_HEADER)
+    pdf.set_xy(95, 285)
+    pdf.cell(text=f"Page {number} of {total}")
+
+
 def report_pdf() -> bytes:
-    """Three pages: title and overview; results with a table; a two-column page."""
+    """Three pages: title and overview; results with a table; a two-column page; running header and footer."""
     pdf = _new_pdf("Q3 Operations Report")
     pdf.add_page()
+    _running_lines(pdf, 1, 3)
     _heading(pdf, "Q3 Operations Report", 0, 20)
     _heading(pdf, "Overview", 1, 35)
     y = _paragraph(pdf, LOREM + " The third quarter closed with no unplanned outage.", 20, 45, 170)
@@ -104,6 +117,7 @@ def report_pdf() -> bytes:
         pdf, "The Lakeside plant was commissioned on 14 July and ran at full output from August.", 20, y + 4, 170
     )
     pdf.add_page()
+    _running_lines(pdf, 2, 3)
     _heading(pdf, "Results", 1, 20)
     _paragraph(pdf, "Output per plant in the third quarter, in megawatt hours:", 20, 32, 170)
     pdf.set_font("Helvetica", size=10)
@@ -120,6 +134,7 @@ def report_pdf() -> bytes:
                 row.cell(cell)
     _paragraph(pdf, "Ridgeback lost two days of output to a transformer fault in September.", 20, 85, 170)
     pdf.add_page()
+    _running_lines(pdf, 3, 3)
     _heading(pdf, "Maintenance", 1, 20)
     _two_columns(pdf, LEFT, RIGHT, 35)
     return _ascii(pdf)

@@ -127,3 +127,11 @@ def test_limits_come_from_the_backends_documents_table() -> None:
         Limits.from_options({"max_pagez": 7})
     with pytest.raises(KbError, match="positive integer"):
         Limits.from_options({"max_pages": 0})
+
+
+def test_running_header_and_footer_are_dropped(parse: Parse) -> None:
+    doc = parse("report.pdf")
+    text = parsed_text(doc.blocks)
+    assert "Heliograph Solar - Q3 Operations Report - internal" not in text
+    assert "of 3" not in text
+    assert doc.metadata["running_lines_dropped"] == 6
