@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import docx
-
 from kb_documents import DocxParser
 
 HERE = Path(__file__).resolve().parent.parent

@@ -29,6 +29,7 @@ DOCUMENT = "word/document.xml"
 STYLES = "word/styles.xml"
 CORE = "docProps/core.xml"
 _HEADING_NAME = re.compile(r"heading\s*(\d)", re.IGNORECASE)
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word encrypts .docx files into an OLE container
 BOMB_HINT = "it may be a zip bomb; if you trust it, raise the [backends.documents] limits"
 
 
@@ -184,6 +185,11 @@ class DocxParser(BinaryParser):
             ) from None
 
     def _parse(self, data: bytes, path: str) -> ParsedDocument:
+        if data.startswith(OLE_MAGIC):
+            raise KbError(
+                "the .docx is password protected (or an old .doc file renamed): it is an OLE container, not a zip",
+                hint="save an unprotected copy as .docx from a word processor and ingest that",
+            )
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
         except zipfile.BadZipFile:

@@ -86,6 +86,7 @@ def test_xml_entities_are_refused() -> None:
     ("data", "message"),
     [
         (b"PK\x03\x04 this is not really a zip archive", "not a valid .docx"),
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504), "the .docx is password protected"),
         (_docx("<not-closed>"), "not well-formed XML"),
         (_docx(f'<w:document xmlns:w="{W_NS}"><w:body/></w:document>'), "the .docx has no text"),
     ],

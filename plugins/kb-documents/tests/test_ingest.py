@@ -72,6 +72,20 @@ def test_ingest_stores_good_documents_reports_each_bad_one_and_search_cites_the_
         assert sorted(w.path for w in again.failed) == sorted(failed)
 
 
+def test_the_page_limit_comes_from_the_configuration(fixtures_dir: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[backends.documents]\nmax_pages = 2\n")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(fixtures_dir / "good" / "report.pdf", folder)
+    shutil.copy(fixtures_dir / "good" / "columns.pdf", folder)
+    with kb_core.open_kb(config_path=config, kb_dir=tmp_path / "kb") as kb:
+        report = kb_core.ingest_paths(kb, [folder])
+    assert report.added == ["columns.pdf"]
+    (failure,) = report.failed
+    assert failure.path == "report.pdf" and "the PDF has 3 pages, over the limit of 2" in failure.reason
+
+
 def _kb(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-c", "import sys; from kb_core.cli import main; sys.exit(main())", *args]
     cwd = env["KB_HOME"] + "-cwd"  # not the worktree: python -c puts the working folder first on sys.path
