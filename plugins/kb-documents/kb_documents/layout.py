@@ -94,7 +94,7 @@ def _continues(run: Run, glyph: Glyph) -> bool:
     size = max(run.size, glyph.size)
     same_line = abs(glyph.baseline - run.baseline) <= 0.3 * size
     gap = glyph.x0 - run.x1
-    return same_line and -0.5 * size <= gap <= 1.0 * size
+    return same_line and -1.0 * size <= gap <= 1.0 * size  # ligatures repeat the box of their first letter
 
 
 def _merge_touching(runs: list[Run]) -> list[Run]:
@@ -105,7 +105,7 @@ def _merge_touching(runs: list[Run]) -> list[Run]:
         if (
             last is not None
             and abs(last.baseline - run.baseline) <= 0.3 * max(last.size, run.size)
-            and -0.5 * run.size <= run.x0 - last.x1 <= 1.0 * max(last.size, run.size)
+            and -1.0 * run.size <= run.x0 - last.x1 <= 1.0 * max(last.size, run.size)
         ):
             joiner = "" if last.text.endswith(" ") or run.text.startswith(" ") else " "
             last.text += joiner + run.text

@@ -1,7 +1,7 @@
 """Running headers and footers: the small, set-apart line at the top or foot of most pages.
 
 A line is dropped when it is the top-most or bottom-most line of its page, no larger than the
-body text, set apart from the rest by at least 1.5 line heights, and the same text (digits
+body text, set apart from the rest by at least one line height, and the same text (digits
 ignored: ``Page 3 of 9``) holds that place on at least 60 % of the pages (and three of them).
 """
 
@@ -28,7 +28,7 @@ def _isolated(line: Line, others: list[Line]) -> bool:
         if other is line:
             continue
         distance = max(other.bottom - line.top, line.bottom - other.top, 0.0)
-        if distance < 1.5 * height:
+        if distance < 1.0 * height:
             return False
     return True
 

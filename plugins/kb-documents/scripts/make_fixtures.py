@@ -5,13 +5,14 @@
 Needs ``pip install 'kb-documents[fixtures]'`` (fpdf2, python-docx). Writes into
 ``plugins/kb-documents/fixtures/`` by default:
 
-good/   report.pdf (3 pages: outline, heading lines, a table, a two-column page),
+good/   report.pdf (3 pages: outline, heading lines, a table, a two-column page, running lines),
         columns.pdf (one two-column page whose content stream interleaves the columns),
+        brochure.pdf (compressed, binary: needs a core that hands parsers bytes),
         handbook.docx (heading styles, a table)
 bad/    encrypted.pdf, scanned.pdf (an image, no text layer), truncated.pdf, corrupt.pdf,
         bomb.docx (a 64 MB document.xml deflated to ~64 KB), corrupt.docx
 
-The text PDFs are written uncompressed and all-ASCII (the binary marker comment in the header is
+The text PDFs except brochure.pdf are written uncompressed and all-ASCII (the binary marker comment in the header is
 replaced by ASCII of the same length), so even a core that hands parsers decoded text loses no
 byte of them. ``--pages N`` writes ``bench/pages-N/`` instead: N generated report pages.
 """
@@ -158,6 +159,19 @@ def columns_pdf() -> bytes:
     return _ascii(pdf)
 
 
+def brochure_pdf() -> bytes:
+    """A compressed PDF with the usual binary header: real-world bytes that only ``parse_bytes`` can read."""
+    pdf = FPDF(format="A4")
+    pdf.set_creation_date(FIXED_DATE)
+    pdf.set_title("Visitor Brochure")
+    pdf.add_page()
+    _heading(pdf, "Visitor Brochure", 0, 20)
+    _paragraph(
+        pdf, "Guided tours of the Saltmarsh plant start at 10:30 every Saturday from the north gate.", 20, 35, 170
+    )
+    return bytes(pdf.output())
+
+
 def bench_pdf(pages: int) -> bytes:
     """``pages`` report-like pages (heading, paragraphs, a small table) for the benchmarks."""
     pdf = _new_pdf("Bench")
@@ -263,6 +277,7 @@ def write_all(out: Path) -> dict[str, int]:
     files = {
         "good/report.pdf": report,
         "good/columns.pdf": columns_pdf(),
+        "good/brochure.pdf": brochure_pdf(),
         "good/handbook.docx": handbook,
         "bad/encrypted.pdf": encrypted_pdf(),
         "bad/scanned.pdf": scanned_pdf(),

@@ -49,12 +49,13 @@ def test_ingest_stores_good_documents_reports_each_bad_one_and_search_cites_the_
         assert sorted(set(failed)) == sorted(failed)  # one line per file
         assert {"report.pdf", "columns.pdf"} <= set(report.added)
         if CORE_READS_BYTES:
-            assert "handbook.docx" in report.added
+            assert {"handbook.docx", "brochure.pdf"} <= set(report.added)
             assert sorted(failed) == sorted(BAD_FILES)
         else:  # today's core refuses files with NUL bytes before any parser sees them
             reasons = {w.path: w.reason for w in report.failed}
             assert reasons["handbook.docx"].startswith("binary file")
-            assert sorted(failed) == sorted([*BAD_FILES, "handbook.docx"])
+            assert reasons["brochure.pdf"].startswith("binary file")
+            assert sorted(failed) == sorted([*BAD_FILES, "handbook.docx", "brochure.pdf"])
         assert all("\n" not in w.reason for w in report.failed)
         hits = kb_core.search(kb, kb_core.SearchQuery(text="transformer fault Ridgeback", mode="lexical", k=3)).hits
         top = hits[0]
@@ -150,11 +151,13 @@ def test_patched_core_ingests_docx_and_reports_bad_files_in_their_own_words(
     ingest = _kb(env, "ingest", str(folder), "--json")
     assert ingest.returncode == 4, ingest.stderr
     payload = json.loads(ingest.stdout)
-    assert sorted(payload["added"]) == ["columns.pdf", "handbook.docx", "report.pdf"]
+    assert sorted(payload["added"]) == ["brochure.pdf", "columns.pdf", "handbook.docx", "report.pdf"]
     reasons = {item["path"]: item["reason"] for item in payload["failed"]}
     assert sorted(reasons) == sorted(BAD_FILES)
     for name, reason in REASONS.items():
         assert reasons[name].startswith(reason), reasons[name]
+    tours = json.loads(_kb(env, "search", "guided tours Saturday", "--mode", "lexical", "--json").stdout)["hits"][0]
+    assert (tours["doc_path"], tours["heading_path"][0]) == ("brochure.pdf", "Page 1")  # a compressed, binary PDF
     search = _kb(env, "search", "duty engineer pager", "--mode", "lexical", "--json")
     hit = json.loads(search.stdout)["hits"][0]
     assert hit["doc_path"] == "handbook.docx"

@@ -50,3 +50,10 @@ def test_words_placed_one_by_one_in_any_order_make_one_line() -> None:
 
 def test_no_glyphs_no_lines() -> None:
     assert order_lines(make_runs([])) == []
+
+
+def test_a_ligature_whose_letters_share_one_box_stays_in_its_word() -> None:
+    glyphs = _line("de", 50, 700)
+    glyphs += [Glyph("f", 60.0, 66.0, 700, 10.0), Glyph("i", 60.0, 66.0, 700, 10.0)]  # pdfium's "fi" ligature
+    glyphs += _line("ned", 66, 700)
+    assert [line.text for line in order_lines(make_runs(glyphs))] == ["defined"]
