@@ -15,7 +15,7 @@ Fixture = Callable[[str], bytes]
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 
-def _docx(document_xml: str, extra: dict[str, bytes] | None = None) -> bytes:
+def _docx(document_xml: str | bytes, extra: dict[str, bytes] | None = None) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("word/document.xml", document_xml)
@@ -116,3 +116,12 @@ def test_outline_levels_and_list_paragraphs() -> None:
     assert parsed_text(doc.blocks) == "Chapter\n- first item"
     assert doc.blocks[0].heading_path == ("Chapter",)
     assert doc.title == "Chapter"
+
+
+def test_parts_in_other_encodings_go_through_defusedxml() -> None:
+    body = f'<?xml version="1.0" encoding="UTF-16"?><w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>utf16 text</w:t></w:r></w:p></w:body></w:document>'
+    doc = DocxParser().parse_bytes(_docx(body.encode("utf-16")), "utf16.docx")
+    assert parsed_text(doc.blocks) == "utf16 text"
+    hostile = body.replace("?>", '?><!DOCTYPE d [<!ENTITY a "x">]>', 1).replace("utf16 text", "&a;")
+    with pytest.raises(KbError, match="XML entities or a DTD"):
+        DocxParser().parse_bytes(_docx(hostile.encode("utf-16")), "utf16.docx")
