@@ -119,15 +119,16 @@ def _merge_touching(runs: list[Run]) -> list[Run]:
 def _bands(runs: Sequence[Run]) -> list[list[Run]]:
     """Runs grouped into visual lines, top to bottom (vertical overlap of half the smaller height)."""
     bands: list[list[Run]] = []
+    high = low = 0.0  # the extent of the last band, kept as it grows (linear time on any page)
     for run in sorted(runs, key=lambda r: -r.top):
         if bands:
-            band = bands[-1]
-            low = min(r.bottom for r in band)
-            overlap = min(max(r.top for r in band), run.top) - max(low, run.bottom)
-            if overlap >= 0.5 * min(run.top - run.bottom, max(r.top for r in band) - low):
-                band.append(run)
+            overlap = min(high, run.top) - max(low, run.bottom)
+            if overlap >= 0.5 * min(run.top - run.bottom, high - low):
+                bands[-1].append(run)
+                low = min(low, run.bottom)
                 continue
         bands.append([run])
+        high, low = run.top, run.bottom
     return [sorted(band, key=lambda r: r.x0) for band in bands]
 
 
