@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kb_documents.layout import Glyph, make_runs, order_lines
 
 
@@ -57,3 +59,24 @@ def test_a_ligature_whose_letters_share_one_box_stays_in_its_word() -> None:
     glyphs += [Glyph("f", 60.0, 66.0, 700, 10.0), Glyph("i", 60.0, 66.0, 700, 10.0)]  # pdfium's "fi" ligature
     glyphs += _line("ned", 66, 700)
     assert [line.text for line in order_lines(make_runs(glyphs))] == ["defined"]
+
+
+_GLYPHS = st.lists(
+    st.builds(
+        lambda c, x, w, y, s: Glyph(c, x, x + w, y, s),
+        st.sampled_from("abcXYZ019.,"),
+        st.floats(0, 600),
+        st.floats(0, 20),
+        st.floats(0, 800),
+        st.floats(1, 30),
+    ),
+    max_size=300,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_GLYPHS)
+def test_every_glyph_is_read_exactly_once_whatever_the_geometry(glyphs: list[Glyph]) -> None:
+    lines = order_lines(make_runs(glyphs))
+    read = sorted("".join(line.text.replace(" | ", "") for line in lines).replace(" ", ""))
+    assert read == sorted(g.char for g in glyphs)
