@@ -1,0 +1,234 @@
+"""Word documents (.docx) read with the standard library's zipfile and defusedxml.
+
+Each paragraph is one line of the parsed text (headings included; a table row is one line, its
+cells joined by `` | ``), so ``path#L4-L9`` names paragraphs 4 to 9 of the body. Paragraphs in a
+``Title`` or ``Heading N`` style (or with an outline level) make the heading path. The archive is
+checked before anything is inflated: member count, each part's declared size and compression
+ratio, and the total; every read is bounded, so a zip bomb costs nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from xml.etree import ElementTree
+from xml.etree.ElementTree import Element, ParseError
+
+import defusedxml
+import defusedxml.ElementTree as SafeET
+
+from kb_core import KbError, ParsedDocument
+from kb_documents.assemble import Content, Heading, Page, assemble
+from kb_documents.binary import BinaryParser
+from kb_documents.limits import Limits
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+DOCUMENT = "word/document.xml"
+STYLES = "word/styles.xml"
+CORE = "docProps/core.xml"
+_HEADING_NAME = re.compile(r"heading\s*(\d)", re.IGNORECASE)
+_XML_ENCODING = re.compile(rb"\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word encrypts .docx files into an OLE container
+BOMB_HINT = "it may be a zip bomb; if you trust it, raise the [backends.documents] limits"
+
+
+def _bounded_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    with archive.open(info) as member:
+        data = member.read(limit + 1)
+    if len(data) > limit:
+        raise KbError(f"{info.filename} in the .docx inflates past {limit} bytes", hint=BOMB_HINT)
+    return data
+
+
+def _check_archive(archive: zipfile.ZipFile, limits: Limits) -> dict[str, zipfile.ZipInfo]:
+    """The parts kb reads, after checking counts, sizes and ratios as the archive declares them."""
+    infos = archive.infolist()
+    if len(infos) > limits.max_docx_entries:
+        raise KbError(f"the .docx has {len(infos)} parts, over the limit of {limits.max_docx_entries}", hint=BOMB_HINT)
+    wanted = {i.filename: i for i in infos if i.filename in (DOCUMENT, STYLES, CORE)}
+    if DOCUMENT not in wanted:
+        raise KbError(
+            "not a Word document (the archive has no word/document.xml)",
+            hint="save it as .docx from a word processor; .doc and other formats are not read",
+        )
+    total = 0
+    for info in wanted.values():
+        ratio = info.file_size / max(info.compress_size, 1)
+        if ratio > limits.max_docx_ratio:
+            raise KbError(
+                f"{info.filename} in the .docx would inflate {ratio:.0f} times "
+                f"({info.file_size} bytes), over the limit of {limits.max_docx_ratio}",
+                hint=BOMB_HINT,
+            )
+        total += info.file_size
+    if total > limits.max_docx_inflated_bytes:
+        raise KbError(
+            f"the .docx would inflate to {total} bytes, over the limit of {limits.max_docx_inflated_bytes}",
+            hint=BOMB_HINT,
+        )
+    return wanted
+
+
+def _plain_utf8(data: bytes) -> bool:
+    """UTF-8 (or ASCII) XML without a DTD: nothing for an entity attack to hide in (as Word writes every part)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if data[:4].count(0) or data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    declared = _XML_ENCODING.match(data[:256])
+    if declared and declared.group(1).lower() not in (b"utf-8", b"utf8", b"us-ascii", b"ascii"):
+        return False
+    return b"<!DOCTYPE" not in data and b"<!ENTITY" not in data
+
+
+def _xml(data: bytes, name: str) -> Element:
+    """Parse one part: plain UTF-8 without a DTD through the C parser, anything else through defusedxml."""
+    try:
+        if _plain_utf8(data):
+            return ElementTree.fromstring(data)
+        return SafeET.fromstring(data)
+    except defusedxml.DefusedXmlException as exc:
+        raise KbError(
+            f"{name} in the .docx uses XML entities or a DTD, which kb refuses ({type(exc).__name__})",
+            hint="save the document again from a word processor",
+        ) from None
+    except ParseError as exc:
+        raise KbError(
+            f"{name} in the .docx is not well-formed XML ({exc})",
+            hint="open and save the document again in a word processor",
+        ) from None
+
+
+def _heading_styles(styles: Element | None) -> dict[str, int]:
+    """Heading level by style id: Title is 0, ``heading N`` (or outline level N-1) is N."""
+    levels: dict[str, int] = {}
+    if styles is None:
+        return levels
+    for style in styles.iter(f"{W}style"):
+        style_id = style.get(f"{W}styleId") or ""
+        name_el = style.find(f"{W}name")
+        name = (name_el.get(f"{W}val") or "") if name_el is not None else ""
+        outline = style.find(f"{W}pPr/{W}outlineLvl")
+        match = _HEADING_NAME.fullmatch(name.strip())
+        if name.strip().lower() == "title":
+            levels[style_id] = 0
+        elif match:
+            levels[style_id] = int(match.group(1))
+        elif outline is not None and (outline.get(f"{W}val") or "").isdigit():
+            levels[style_id] = int(outline.get(f"{W}val") or 0) + 1
+    return levels
+
+
+def _text(element: Element) -> str:
+    parts: list[str] = []
+    for node in element.iter():
+        if node.tag == f"{W}t" and node.text:
+            parts.append(node.text)
+        elif node.tag in (f"{W}tab", f"{W}br", f"{W}cr"):
+            parts.append(" ")
+    return "".join(parts)
+
+
+def _paragraph_level(paragraph: Element, styles: dict[str, int]) -> int | None:
+    props = paragraph.find(f"{W}pPr")
+    if props is None:
+        return None
+    outline = props.find(f"{W}outlineLvl")
+    if outline is not None and (outline.get(f"{W}val") or "").isdigit() and int(outline.get(f"{W}val") or 9) < 9:
+        return int(outline.get(f"{W}val") or 0) + 1
+    style = props.find(f"{W}pStyle")
+    return styles.get(style.get(f"{W}val") or "") if style is not None else None
+
+
+def _row_text(row: Element) -> str:
+    cells = []
+    for cell in row.findall(f"{W}tc"):
+        cells.append(" ".join(_text(p) for p in cell.iter(f"{W}p")).strip())
+    return " | ".join(cells)
+
+
+def _body_items(container: Element, styles: dict[str, int]) -> Iterator[Heading | Content]:
+    for child in container:
+        if child.tag == f"{W}p":
+            text = _text(child)
+            level = _paragraph_level(child, styles)
+            if level is not None and text.strip():
+                yield Heading(level, text)
+            else:
+                listed = child.find(f"{W}pPr/{W}numPr") is not None
+                yield Content("paragraph", (("- " if listed and text.strip() else "") + text,))
+        elif child.tag == f"{W}tbl":
+            rows = tuple(_row_text(row) for row in child.iter(f"{W}tr"))
+            yield Content("table", rows)
+        elif child.tag in (f"{W}sdt", f"{W}sdtContent", f"{W}customXml", f"{W}smartTag"):
+            content = child.find(f"{W}sdtContent") if child.tag == f"{W}sdt" else child
+            if content is not None:
+                yield from _body_items(content, styles)
+
+
+def _core_title(core: Element | None) -> str:
+    if core is None:
+        return ""
+    node = core.find("{http://purl.org/dc/elements/1.1/}title")
+    return (node.text or "").strip() if node is not None else ""
+
+
+class DocxParser(BinaryParser):
+    """Word .docx files: paragraphs and table rows as lines, heading styles as the heading path."""
+
+    kind = ".docx"
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+
+    def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
+        """Parse .docx bytes; every failure is a KbError."""
+        if len(data) > self.limits.max_bytes:
+            raise KbError(
+                f"the .docx is {len(data)} bytes, over the limit of {self.limits.max_bytes}",
+                hint="raise [backends.documents] max_bytes to read it",
+            )
+        try:
+            return self._parse(data, path)
+        except KbError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zipfile and zlib raise many types on damaged archives
+            raise KbError(
+                f"the .docx is damaged and cannot be read ({type(exc).__name__}: {exc})",
+                hint="open and save it again in a word processor",
+            ) from None
+
+    def _parse(self, data: bytes, path: str) -> ParsedDocument:
+        if data.startswith(OLE_MAGIC):
+            raise KbError(
+                "the .docx is password protected (or an old .doc file renamed): it is an OLE container, not a zip",
+                hint="save an unprotected copy as .docx from a word processor and ingest that",
+            )
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(data))
+        except zipfile.BadZipFile:
+            raise KbError(
+                "not a valid .docx (not a zip archive; truncated or another format?)",
+                hint="save it as .docx from a word processor and ingest it again",
+            ) from None
+        with archive:
+            parts = _check_archive(archive, self.limits)
+            budget = self.limits.max_docx_inflated_bytes
+            trees: dict[str, Element] = {}
+            for name, info in parts.items():
+                raw = _bounded_read(archive, info, budget)
+                budget -= len(raw)
+                trees[name] = _xml(raw, name)
+        styles = _heading_styles(trees.get(STYLES))
+        body = trees[DOCUMENT].find(f"{W}body")
+        items = list(_body_items(body, styles)) if body is not None else []
+        assembled = assemble([Page(None, tuple(items))])
+        if not assembled.blocks:
+            raise KbError("the .docx has no text", hint="nothing to index; remove it or add it to .kbignore")
+        first_heading = next((i.text.strip() for i in items if isinstance(i, Heading)), "")
+        title = _core_title(trees.get(CORE)) or first_heading or PurePosixPath(path).name
+        metadata = {"format": "docx", "paragraphs": assembled.line_count}
+        return ParsedDocument(title[:200], assembled.blocks, metadata)
