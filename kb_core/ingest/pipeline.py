@@ -155,9 +155,8 @@ class Ingester:
     def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes, stored: bool) -> _Prepared | None:
         parser_name, parser = self.parsers.for_path(file.path)
         kept = KEPT if stored else ""
-        if isinstance(parser, BytesParser):  # a binary format (PDF, DOCX): the parser reads the bytes
-            text = None
-        else:
+        text, warning = None, ""
+        if not isinstance(parser, BytesParser):  # text is decoded; a BytesParser (PDF, DOCX) reads the bytes
             text, warning = _decode(data)
             if text is None:
                 self.failed.append(IngestWarning(file.path, warning + kept))

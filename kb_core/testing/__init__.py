@@ -10,7 +10,13 @@ and tests the core's answer pipeline with a scripted model::
     from kb_core.testing import ScriptedLanguageModel
 """
 
-from kb_core.testing.contracts import EmbedderContract, ParserContract, check_parsed
+from kb_core.testing.contracts import (
+    BytesParserContract,
+    EmbedderContract,
+    ParserContract,
+    check_blocks,
+    check_parsed,
+)
 from kb_core.testing.fakes import HashingEmbedder
 from kb_core.testing.index_contract import CORPUS, IndexContract
 from kb_core.testing.language_models import Script, ScriptedLanguageModel, ScriptedPlugin
@@ -18,6 +24,7 @@ from kb_core.testing.model_contract import LanguageModelContract
 
 __all__ = [
     "CORPUS",
+    "BytesParserContract",
     "EmbedderContract",
     "HashingEmbedder",
     "IndexContract",
@@ -26,5 +33,6 @@ __all__ = [
     "Script",
     "ScriptedLanguageModel",
     "ScriptedPlugin",
+    "check_blocks",
     "check_parsed",
 ]

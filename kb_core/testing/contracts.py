@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_core.extend.contracts import Embedder, Parser
+from kb_core.errors import KbError
+from kb_core.extend.contracts import BytesParser, Embedder, Parser
 from kb_core.types import ParsedDocument
 from kb_core.writing_systems import SCRIPTS
 
@@ -95,6 +97,65 @@ class ParserContract:
     @given(text=st.text(max_size=400))
     def test_any_text_parses_without_raising(self, parser: Parser, text: str) -> None:
         check_parsed(parser.parse(text, self.sample_path), text)
+
+
+def check_blocks(document: ParsedDocument) -> None:
+    """Assert the block invariants that hold whatever the source: spans from 1, in order, named headings."""
+    assert isinstance(document, ParsedDocument) and isinstance(document.title, str)
+    previous_start = 0
+    for block in document.blocks:
+        assert 1 <= block.start_line <= block.end_line and block.start_line >= previous_start
+        previous_start = block.start_line
+        assert all(isinstance(h, str) and h for h in block.heading_path)
+
+
+class BytesParserContract:
+    """What a parser of a binary format (a :class:`~kb_core.extend.contracts.BytesParser`) must do.
+
+    Provide a ``parser`` fixture and ``samples``: real files of the format, as bytes. Any bytes
+    either parse or fail with one :class:`~kb_core.errors.KbError` line (the reason kb shows).
+    """
+
+    samples: Sequence[bytes] = ()
+    sample_path: str = "docs/sample.bin"
+
+    @pytest.fixture
+    def parser(self) -> Any:
+        """The parser under test (it has ``parse_bytes``)."""
+        raise NotImplementedError("define a 'parser' fixture in your BytesParserContract subclass")
+
+    def test_it_reads_bytes(self, parser: Any) -> None:
+        assert isinstance(parser, BytesParser)
+        assert self.samples, "give at least one sample file"
+
+    def test_samples_parse_to_ordered_blocks(self, parser: Any) -> None:
+        for data in self.samples:
+            document = parser.parse_bytes(data, self.sample_path)
+            check_blocks(document)
+            assert document.blocks, "a sample with content gives at least one block"
+
+    @staticmethod
+    def _parses_or_fails_in_one_line(parser: Any, data: bytes, path: str) -> None:
+        try:
+            document = parser.parse_bytes(data, path)
+        except KbError as error:
+            assert error.message.strip() and "\n" not in error.message
+        else:
+            check_blocks(document)
+
+    @settings(
+        max_examples=60,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+    )
+    @given(data=st.binary(max_size=2000), cut=st.floats(0, 1), flips=st.lists(st.integers(0, 2**31), max_size=8))
+    def test_any_bytes_parse_or_fail_in_one_line(self, parser: Any, data: bytes, cut: float, flips: list[int]) -> None:
+        self._parses_or_fails_in_one_line(parser, data, self.sample_path)
+        for sample in self.samples:
+            damaged = bytearray(sample[: max(1, int(len(sample) * cut))])
+            for flip in flips:
+                damaged[flip % len(damaged)] ^= 0xFF
+            self._parses_or_fails_in_one_line(parser, bytes(damaged), self.sample_path)
 
 
 class EmbedderContract:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kb_org import OrgParser
 
 import kb_core
 from kb_core import Parser
 from kb_core.testing import ParserContract
+from kb_org import OrgParser
 
 PLAN = """#+TITLE: Garden plan
 * Vegetables

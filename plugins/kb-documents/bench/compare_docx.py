@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import docx
+
 from kb_documents import DocxParser
 
 HERE = Path(__file__).resolve().parent.parent

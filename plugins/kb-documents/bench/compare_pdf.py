@@ -22,6 +22,7 @@ from pathlib import Path
 import pdfplumber
 import pypdf
 import pypdfium2 as pdfium
+
 from kb_documents import PdfParser, parsed_text
 
 HERE = Path(__file__).resolve().parent.parent

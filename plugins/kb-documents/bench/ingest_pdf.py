@@ -21,10 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import kb_core
 from kb_documents import PdfParser
 from kb_documents.binary import BinaryParser
-
-import kb_core
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "scripts"))

@@ -1,24 +1,30 @@
-"""The kb entry point of kb-documents: parsers for ``.pdf`` and ``.docx``."""
+"""The kb entry point of kb-documents: parsers for ``.pdf`` and ``.docx``, and ``kb pages``."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from kb_core import hookimpl
+from kb_core import FactoryContext, RegisterCommand, RegisterParser, hookimpl
 from kb_documents.cli import pages_command
 from kb_documents.docx import DocxParser
 from kb_documents.limits import Limits
 from kb_documents.pdf import PdfParser
 
 
+def _pdf(ctx: FactoryContext) -> PdfParser:
+    return PdfParser(Limits.from_config(ctx.config))
+
+
+def _docx(ctx: FactoryContext) -> DocxParser:
+    return DocxParser(Limits.from_config(ctx.config))
+
+
 @hookimpl
-def register_parsers(register: Any) -> None:
+def register_parsers(register: RegisterParser) -> None:
     """PDF through pdfium, Word .docx through zipfile and defusedxml."""
-    register("pdf", lambda config: PdfParser(Limits.from_config(config)), extensions=(".pdf",))
-    register("docx", lambda config: DocxParser(Limits.from_config(config)), extensions=(".docx",))
+    register("pdf", _pdf, extensions=(".pdf",), description="PDF text per page (pypdfium2)", licence="Apache-2.0")
+    register("docx", _docx, extensions=(".docx",), description="Word .docx paragraphs and tables")
 
 
 @hookimpl
-def register_commands(register: Any) -> None:
+def register_commands(register: RegisterCommand) -> None:
     """``kb pages CITATION...``: the page of a citation, as a link that opens the PDF there."""
     register("pages", pages_command)

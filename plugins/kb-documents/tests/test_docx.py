@@ -7,9 +7,9 @@ import zipfile
 from collections.abc import Callable
 
 import pytest
-from kb_documents import DocxParser, Limits, parsed_text
 
 from kb_core import KbError
+from kb_documents import DocxParser, Limits, parsed_text
 
 Fixture = Callable[[str], bytes]
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -119,7 +119,10 @@ def test_outline_levels_and_list_paragraphs() -> None:
 
 
 def test_parts_in_other_encodings_go_through_defusedxml() -> None:
-    body = f'<?xml version="1.0" encoding="UTF-16"?><w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>utf16 text</w:t></w:r></w:p></w:body></w:document>'
+    body = (
+        f'<?xml version="1.0" encoding="UTF-16"?><w:document xmlns:w="{W_NS}">'
+        "<w:body><w:p><w:r><w:t>utf16 text</w:t></w:r></w:p></w:body></w:document>"
+    )
     doc = DocxParser().parse_bytes(_docx(body.encode("utf-16")), "utf16.docx")
     assert parsed_text(doc.blocks) == "utf16 text"
     hostile = body.replace("?>", '?><!DOCTYPE d [<!ENTITY a "x">]>', 1).replace("utf16 text", "&a;")

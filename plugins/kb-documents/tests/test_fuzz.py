@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kb_documents import DocxParser, Limits, PdfParser
-from kb_documents.binary import BinaryParser
 
 from kb_core import KbError, ParsedDocument
+from kb_documents import DocxParser, Limits, PdfParser
+from kb_documents.binary import BinaryParser
 
 SMALL = Limits(max_pages=20, max_docx_inflated_bytes=2_000_000)
 PARSERS: dict[str, BinaryParser] = {"pdf": PdfParser(SMALL), "docx": DocxParser(SMALL)}

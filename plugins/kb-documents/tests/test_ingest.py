@@ -11,13 +11,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
+import kb_core
 from kb_documents import page_of_line
 from kb_documents.cli import resolve
 
-import kb_core
-
 BAD_FILES = ("bomb.docx", "corrupt.docx", "corrupt.pdf", "encrypted.pdf", "scanned.pdf", "truncated.pdf")
-#: What the patched core reports for each bad file (the parser's own line).
+#: What kb reports for each bad file (the parser's own line).
 REASONS = {
     "bomb.docx": "word/document.xml in the .docx would inflate",
     "corrupt.docx": "not a valid .docx",
@@ -27,7 +27,6 @@ REASONS = {
     "truncated.pdf": "the PDF is truncated",
 }
 PLUGIN = Path(__file__).resolve().parent.parent
-CORE_READS_BYTES = "parse_bytes" in Path(kb_core.ingest_paths.__code__.co_filename).read_text()
 
 
 @pytest.fixture
@@ -48,14 +47,8 @@ def test_ingest_stores_good_documents_reports_each_bad_one_and_search_cites_the_
         failed = [w.path for w in report.failed]
         assert sorted(set(failed)) == sorted(failed)  # one line per file
         assert {"report.pdf", "columns.pdf"} <= set(report.added)
-        if CORE_READS_BYTES:
-            assert {"handbook.docx", "brochure.pdf"} <= set(report.added)
-            assert sorted(failed) == sorted(BAD_FILES)
-        else:  # today's core refuses files with NUL bytes before any parser sees them
-            reasons = {w.path: w.reason for w in report.failed}
-            assert reasons["handbook.docx"].startswith("binary file")
-            assert reasons["brochure.pdf"].startswith("binary file")
-            assert sorted(failed) == sorted([*BAD_FILES, "handbook.docx", "brochure.pdf"])
+        assert {"handbook.docx", "brochure.pdf"} <= set(report.added)
+        assert sorted(failed) == sorted(BAD_FILES)
         assert all("\n" not in w.reason for w in report.failed)
         hits = kb_core.search(kb, kb_core.SearchQuery(text="transformer fault Ridgeback", mode="lexical", k=3)).hits
         top = hits[0]
@@ -88,7 +81,7 @@ def test_the_page_limit_comes_from_the_configuration(fixtures_dir: Path, tmp_pat
 
 
 def _kb(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", "import sys; from kb_core.cli import main; sys.exit(main())", *args]
+    command = [sys.executable, "-c", "import sys; from kb_core.cli.main import main; sys.exit(main())", *args]
     cwd = env["KB_HOME"] + "-cwd"  # not the worktree: python -c puts the working folder first on sys.path
     os.makedirs(cwd, exist_ok=True)
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, cwd=cwd, check=False)
@@ -128,26 +121,11 @@ def test_cli_ingest_then_search(folder: Path, tmp_path: Path, config_file: Path)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no document" in missing.stderr
 
 
-def _patched_core(tmp_path: Path) -> Path:
-    """A copy of kb_core with CORE_PATCH.md applied (fails if the patch no longer applies)."""
-    root = tmp_path / "patched"
-    shutil.copytree(Path(kb_core.__file__).parent, root / "kb_core")
-    text = (PLUGIN / "CORE_PATCH.md").read_text()
-    diff = text.split("```diff\n", 1)[1].split("```", 1)[0]
-    done = subprocess.run(
-        ["patch", "-p1", "--no-backup-if-mismatch"], input=diff, text=True, cwd=root, capture_output=True, check=False
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return root
-
-
 @pytest.mark.slow
-def test_patched_core_ingests_docx_and_reports_bad_files_in_their_own_words(
+def test_kb_ingest_reads_docx_and_binary_pdfs_and_reports_bad_files_in_their_own_words(
     folder: Path, tmp_path: Path, config_file: Path
 ) -> None:
-    if shutil.which("patch") is None:
-        pytest.fail("the patch tool is needed to apply CORE_PATCH.md")
-    env = _env(tmp_path, config_file, str(_patched_core(tmp_path)))
+    env = _env(tmp_path, config_file)
     ingest = _kb(env, "ingest", str(folder), "--json")
     assert ingest.returncode == 4, ingest.stderr
     payload = json.loads(ingest.stdout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kb_documents.layout import Glyph, make_runs, order_lines
 
 

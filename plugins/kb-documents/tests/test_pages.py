@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from kb_documents.cli import page_link, parse_citation
 
 from kb_core import Citation, KbError
+from kb_documents.cli import page_link, parse_citation
 
 
 def test_a_citation_in_either_form_parses_to_the_same_lines() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from kb_documents import Limits, PdfParser, page_of_line, parsed_text
 
 from kb_core import KbError, ParsedDocument
+from kb_documents import Limits, PdfParser, page_of_line, parsed_text
 
 Fixture = Callable[[str], bytes]
 Parse = Callable[..., ParsedDocument]

@@ -7,11 +7,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kb_mcp.inbox import check_name
-from kb_mcp.tools import KbTools
 from mcp_helpers import write_notes
 
 import kb_core
+from kb_mcp.inbox import check_name
+from kb_mcp.tools import KbTools
 
 EXTENSIONS = {".md", ".txt"}
 

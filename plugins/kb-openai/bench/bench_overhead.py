@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 
 import httpx
-from kb_openai.model import make_model
 
 from kb_core.config import Config
 from kb_core.types import Done, GenerateRequest, Token
+from kb_openai.model import make_model
 
 SYSTEM = "You are a helpful assistant."
 USER = "Explain in a few sentences why the sky is blue."

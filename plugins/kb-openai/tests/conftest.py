@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 import httpx
 import pytest
-from kb_openai.model import OpenAIModel, make_model
 
 from kb_core.config import Config
+from kb_openai.model import OpenAIModel, make_model
 
 LIFETIME_S = 60.0
 MAX_STALL_S = 10.0

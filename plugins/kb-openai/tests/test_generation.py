@@ -7,9 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kb_openai.client import ApiError, ServerUnreachable, Unauthorized
-from kb_openai.model import ModelNotFound, OpenAIModel, make_model, upper_bound_tokens
-from kb_openai.settings import Secret, parse_base_url
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import Config
@@ -17,6 +14,9 @@ from kb_core.errors import ConfigError, KbError
 from kb_core.extend.contracts import LanguageModel
 from kb_core.extend.registry import load_registry
 from kb_core.types import Done, GenerateRequest, Token
+from kb_openai.client import ApiError, ServerUnreachable, Unauthorized
+from kb_openai.model import ModelNotFound, OpenAIModel, make_model, upper_bound_tokens
+from kb_openai.settings import Secret, parse_base_url
 
 REQUEST = GenerateRequest(system="Answer from the sources.", user="Why is the sky blue?", max_tokens=64)
 Build = Callable[..., OpenAIModel]

@@ -6,10 +6,10 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kb_openai.protocol import MalformedResponse, StreamChunk, Usage, error_message, parse_chunk, sse_data
-from kb_openai.settings import parse_base_url
 
 from kb_core.errors import ConfigError
+from kb_openai.protocol import MalformedResponse, StreamChunk, Usage, error_message, parse_chunk, sse_data
+from kb_openai.settings import parse_base_url
 
 relaxed = settings(deadline=None)  # the CPU is shared: judge results, not speed
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import httpx
 import pytest
-from kb_openai.client import Unauthorized
-from kb_openai.model import ModelNotFound, OpenAIModel, upper_bound_tokens
 
 from kb_core.extend.contracts import LanguageModel
 from kb_core.types import Done, GenerateRequest, Token
+from kb_openai.client import Unauthorized
+from kb_openai.model import ModelNotFound, OpenAIModel, upper_bound_tokens
 
 pytestmark = pytest.mark.slow
 

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kb_qdrant.index import QdrantIndex
-from kb_qdrant.settings import QdrantSettings
 
 from kb_core.builtin.embedders.minilm import _minilm
 from kb_core.config import Config
 from kb_core.extend.contracts import FactoryContext
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
+from kb_qdrant.index import QdrantIndex
+from kb_qdrant.settings import QdrantSettings
 from kb_sqlitevec.index import SqliteVecIndex
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"

@@ -17,14 +17,14 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
-from kb_qdrant.index import QdrantIndex
-from kb_qdrant.settings import QdrantSettings
 
 from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_core.config import Config
 from kb_core.extend.contracts import FactoryContext
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document
+from kb_qdrant.index import QdrantIndex
+from kb_qdrant.settings import QdrantSettings
 
 SERVER_URL = os.environ.get("KB_QDRANT_URL", "")
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kb_qdrant.index import collection_name
-from kb_qdrant.payload import chunk_payload, metadata_pairs, point_id, similarity_to_score
-from kb_qdrant.settings import QdrantSettings
 
 from kb_core.errors import ConfigError
 from kb_core.types import Chunk
+from kb_qdrant.index import collection_name
+from kb_qdrant.payload import chunk_payload, metadata_pairs, point_id, similarity_to_score
+from kb_qdrant.settings import QdrantSettings
 
 relaxed = settings(deadline=None)
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
