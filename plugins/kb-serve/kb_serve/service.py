@@ -16,6 +16,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -233,6 +234,9 @@ class KbService:
         with self._writing() as kb:
             root = str(self.uploads.resolve())
             owners = kb.store.document_owners()
+            clean = unicodedata.normalize("NFC", path.strip())
+            if not (clean.endswith("/") and kb.store.list_documents(prefix=clean)) and clean not in owners:
+                raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
             removed = kb_core.remove_documents(kb, [path])
             uploads.remove_files(self.uploads, [p for p in removed if owners.get(p) == root])
             return removed
