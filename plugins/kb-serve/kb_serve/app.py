@@ -98,8 +98,11 @@ def _limited(receive: Receive, limit: int) -> Receive:
 
 
 def _too_large(limit: int, what: str = "the upload") -> ApiError:
-    return ApiError(413, f"{what} is larger than {limit} bytes",
-                    hint="send fewer or smaller files, or start kb serve with larger --max-upload-bytes/--max-file-bytes")
+    return ApiError(
+        413,
+        f"{what} is larger than {limit} bytes",
+        hint="send fewer or smaller files, or start kb serve with larger --max-upload-bytes/--max-file-bytes",
+    )
 
 
 def _int_param(request: Request, name: str) -> int | None:
@@ -125,8 +128,11 @@ class Api:
             with anyio.fail_after(self.settings.search_timeout_s):
                 return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except TimeoutError:
-            raise ApiError(504, f"the request took longer than {self.settings.search_timeout_s:g} s",
-                           hint="narrow the query, or start kb serve with a larger --search-timeout") from None
+            raise ApiError(
+                504,
+                f"the request took longer than {self.settings.search_timeout_s:g} s",
+                hint="narrow the query, or start kb serve with a larger --search-timeout",
+            ) from None
 
     async def health(self, request: Request) -> Response:
         """``GET /health``."""
@@ -152,17 +158,24 @@ class Api:
         k = _int_param(request, "k")
         glob = params.get("path") or None
         if glob is not None and (problem := glob_problem(glob)):
-            raise ApiError(400, f"invalid path glob {glob[:80]!r}: {problem}",
-                           hint="fnmatch syntax: * any characters, ? one, [abc] one of a set")
-        query = SearchQuery(text=text, k=cfg.default_k if k is None else k, mode=params.get("mode") or cfg.mode,
-                            path_glob=glob)
+            raise ApiError(
+                400,
+                f"invalid path glob {glob[:80]!r}: {problem}",
+                hint="fnmatch syntax: * any characters, ? one, [abc] one of a set",
+            )
+        query = SearchQuery(
+            text=text, k=cfg.default_k if k is None else k, mode=params.get("mode") or cfg.mode, path_glob=glob
+        )
         return json_response("search_response.v1", await self._read(lambda: self.service.search(query)))
 
     async def upload(self, request: Request) -> Response:
         """``POST /documents`` (multipart/form-data; every file part is one document)."""
         if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-            raise ApiError(415, "an upload must be multipart/form-data",
-                           hint="curl -F file=@notes.md http://127.0.0.1:8765/documents")
+            raise ApiError(
+                415,
+                "an upload must be multipart/form-data",
+                hint="curl -F file=@notes.md http://127.0.0.1:8765/documents",
+            )
         limit = self.settings.max_upload_bytes
         length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
@@ -220,8 +233,12 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return error_response(500, "internal error", hint="see the server log; rerun with KB_DEBUG=1 and report it")
 
 
-def create_app(config: Config, settings: ServeSettings, registry: Any = None,
-               on_ready: Callable[[KbService], Awaitable[None]] | None = None) -> Starlette:
+def create_app(
+    config: Config,
+    settings: ServeSettings,
+    registry: Any = None,
+    on_ready: Callable[[KbService], Awaitable[None]] | None = None,
+) -> Starlette:
     """The kb HTTP API over the knowledge base ``config`` names (``registry``: the plugins; default: installed)."""
     settings.check()
     service = KbService(config, settings, registry)
@@ -247,8 +264,11 @@ def create_app(config: Config, settings: ServeSettings, registry: Any = None,
         Route("/ask", api.ask, methods=["POST"]),
         Route("/ask/stream", api.ask_stream, methods=["POST"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
-        KbError: _kb_error, HTTPException: _http_error, Exception: _internal_error})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={KbError: _kb_error, HTTPException: _http_error, Exception: _internal_error},
+    )
     app.state.service = service
     app.add_middleware(BearerAuth, token=settings.token)
     return app

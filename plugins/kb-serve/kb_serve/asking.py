@@ -14,7 +14,7 @@ import logging
 import math
 import threading
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from starlette.responses import Response, StreamingResponse
@@ -46,7 +46,7 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
         raise ApiError(400, "the body must be a JSON object", hint='send {"question": "..."}')
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
-        raise ApiError(400, f"unknown field(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(_FIELDS))}")
+        raise ApiError(400, f"unknown field(s): {', '.join(json.dumps(u)[:40] for u in unknown[:5])}", hint=f"known: {', '.join(sorted(_FIELDS))}")
     question = _typed(body, "question", str, "a string")
     if question is None or not question.strip():
         raise ApiError(400, "the question is empty", hint='send {"question": "what does X do?"}')
@@ -91,15 +91,18 @@ async def ask_response(service: KbService, question: str, options: AskOptions, s
             put(("answer", kb_core.envelope("answer.v1", answer)))
         except KbError as exc:
             put(("error", {"error": exc.message, "hint": exc.hint}))
-        except Exception:  # noqa: BLE001 - a bug must still end the stream with one error event
+        except Exception:
             log.exception("internal error while answering %r", question[:80])
             put(("error", {"error": "internal error", "hint": "see the server log"}))
         finally:
             put(_END)
 
     threading.Thread(target=work, name="kb-serve-ask", daemon=True).start()  # now: a client that leaves frees its place
-    return StreamingResponse(_events(pieces), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        _events(pieces),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 async def _events(pieces: asyncio.Queue[object]) -> AsyncIterator[bytes]:
@@ -108,5 +111,5 @@ async def _events(pieces: asyncio.Queue[object]) -> AsyncIterator[bytes]:
         item = await pieces.get()
         if item is _END:
             return
-        event, data = item  # type: ignore[misc]
+        event, data = cast(tuple[str, Any], item)
         yield sse(event, data)

@@ -9,7 +9,7 @@ from typing import Any
 
 def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
     """(event, JSON data) pairs from the lines of an event stream, as they arrive (comments skipped)."""
-    name, data = "message", []
+    name, data = "message", list[str]()
     for raw in lines:
         line = raw.rstrip("\r\n")
         if not line:
@@ -20,7 +20,7 @@ def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
         if line.startswith(":"):
             continue
         field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
+        value = value.removeprefix(" ")
         if field == "event":
             name = value
         elif field == "data":

@@ -17,6 +17,7 @@ import queue
 import threading
 import time
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -42,8 +43,44 @@ from kb_serve.settings import ApiError, ServeSettings
 _FOREIGN_WRITER = "another kb process is writing"
 
 
-def share_embedder(registry: Any, name: str) -> Any:
-    """A copy of ``registry`` whose embedder ``name`` is made once and shared by every KnowledgeBase."""
+class CachingEmbedder:
+    """An embedder that remembers the vectors of the last ``size`` queries (everything else is delegated).
+
+    A server sees the same questions again (a FAQ, a retry, a UI that searches as one types); the
+    query embedding is most of a search's time. Vectors of one model for one text never change.
+    """
+
+    def __init__(self, inner: Any, size: int = 2048) -> None:
+        self.inner = inner
+        self.size = size
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_query(self, text: str) -> list[float]:
+        """The query's vector (a copy), computed once per distinct text while it stays among the recent ones."""
+        with self._lock:
+            vector = self._cache.get(text)
+            if vector is not None:
+                self._cache.move_to_end(text)
+                self.hits += 1
+                return list(vector)
+        vector = list(self.inner.embed_query(text))
+        with self._lock:
+            self.misses += 1
+            self._cache[text] = vector
+            while len(self._cache) > self.size:
+                self._cache.popitem(last=False)
+        return list(vector)
+
+
+def share_embedder(registry: Any, name: str, cache_size: int = 2048) -> Any:
+    """A copy of ``registry`` whose embedder ``name`` is made once, shared by every KnowledgeBase, and
+    caches query vectors (``cache_size`` 0: no cache)."""
     registration = registry.get("embedders", name)
     made: list[Any] = []
     lock = threading.Lock()
@@ -51,7 +88,8 @@ def share_embedder(registry: Any, name: str) -> Any:
     def factory(context: Any) -> Any:
         with lock:
             if not made:
-                made.append(registration.factory(context))
+                inner = registration.factory(context)
+                made.append(CachingEmbedder(inner, cache_size) if cache_size > 0 else inner)
             return made[0]
 
     items = {kind: dict(entries) for kind, entries in registry.items.items()}
@@ -97,9 +135,12 @@ class GenerationGate:
     def admit(self) -> None:
         """Take a place in the queue, or raise a 503 when it is full."""
         with self._count:
-            if self.busy and self.waiting >= self.limit:
-                raise ApiError(503, f"the language model is busy and {self.waiting} question(s) are waiting",
-                               hint="retry in a moment (the server answers one question at a time)")
+            if self.waiting + self.busy > self.limit:  # one generating plus ``limit`` waiting
+                raise ApiError(
+                    503,
+                    f"the language model is busy and {self.waiting} question(s) are waiting",
+                    hint="retry in a moment (the server answers one question at a time)",
+                )
             self.waiting += 1
 
     @contextmanager
@@ -127,7 +168,7 @@ class KbService:
         self.config = config
         self.settings = settings
         base = registry if registry is not None else KnowledgeBase(config).registry
-        self.registry = share_embedder(base, config.models.embedding.name)
+        self.registry = share_embedder(base, config.models.embedding.name, settings.query_cache)
         KnowledgeBase(config, self.registry, create=True).close()  # make the store if it is new
         self.uploads = uploads.uploads_folder(config.kb_path)
         self.readers = HandlePool(self._handle, settings.readers)
@@ -202,7 +243,9 @@ class KbService:
                 yield self._writer
             except KbError as exc:
                 if exc.message.startswith(_FOREIGN_WRITER):
-                    raise ApiError(409, exc.message, hint="another kb command is writing; retry when it is done") from None
+                    raise ApiError(
+                        409, exc.message, hint="another kb command is writing; retry when it is done"
+                    ) from None
                 raise
 
     def upload(self, files: Sequence[tuple[str, bytes]]) -> IngestReport:
@@ -215,8 +258,11 @@ class KbService:
             root = str(self.uploads.resolve()) if self.uploads.exists() else None
             for name in names:
                 if name in owners and owners[name] != root:
-                    raise ApiError(409, f"a document {name!r} already exists, ingested from {owners[name]}",
-                                   hint="upload it under another name, or delete the stored one first")
+                    raise ApiError(
+                        409,
+                        f"a document {name!r} already exists, ingested from {owners[name]}",
+                        hint="upload it under another name, or delete the stored one first",
+                    )
             written = uploads.write_files(self.uploads, list(zip(names, (data for _, data in files), strict=True)))
             try:
                 rooted = str(self.uploads.resolve()) in kb.store.source_roots()
@@ -247,4 +293,3 @@ class KbService:
         """Answer a question (after :meth:`GenerationGate.admit`): waits for its turn at the model."""
         with self.gate.turn():
             return kb_core.ask(self._asker, question, options, on_token=on_token)
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 import attrs
 
@@ -31,7 +32,7 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve to anything
 
 
-def _positive(_instance: object, attribute: attrs.Attribute[int], value: float) -> None:
+def _positive(_instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if value <= 0:
         raise KbError(f"{attribute.name.replace('_', '-')} must be positive (got {value})")
 
@@ -45,6 +46,7 @@ class ServeSettings:
     ``ask_queue``: questions allowed to wait for the language model while one is generating; one more is a 503.
     ``ask_wait_s``: the longest a question waits for the model before a 503.
     ``search_timeout_s``: the longest a search or listing may take before a 504.
+    ``query_cache``: query vectors kept for repeated searches and questions (0: none).
     """
 
     host: str = "127.0.0.1"
@@ -56,6 +58,7 @@ class ServeSettings:
     ask_queue: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     ask_wait_s: float = attrs.field(default=300.0, validator=_positive)
     search_timeout_s: float = attrs.field(default=30.0, validator=_positive)
+    query_cache: int = attrs.field(default=2048, validator=attrs.validators.ge(0))
 
     def check(self) -> None:
         """Refuse settings that would expose the knowledge base without a token."""

@@ -31,8 +31,9 @@ def uploads_folder(kb_dir: Path) -> Path:
 
 def _bad(name: str, why: str) -> ApiError:
     shown = name if len(name) <= 80 else name[:77] + "..."
-    return ApiError(400, f"invalid file name {shown!r}: {why}",
-                    hint="use a relative path of plain names, like notes/backups.md")
+    return ApiError(
+        400, f"invalid file name {shown!r}: {why}", hint="use a relative path of plain names, like notes/backups.md"
+    )
 
 
 def safe_name(name: str, extensions: Iterable[str]) -> str:
@@ -45,7 +46,7 @@ def safe_name(name: str, extensions: Iterable[str]) -> str:
     if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") for c in clean):
         raise _bad(name, "it contains control or invisible characters")
     if _FORBIDDEN & set(clean):
-        raise _bad(name, "it contains one of \\ : * ? \" < > |")
+        raise _bad(name, 'it contains one of \\ : * ? " < > |')
     if clean.startswith("/"):
         raise _bad(name, "it is an absolute path")
     parts = clean.split("/")
@@ -59,8 +60,11 @@ def safe_name(name: str, extensions: Iterable[str]) -> str:
     suffix = Path(parts[-1]).suffix.lower()
     known = sorted({e.lower() for e in extensions})
     if suffix not in known:
-        raise ApiError(415, f"no parser reads {suffix or 'files without an extension'} ({clean})",
-                       hint=f"upload one of: {', '.join(known)}")
+        raise ApiError(
+            415,
+            f"no parser reads {suffix or 'files without an extension'} ({clean})",
+            hint=f"upload one of: {', '.join(known)}",
+        )
     return clean
 
 
@@ -97,8 +101,11 @@ def write_files(folder: Path, files: Sequence[tuple[str, bytes]]) -> list[Writte
             written.append(Written(name, path, previous))
     except OSError as exc:
         undo(written)
-        raise ApiError(507, f"cannot write the upload: {exc.strerror}",
-                       hint="free some disk space, or check the knowledge base folder's permissions") from None
+        raise ApiError(
+            507,
+            f"cannot write the upload: {exc.strerror}",
+            hint="free some disk space, or check the knowledge base folder's permissions",
+        ) from None
     return written
 
 

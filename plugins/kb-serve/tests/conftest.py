@@ -21,13 +21,13 @@ import attrs
 import httpx
 import pytest
 import uvicorn
+from kb_serve import ServeSettings, create_app
+from kb_serve.command import bind
 
 from kb_core import Block, KnowledgeBase, ParsedDocument, hookimpl, ingest_paths, load_config
 from kb_core.plugins import load_registry
 from kb_core.testing import ScriptedPlugin
 from kb_core.types import GenerateRequest
-from kb_serve import ServeSettings, create_app
-from kb_serve.command import bind
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "fixtures" / "corpus"
@@ -129,8 +129,9 @@ def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Runn
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
-        handle = Running(f"http://127.0.0.1:{sock.getsockname()[1]}", kb_dir, app, server, thread, gate, llm,
-                         settings.get("token"))
+        handle = Running(
+            f"http://127.0.0.1:{sock.getsockname()[1]}", kb_dir, app, server, thread, gate, llm, settings.get("token")
+        )
         running.append(handle)
         thread.join(0.05)
         deadline = threading.Event()
@@ -145,4 +146,3 @@ def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Runn
     for handle in running:
         handle.gate.opened.set()
         handle.stop()
-

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonschema
-
-from kb_core.types import GenerateRequest
 from kb_serve.client import iter_sse, parse_sse
 from kb_serve.openapi import kb_schema, own_schema
+
+from kb_core.types import GenerateRequest
 
 QUESTION = "At what wind speed does Heliograph move the panels to the stow angle?"
 
@@ -99,7 +99,7 @@ BAD_QUESTIONS = [
     (b'{"question": "x", "k": true}', "k must be a whole number"),
     (b'{"question": "x", "temperature": -1}', "temperature must be"),
     (b'{"question": "x", "mode": "fuzzy"}', "unknown search mode"),
-    (b'{"question": "x", "colour": "red"}', "unknown field(s): colour"),
+    (b'{"question": "x", "colour": "red"}', "unknown field(s): \"colour\""),
 ]
 
 

@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-
-from kb_core import KbError
-from kb_core.cli import main
 from kb_serve.client import parse_sse
 from kb_serve.openapi import own_schema
 from kb_serve.settings import ServeSettings, is_loopback
+
+from kb_core import KbError
+from kb_core.cli import main
 
 TOKEN = "correct-horse-battery-staple"
 
@@ -42,8 +42,9 @@ def test_an_empty_token_is_refused() -> None:
         ServeSettings(token="  ").check()
 
 
-def test_kb_serve_off_loopback_without_a_token_says_so_in_one_line(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_kb_serve_off_loopback_without_a_token_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["--kb", str(tmp_path / "kb"), "serve", "--host", "0.0.0.0", "--port", "0"])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
@@ -53,9 +54,15 @@ def test_kb_serve_off_loopback_without_a_token_says_so_in_one_line(tmp_path: Pat
 def test_with_a_token_every_request_must_carry_it(start_server: Callable[..., Any]) -> None:
     server = start_server(token=TOKEN)
     with httpx.Client(base_url=server.url, timeout=30) as anonymous:
-        for method, path in (("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/documents"),
-                             ("GET", "/search?q=wind"), ("POST", "/ask"), ("DELETE", "/documents/notes/heliograph.md"),
-                             ("GET", "/nowhere")):
+        for method, path in (
+            ("GET", "/health"),
+            ("GET", "/openapi.json"),
+            ("GET", "/documents"),
+            ("GET", "/search?q=wind"),
+            ("POST", "/ask"),
+            ("DELETE", "/documents/notes/heliograph.md"),
+            ("GET", "/nowhere"),
+        ):
             reply = anonymous.request(method, path)
             assert reply.status_code == 401, (method, path)
             assert reply.headers["www-authenticate"] == "Bearer"
@@ -75,12 +82,21 @@ def test_with_a_token_every_request_must_carry_it(start_server: Callable[..., An
 @pytest.mark.slow
 def test_kb_serve_runs_as_a_process_and_stops_on_ctrl_c(corpus_kb: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | {"KB_SERVE_TOKEN": TOKEN}
-    command = [sys.executable, "-c", "import sys; from kb_core.cli import main; sys.exit(main())",
-               "--kb", str(corpus_kb), "serve", "--port", "0", "--json"]
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from kb_core.cli import main; sys.exit(main())",
+        "--kb",
+        str(corpus_kb),
+        "serve",
+        "--port",
+        "0",
+        "--json",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert process.stdout is not None
-        lines = []
+        lines: list[str] = []
         while not lines or lines[-1] != "}\n":
             line = process.stdout.readline()
             assert line, process.stderr.read() if process.stderr else "no output"

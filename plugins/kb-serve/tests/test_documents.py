@@ -62,11 +62,14 @@ def test_upload_list_search_delete_round_trip(start_server: Callable[..., Any]) 
 def test_a_second_upload_updates_in_place_and_several_files_go_in_one_request(start_server: Callable[..., Any]) -> None:
     server = start_server()
     with server.client() as http:
-        first = http.post("/documents", files=[("file", ("a.md", b"# A\n\nalpha one\n")),
-                                               ("file", ("sub/b.txt", b"bravo two\n"))]).json()
+        first = http.post(
+            "/documents", files=[("file", ("a.md", b"# A\n\nalpha one\n")), ("file", ("sub/b.txt", b"bravo two\n"))]
+        ).json()
         assert sorted(first["added"]) == ["a.md", "sub/b.txt"]
         second = http.post("/documents", files={"file": ("a.md", b"# A\n\nalpha changed\n")}).json()
-        assert second["updated"] == ["a.md"] and second["roots"] == [str((server.kb_dir / "uploads" / "a.md").resolve())]
+        assert second["updated"] == ["a.md"] and second["roots"] == [
+            str((server.kb_dir / "uploads" / "a.md").resolve())
+        ]
         hits = http.get("/search", params={"q": "alpha changed", "mode": "lexical"}).json()["hits"]
         assert hits[0]["doc_path"] == "a.md"
 
@@ -85,8 +88,9 @@ def test_deleting_a_folder_of_corpus_documents_keeps_their_source_files(start_se
     ("path", "status", "fragment"),
     [("/documents/no/such.md", 404, "no document at"), ("/nowhere", 404, "Not Found")],
 )
-def test_unknown_things_are_404_with_the_error_body(start_server: Callable[..., Any], path: str, status: int,
-                                                    fragment: str) -> None:
+def test_unknown_things_are_404_with_the_error_body(
+    start_server: Callable[..., Any], path: str, status: int, fragment: str
+) -> None:
     server = start_server()
     with server.client() as http:
         reply = http.delete(path) if path.startswith("/documents") else http.get(path)
@@ -106,8 +110,11 @@ def test_bad_requests_are_400_or_415_with_one_line(start_server: Callable[..., A
             (http.get("/search", params={"q": "x", "path": "notes/[ab"}), 400, "invalid path glob"),
             (http.post("/documents", files={"file": ("../escape.md", b"x")}), 400, "invalid file name"),
             (http.post("/documents", files={"file": ("evil.exe", b"x")}), 415, "no parser reads .exe"),
-            (http.post("/documents", content=b"{}", headers={"content-type": "application/json"}), 415,
-             "multipart/form-data"),
+            (
+                http.post("/documents", content=b"{}", headers={"content-type": "application/json"}),
+                415,
+                "multipart/form-data",
+            ),
             (http.post("/documents", data={"note": "no file"}, files={}), 415, "multipart"),
         ]
         for reply, status, fragment in cases:
@@ -133,8 +140,9 @@ def test_uploads_over_the_limits_are_413_and_nothing_is_written(start_server: Ca
             for _ in range(10):
                 yield b"x" * 500
 
-        streamed = http.post("/documents", content=chunks(),
-                             headers={"content-type": "multipart/form-data; boundary=zz"})
+        streamed = http.post(
+            "/documents", content=chunks(), headers={"content-type": "multipart/form-data; boundary=zz"}
+        )
         assert streamed.status_code == 413
 
         assert not any((server.kb_dir / "uploads").rglob("*.md")) if (server.kb_dir / "uploads").exists() else True
@@ -143,7 +151,8 @@ def test_uploads_over_the_limits_are_413_and_nothing_is_written(start_server: Ca
 
 
 def test_a_name_taken_by_another_folder_is_409_and_a_failed_file_keeps_the_stored_version(
-        start_server: Callable[..., Any]) -> None:
+    start_server: Callable[..., Any],
+) -> None:
     server = start_server()
     with server.client() as http:
         taken = http.post("/documents", files={"file": ("notes/heliograph.md", b"# Replaced\n")})
@@ -183,5 +192,7 @@ def test_searches_and_listings_keep_working_while_an_upload_is_being_ingested(st
         assert upload.result(60).json()["added"] == ["held.gated"]
         assert queued.result(60).json()["added"] == ["after.md"]
     with server.client() as http:
-        assert http.get("/search", params={"q": "held gate", "mode": "lexical"}).json()["hits"][0]["doc_path"] == \
-            "held.gated"
+        assert (
+            http.get("/search", params={"q": "held gate", "mode": "lexical"}).json()["hits"][0]["doc_path"]
+            == "held.gated"
+        )

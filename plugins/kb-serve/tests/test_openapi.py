@@ -7,8 +7,15 @@ from typing import Any
 
 import jsonschema
 
-ROUTES = {("/health", "get"), ("/documents", "get"), ("/documents", "post"), ("/documents/{path}", "delete"),
-          ("/search", "get"), ("/ask", "post"), ("/ask/stream", "post")}
+ROUTES = {
+    ("/health", "get"),
+    ("/documents", "get"),
+    ("/documents", "post"),
+    ("/documents/{path}", "delete"),
+    ("/search", "get"),
+    ("/ask", "post"),
+    ("/ask/stream", "post"),
+}
 
 
 def refs(node: Any) -> Iterator[str]:
