@@ -46,7 +46,11 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
         raise ApiError(400, "the body must be a JSON object", hint='send {"question": "..."}')
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
-        raise ApiError(400, f"unknown field(s): {', '.join(json.dumps(u)[:40] for u in unknown[:5])}", hint=f"known: {', '.join(sorted(_FIELDS))}")
+        raise ApiError(
+            400,
+            f"unknown field(s): {', '.join(json.dumps(u)[:40] for u in unknown[:5])}",
+            hint=f"known: {', '.join(sorted(_FIELDS))}",
+        )
     question = _typed(body, "question", str, "a string")
     if question is None or not question.strip():
         raise ApiError(400, "the question is empty", hint='send {"question": "what does X do?"}')

@@ -99,7 +99,7 @@ BAD_QUESTIONS = [
     (b'{"question": "x", "k": true}', "k must be a whole number"),
     (b'{"question": "x", "temperature": -1}', "temperature must be"),
     (b'{"question": "x", "mode": "fuzzy"}', "unknown search mode"),
-    (b'{"question": "x", "colour": "red"}', "unknown field(s): \"colour\""),
+    (b'{"question": "x", "colour": "red"}', 'unknown field(s): "colour"'),
 ]
 
 
