@@ -43,7 +43,10 @@ GOLDEN = REPO / "fixtures" / "golden" / "answers.jsonl"
 SERVE_SCRIPTED = """
 import sys, uvicorn
 from kb_core import load_config
-from kb_core.plugins import load_registry
+try:
+    from kb_core.extend.registry import load_registry
+except ImportError:
+    from kb_core.plugins import load_registry
 from kb_core.testing import ScriptedPlugin
 from kb_serve import ServeSettings, create_app
 
@@ -68,7 +71,7 @@ def free_port() -> int:
 
 def start_server(kb_dir: Path, backend: str) -> tuple[subprocess.Popen[bytes], str]:
     """Ingest the corpus into ``kb_dir`` and start a server over it; returns the process and its URL."""
-    kb = [sys.executable, "-c", "import sys; from kb_core.cli import main; sys.exit(main())", "--kb", str(kb_dir)]
+    kb = [str(Path(sys.executable).parent / "kb"), "--kb", str(kb_dir)]
     subprocess.run([*kb, "ingest", str(CORPUS), "--json"], check=True, stdout=subprocess.DEVNULL)
     port = free_port()
     if backend == "scripted":

@@ -24,9 +24,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import kb_core
 from kb_core import Config, KbError, ModelUnavailableError, NotFoundError, SearchQuery
-from kb_core.cli_checks import glob_problem
 from kb_serve import openapi
 from kb_serve.asking import ask_options, ask_response
+from kb_serve.checks import GLOB_HELP, glob_problem
 from kb_serve.service import KbService
 from kb_serve.settings import ApiError, ServeSettings
 
@@ -161,7 +161,7 @@ class Api:
             raise ApiError(
                 400,
                 f"invalid path glob {glob[:80]!r}: {problem}",
-                hint="fnmatch syntax: * any characters, ? one, [abc] one of a set",
+                hint=GLOB_HELP,
             )
         query = SearchQuery(
             text=text, k=cfg.default_k if k is None else k, mode=params.get("mode") or cfg.mode, path_glob=glob

@@ -24,10 +24,13 @@ import uvicorn
 from kb_serve import ServeSettings, create_app
 from kb_serve.command import bind
 
-from kb_core import Block, KnowledgeBase, ParsedDocument, hookimpl, ingest_paths, load_config
-from kb_core.plugins import load_registry
+from kb_core import Block, GenerateRequest, KnowledgeBase, ParsedDocument, hookimpl, ingest_paths, load_config
+
+try:  # kb_core's registry module (not public): its new home first
+    from kb_core.extend.registry import load_registry
+except ImportError:
+    from kb_core.plugins import load_registry  # type: ignore[no-redef]
 from kb_core.testing import ScriptedPlugin
-from kb_core.types import GenerateRequest
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "fixtures" / "corpus"

@@ -12,7 +12,7 @@ import jsonschema
 from kb_serve.client import iter_sse, parse_sse
 from kb_serve.openapi import kb_schema, own_schema
 
-from kb_core.types import GenerateRequest
+from kb_core import GenerateRequest
 
 QUESTION = "At what wind speed does Heliograph move the panels to the stow angle?"
 

@@ -14,12 +14,13 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from click.testing import CliRunner
 from kb_serve.client import parse_sse
+from kb_serve.command import serve_command
 from kb_serve.openapi import own_schema
 from kb_serve.settings import ServeSettings, is_loopback
 
-from kb_core import KbError
-from kb_core.cli import main
+from kb_core import KbError, Session
 
 TOKEN = "correct-horse-battery-staple"
 
@@ -42,13 +43,13 @@ def test_an_empty_token_is_refused() -> None:
         ServeSettings(token="  ").check()
 
 
-def test_kb_serve_off_loopback_without_a_token_says_so_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code = main(["--kb", str(tmp_path / "kb"), "serve", "--host", "0.0.0.0", "--port", "0"])
-    out, err = capsys.readouterr()
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "bearer token is required" in err and "KB_SERVE_TOKEN" in err
+def test_kb_serve_off_loopback_without_a_token_refuses_before_opening_anything(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        serve_command, ["--host", "0.0.0.0", "--port", "0"], obj=Session(None, str(tmp_path / "kb"), None)
+    )
+    assert isinstance(result.exception, KbError) and "bearer token is required" in result.exception.message
+    assert "KB_SERVE_TOKEN" in result.exception.hint
+    assert not (tmp_path / "kb").exists()
 
 
 def test_with_a_token_every_request_must_carry_it(start_server: Callable[..., Any]) -> None:
@@ -82,17 +83,18 @@ def test_with_a_token_every_request_must_carry_it(start_server: Callable[..., An
 @pytest.mark.slow
 def test_kb_serve_runs_as_a_process_and_stops_on_ctrl_c(corpus_kb: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | {"KB_SERVE_TOKEN": TOKEN}
-    command = [
-        sys.executable,
-        "-c",
-        "import sys; from kb_core.cli import main; sys.exit(main())",
-        "--kb",
-        str(corpus_kb),
-        "serve",
-        "--port",
-        "0",
-        "--json",
-    ]
+    kb = str(Path(sys.executable).parent / "kb")
+    refused = subprocess.run(
+        [kb, "--kb", str(corpus_kb), "serve", "--host", "0.0.0.0"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in env.items() if k != "KB_SERVE_TOKEN"},
+        timeout=60,
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and "bearer token is required" in refused.stderr
+    command = [kb, "--kb", str(corpus_kb), "serve", "--port", "0", "--json"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert process.stdout is not None
