@@ -87,7 +87,10 @@ async def ask_response(service: KbService, question: str, options: AskOptions, s
     pieces: asyncio.Queue[object] = asyncio.Queue()
 
     def put(item: object) -> None:
-        loop.call_soon_threadsafe(pieces.put_nowait, item)
+        try:
+            loop.call_soon_threadsafe(pieces.put_nowait, item)
+        except RuntimeError:  # the server shut down while the model was still writing
+            pass
 
     def work() -> None:
         try:
