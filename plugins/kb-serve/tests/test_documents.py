@@ -136,9 +136,11 @@ def test_uploads_over_the_limits_are_413_and_nothing_is_written(start_server: Ca
         one = http.post("/documents", files={"file": ("medium.md", b"word " * 60)})
         assert one.status_code == 413 and "'medium.md' is larger than 100 bytes" in one.json()["error"]
 
-        def chunks() -> Any:
+        def chunks() -> Any:  # a well-formed part, sent chunked (no Content-Length), that grows past the limit
+            yield b'--zz\r\nContent-Disposition: form-data; name="file"; filename="big.md"\r\n\r\n'
             for _ in range(10):
                 yield b"x" * 500
+            yield b"\r\n--zz--\r\n"
 
         streamed = http.post(
             "/documents", content=chunks(), headers={"content-type": "multipart/form-data; boundary=zz"}
