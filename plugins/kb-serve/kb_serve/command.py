@@ -1,0 +1,179 @@
+"""``kb serve``: run the HTTP API with uvicorn on a socket bound before the server starts."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import Any
+
+import click
+import uvicorn
+
+from kb_core import KbError, Session, emit, json_option, pass_session
+from kb_serve.app import create_app
+from kb_serve.service import KbService
+from kb_serve.settings import DEFAULT_MAX_UPLOAD_BYTES, ServeSettings
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free port), or a KbError saying why not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise KbError(f"cannot listen on {host}:{port}: {reason}", hint="pick another --port or --host") from None
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that says where it listens once it does."""
+
+    def __init__(self, config: uvicorn.Config, announce: Any) -> None:
+        super().__init__(config)
+        self.announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.announce()
+
+
+def serve(session: Session, settings: ServeSettings, as_json: bool, log_level: str) -> None:
+    """Open the knowledge base, bind, and serve until interrupted."""
+    settings.check()
+    config = session.config
+    app = create_app(config, settings)
+    service: KbService = app.state.service
+    service.warm()  # a missing model fails here, as one line, before anything listens
+    sock = bind(settings.host, settings.port)
+    host, port = sock.getsockname()[:2]
+    shown_host = f"[{host}]" if ":" in host else host
+    info = {
+        "url": f"http://{shown_host}:{port}",
+        "host": host,
+        "port": port,
+        "auth": bool(settings.token),
+        "kb_dir": str(config.kb_path),
+        "uploads_dir": str(service.uploads),
+    }
+
+    def announce() -> None:
+        emit(
+            as_json,
+            "serve.v1",
+            info,
+            lambda: click.echo(
+                f"kb serve: listening on {info['url']} ({'bearer token required' if settings.token else 'loopback, no token'});"
+                f" knowledge base {info['kb_dir']}; Ctrl-C stops"
+            ),
+        )
+        sys.stdout.flush()
+
+    server = _Server(
+        uvicorn.Config(
+            app, log_level=log_level, access_log=log_level in ("info", "debug"), timeout_graceful_shutdown=5
+        ),
+        announce,
+    )
+    server.run(sockets=[sock])
+
+
+@click.command("serve")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind. Anything but loopback requires --token."
+)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
+@click.option("--token", envvar="KB_SERVE_TOKEN", help="Bearer token every request must carry (or KB_SERVE_TOKEN).")
+@click.option(
+    "--max-file-bytes", type=click.IntRange(min=1), help="Largest uploaded file (default: [ingest] max_file_bytes)."
+)
+@click.option(
+    "--max-upload-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_UPLOAD_BYTES,
+    show_default=True,
+    help="Largest upload request (all its files together).",
+)
+@click.option(
+    "--readers",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Searches served at once (each keeps its own connections).",
+)
+@click.option(
+    "--ask-queue",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="Questions that may wait while one is generated; more get 503.",
+)
+@click.option(
+    "--ask-wait",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    help="Seconds a question waits for the language model before a 503.",
+)
+@click.option(
+    "--search-timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds a search or listing may take before a 504.",
+)
+@click.option(
+    "--query-cache",
+    type=click.IntRange(min=0),
+    default=2048,
+    show_default=True,
+    help="Query vectors kept for repeated searches (0: none).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="warning",
+    show_default=True,
+    help="Server log level (info: one line per request).",
+)
+@json_option
+@pass_session
+def serve_command(
+    session: Session,
+    host: str,
+    port: int,
+    token: str | None,
+    max_file_bytes: int | None,
+    max_upload_bytes: int,
+    readers: int,
+    ask_queue: int,
+    ask_wait: float,
+    search_timeout: float,
+    query_cache: int,
+    log_level: str,
+    as_json: bool,
+) -> None:
+    """Serve the knowledge base over HTTP: upload, delete, list, search, ask (streamed), /openapi.json.
+
+    Listens on 127.0.0.1 unless --host says otherwise; any other address needs a bearer token
+    (--token or KB_SERVE_TOKEN), which every request must then carry. Uploaded files are kept in
+    the knowledge base's uploads/ folder. Prints one line (serve.v1 with --json) once listening.
+    """
+    settings = ServeSettings(
+        host=host,
+        port=port,
+        token=token,
+        max_file_bytes=max_file_bytes or session.config.ingest.max_file_bytes,
+        max_upload_bytes=max_upload_bytes,
+        readers=readers,
+        ask_queue=ask_queue,
+        ask_wait_s=ask_wait,
+        search_timeout_s=search_timeout,
+        query_cache=query_cache,
+    )
+    serve(session, settings, as_json, log_level)

@@ -1,0 +1,295 @@
+"""The knowledge base behind the server: reads in parallel, writes one at a time, one generation at a time.
+
+* **Reads** (search, list, health) borrow one of ``readers`` KnowledgeBase handles, each with its
+  own SQLite connections; SQLite's WAL mode and Tantivy's lock-free readers let them run while
+  an ingest writes.
+* **Writes** (upload, delete) go through one writer handle under a lock, so uploads queue
+  instead of failing on kb's writer lock.
+* **Asks** use one handle of their own, so the language model is loaded once; a lock lets one
+  generation run at a time, ``ask_queue`` more may wait, and one more is refused with a 503.
+
+All handles share one embedder (loaded once, at start-up).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+
+import kb_core
+from kb_core import (
+    Answer,
+    AskOptions,
+    Config,
+    Document,
+    IngestReport,
+    KbError,
+    KnowledgeBase,
+    SearchQuery,
+    SearchResponse,
+)
+from kb_serve import uploads
+from kb_serve.settings import ApiError, ServeSettings
+
+#: What kb's writer lock says when another process (a `kb ingest`) is writing.
+_FOREIGN_WRITER = "another kb process is writing"
+
+
+class CachingEmbedder:
+    """An embedder that remembers the vectors of the last ``size`` queries (everything else is delegated).
+
+    A server sees the same questions again (a FAQ, a retry, a UI that searches as one types); the
+    query embedding is most of a search's time. Vectors of one model for one text never change.
+    """
+
+    def __init__(self, inner: Any, size: int = 2048) -> None:
+        self.inner = inner
+        self.size = size
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_query(self, text: str) -> list[float]:
+        """The query's vector (a copy), computed once per distinct text while it stays among the recent ones."""
+        with self._lock:
+            vector = self._cache.get(text)
+            if vector is not None:
+                self._cache.move_to_end(text)
+                self.hits += 1
+                return list(vector)
+        vector = list(self.inner.embed_query(text))
+        with self._lock:
+            self.misses += 1
+            self._cache[text] = vector
+            while len(self._cache) > self.size:
+                self._cache.popitem(last=False)
+        return list(vector)
+
+
+def share_embedder(registry: Any, name: str, cache_size: int = 2048) -> Any:
+    """A copy of ``registry`` whose embedder ``name`` is made once, shared by every KnowledgeBase, and
+    caches query vectors (``cache_size`` 0: no cache)."""
+    registration = registry.get("embedders", name)
+    made: list[Any] = []
+    lock = threading.Lock()
+
+    def factory(context: Any) -> Any:
+        with lock:
+            if not made:
+                inner = registration.factory(context)
+                made.append(CachingEmbedder(inner, cache_size) if cache_size > 0 else inner)
+            return made[0]
+
+    items = {kind: dict(entries) for kind, entries in registry.items.items()}
+    items["embedders"][name] = attrs.evolve(registration, factory=factory)
+    return attrs.evolve(registry, items=items)
+
+
+class HandlePool:
+    """``size`` KnowledgeBase handles, each lent to one thread at a time."""
+
+    def __init__(self, make: Callable[[], KnowledgeBase], size: int) -> None:
+        self._free: queue.LifoQueue[KnowledgeBase] = queue.LifoQueue()
+        self.handles = [make() for _ in range(size)]
+        for handle in self.handles:
+            self._free.put(handle)
+
+    @contextmanager
+    def borrow(self) -> Iterator[KnowledgeBase]:
+        """A handle for the duration of the block."""
+        handle = self._free.get()
+        try:
+            yield handle
+        finally:
+            self._free.put(handle)
+
+    def close(self) -> None:
+        """Close every handle."""
+        for handle in self.handles:
+            handle.close()
+
+
+class GenerationGate:
+    """One generation at a time; at most ``waiting`` callers wait for it, each for at most ``wait_s``."""
+
+    def __init__(self, waiting: int, wait_s: float) -> None:
+        self.limit = waiting
+        self.wait_s = wait_s
+        self._lock = threading.Lock()
+        self._count = threading.Lock()
+        self.waiting = 0
+        self.busy = False
+
+    def admit(self) -> None:
+        """Take a place in the queue, or raise a 503 when it is full."""
+        with self._count:
+            if self.waiting + self.busy > self.limit:  # one generating plus ``limit`` waiting
+                raise ApiError(
+                    503,
+                    f"the language model is busy and {self.waiting} question(s) are waiting",
+                    hint="retry in a moment (the server answers one question at a time)",
+                )
+            self.waiting += 1
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Wait (after :meth:`admit`) for the model; 503 after ``wait_s``."""
+        acquired = self._lock.acquire(timeout=self.wait_s)
+        with self._count:
+            self.waiting -= 1
+            if acquired:
+                self.busy = True
+        if not acquired:
+            raise ApiError(503, f"waited {self.wait_s:g} s for the language model", hint="retry later")
+        try:
+            yield
+        finally:
+            with self._count:
+                self.busy = False
+            self._lock.release()
+
+
+class KbService:
+    """The operations of the HTTP API over one knowledge base directory."""
+
+    def __init__(self, config: Config, settings: ServeSettings, registry: Any = None) -> None:
+        self.config = config
+        self.settings = settings
+        base = registry if registry is not None else KnowledgeBase(config).registry
+        self.registry = share_embedder(base, config.models.embedding.name, settings.query_cache)
+        KnowledgeBase(config, self.registry, create=True).close()  # make the store if it is new
+        self.uploads = uploads.uploads_folder(config.kb_path)
+        self.readers = HandlePool(self._handle, settings.readers)
+        self._writer = self._handle()
+        self._write_lock = threading.Lock()
+        self._asker = self._handle()
+        self.gate = GenerationGate(settings.ask_queue, settings.ask_wait_s)
+        self.started = time.time()
+        self._warm = False
+
+    def _handle(self) -> KnowledgeBase:
+        return KnowledgeBase(self.config, self.registry, create=False)
+
+    def warm(self) -> None:
+        """Load the embedder and open every reader's indexes, so the first request is as fast as the next."""
+        if self._warm:
+            return
+        for handle in self.readers.handles:
+            for name in handle.enabled_index_names():
+                handle.index(name)
+            handle.store.count_documents()
+        self.readers.handles[0].embedder().embed_query("warm up")
+        self._warm = True
+
+    def close(self) -> None:
+        """Close every handle."""
+        self.readers.close()
+        self._writer.close()
+        self._asker.close()
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def list_documents(self, prefix: str = "") -> list[Document]:
+        """Stored documents whose path starts with ``prefix``."""
+        with self.readers.borrow() as kb:
+            return kb.store.list_documents(prefix=prefix)
+
+    def search(self, query: SearchQuery) -> SearchResponse:
+        """Search the knowledge base (as `kb search`)."""
+        with self.readers.borrow() as kb:
+            return kb_core.search(kb, query)
+
+    def health(self) -> dict[str, Any]:
+        """Counts and state for ``health.v1``."""
+        with self.readers.borrow() as kb:
+            documents, chunks = kb.store.count_documents(), kb.store.count_chunks()
+        return {
+            "status": "ok",
+            "version": kb_core.__version__,
+            "documents": documents,
+            "chunks": chunks,
+            "indexes": list(self.config.indexes.enabled),
+            "backend": self.config.models.llm.backend,
+            "auth": bool(self.settings.token),
+            "generation": {"busy": self.gate.busy, "waiting": self.gate.waiting, "queue": self.gate.limit},
+            "uptime_s": round(time.time() - self.started, 1),
+        }
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def extensions(self) -> list[str]:
+        """The file extensions the installed parsers read."""
+        found: set[str] = set()
+        for registration in self.registry.items["parsers"].values():
+            found.update(e.lower() for e in registration.info.get("extensions", ()))
+        return sorted(found)
+
+    @contextmanager
+    def _writing(self) -> Iterator[KnowledgeBase]:
+        with self._write_lock:
+            try:
+                yield self._writer
+            except KbError as exc:
+                if exc.message.startswith(_FOREIGN_WRITER):
+                    raise ApiError(
+                        409, exc.message, hint="another kb command is writing; retry when it is done"
+                    ) from None
+                raise
+
+    def upload(self, files: Sequence[tuple[str, bytes]]) -> IngestReport:
+        """Write the files into the uploads folder and ingest them; a file that fails keeps what was there."""
+        names = [uploads.safe_name(name, self.extensions()) for name, _ in files]
+        if len(set(names)) != len(names):
+            raise ApiError(400, "the same file name appears twice in one upload", hint="send each file once")
+        with self._writing() as kb:
+            owners = kb.store.document_owners()
+            root = str(self.uploads.resolve()) if self.uploads.exists() else None
+            for name in names:
+                if name in owners and owners[name] != root:
+                    raise ApiError(
+                        409,
+                        f"a document {name!r} already exists, ingested from {owners[name]}",
+                        hint="upload it under another name, or delete the stored one first",
+                    )
+            written = uploads.write_files(self.uploads, list(zip(names, (data for _, data in files), strict=True)))
+            try:
+                rooted = str(self.uploads.resolve()) in kb.store.source_roots()
+                targets = [w.path for w in written] if rooted else [self.uploads]
+                report = kb_core.ingest_paths(kb, targets)
+            except BaseException:
+                uploads.undo(written)
+                raise
+            failed = {w.path for w in report.failed}
+            uploads.undo(w for w in written if w.name in failed)
+            return report
+
+    def delete(self, path: str) -> list[str]:
+        """Remove a document (or, for a path ending in '/', a folder); uploaded files are deleted too."""
+        with self._writing() as kb:
+            root = str(self.uploads.resolve())
+            owners = kb.store.document_owners()
+            clean = unicodedata.normalize("NFC", path.strip())
+            if not (clean.endswith("/") and kb.store.list_documents(prefix=clean)) and clean not in owners:
+                raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
+            removed = kb_core.remove_documents(kb, [path])
+            uploads.remove_files(self.uploads, [p for p in removed if owners.get(p) == root])
+            return removed
+
+    # -- asks ----------------------------------------------------------------------------------
+
+    def ask(self, question: str, options: AskOptions, on_token: Callable[[str], None] | None = None) -> Answer:
+        """Answer a question (after :meth:`GenerationGate.admit`): waits for its turn at the model."""
+        with self.gate.turn():
+            return kb_core.ask(self._asker, question, options, on_token=on_token)

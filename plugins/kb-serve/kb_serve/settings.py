@@ -1,0 +1,71 @@
+"""What `kb serve` is told: where to listen, who may call it, and the limits it enforces."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import attrs
+
+from kb_core import KbError
+
+#: Default bytes of one uploaded file and of one whole upload request.
+DEFAULT_MAX_FILE_BYTES = 20_000_000
+DEFAULT_MAX_UPLOAD_BYTES = 64_000_000
+
+
+class ApiError(KbError):
+    """A KbError that names its HTTP status (413 too large, 415 unsupported, 503 busy, ...)."""
+
+    def __init__(self, status: int, message: str, *, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ::1) or ``localhost``."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value <= 0:
+        raise KbError(f"{attribute.name.replace('_', '-')} must be positive (got {value})")
+
+
+@attrs.frozen
+class ServeSettings:
+    """The server's settings (command-line options of `kb serve`).
+
+    ``token``: the bearer token every request must carry (required off loopback).
+    ``readers``: knowledge-base handles kept open for searches and listings (one per concurrent search).
+    ``ask_queue``: questions allowed to wait for the language model while one is generating; one more is a 503.
+    ``ask_wait_s``: the longest a question waits for the model before a 503.
+    ``search_timeout_s``: the longest a search or listing may take before a 504.
+    ``query_cache``: query vectors kept for repeated searches and questions (0: none).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    max_file_bytes: int = attrs.field(default=DEFAULT_MAX_FILE_BYTES, validator=_positive)
+    max_upload_bytes: int = attrs.field(default=DEFAULT_MAX_UPLOAD_BYTES, validator=_positive)
+    readers: int = attrs.field(default=4, validator=_positive)
+    ask_queue: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    ask_wait_s: float = attrs.field(default=300.0, validator=_positive)
+    search_timeout_s: float = attrs.field(default=30.0, validator=_positive)
+    query_cache: int = attrs.field(default=2048, validator=attrs.validators.ge(0))
+
+    def check(self) -> None:
+        """Refuse settings that would expose the knowledge base without a token."""
+        if self.token is not None and not self.token.strip():
+            raise KbError("the bearer token is empty", hint="pass a long random --token or unset KB_SERVE_TOKEN")
+        if not is_loopback(self.host) and not self.token:
+            raise KbError(
+                f"binding {self.host} exposes the knowledge base to the network, so a bearer token is required",
+                hint="pass --token TOKEN or set KB_SERVE_TOKEN, or bind 127.0.0.1",
+            )

@@ -1,0 +1,151 @@
+"""A real uvicorn serving the kb-serve app on 127.0.0.1 (a free port, in a thread) over a copy of an ingested corpus.
+
+The knowledge base is the repository's fixture corpus, ingested once per session with the real
+default embedder and indexes, and copied for every server, so tests may change it. The language
+model is ``kb_core.testing``'s scripted one (the only fake: a real model cannot run in tests);
+it answers extractively, one word per token, from the evidence retrieval really found. A
+``.gated`` parser lets a test hold an ingest in progress.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import uvicorn
+from kb_serve import ServeSettings, create_app
+from kb_serve.command import bind
+
+from kb_core import Block, GenerateRequest, KnowledgeBase, ParsedDocument, hookimpl, ingest_paths, load_config
+
+try:  # kb_core's registry module (not public): its new home first
+    from kb_core.extend.registry import load_registry
+except ImportError:
+    from kb_core.plugins import load_registry  # type: ignore[no-redef]
+from kb_core.testing import ScriptedPlugin
+
+REPO = Path(__file__).resolve().parents[3]
+CORPUS = REPO / "fixtures" / "corpus"
+START_TIMEOUT_S = 60.0
+
+
+def extractive(request: GenerateRequest) -> list[str]:
+    """Answer with the text of evidence entry [#1], one word per token, citing [#1]."""
+    after = re.split(r"\[#1[\] ]", request.user, maxsplit=1)[1]
+    entry = re.split(r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]", after)[0]
+    words = entry.split("\n", 1)[1].split()
+    return [w if i == 0 else " " + w for i, w in enumerate(words)] + [" [#1]"]
+
+
+class GatedParser:
+    """A parser for ``.gated`` files that waits for the test to open the gate (an ingest held in progress)."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    def parse(self, text: str, path: str) -> ParsedDocument:
+        """Signal the test, wait for it, then parse the text as one paragraph."""
+        self.gate.entered.set()
+        self.gate.opened.wait(30)
+        lines = text.splitlines() or [""]
+        return ParsedDocument(title=path, blocks=(Block(text=text, start_line=1, end_line=len(lines)),))
+
+
+@attrs.define
+class Gate:
+    """The test's handle on :class:`GatedParser`."""
+
+    entered: threading.Event = attrs.field(factory=threading.Event)
+    opened: threading.Event = attrs.field(factory=threading.Event)
+
+    @hookimpl
+    def register_parsers(self, register: Callable[..., None]) -> None:
+        """Register the ``gated`` parser for ``.gated`` files."""
+        register("gated", lambda _config: GatedParser(self), extensions=(".gated",))
+
+
+@attrs.define
+class Running:
+    """A server running in a thread: its base URL, app, knowledge base folder and test hooks."""
+
+    url: str
+    kb_dir: Path
+    app: Any
+    server: uvicorn.Server
+    thread: threading.Thread
+    gate: Gate
+    llm: ScriptedPlugin
+    token: str | None = None
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An HTTP client for this server (with the bearer token when one is set)."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60.0, **kwargs)
+
+    def stop(self) -> None:
+        """Ask uvicorn to exit and wait for it."""
+        self.server.should_exit = True
+        self.thread.join(20)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No user config, no stray KB_* variables, platform dirs under a temp folder."""
+    for name in list(os.environ):
+        if name.startswith("KB_"):
+            monkeypatch.delenv(name)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+
+
+@pytest.fixture(scope="session")
+def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture corpus ingested into a knowledge base (once per session; copy it before changing it)."""
+    folder = tmp_path_factory.mktemp("corpus-kb") / "kb"
+    with KnowledgeBase(load_config(kb_dir=folder, environ={})) as kb:
+        ingest_paths(kb, [CORPUS])
+    return folder
+
+
+@pytest.fixture
+def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Running]]:
+    """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB; ``**settings`` are ServeSettings fields."""
+    running: list[Running] = []
+
+    def start(script: Any = extractive, **settings: Any) -> Running:
+        kb_dir = tmp_path / f"kb{len(running)}"
+        shutil.copytree(corpus_kb, kb_dir)
+        gate, llm = Gate(), ScriptedPlugin(script)
+        registry = load_registry(extra_plugins=[("scripted-llm", llm), ("gated-parser", gate)])
+        config = load_config(kb_dir=kb_dir, overrides={"models.llm.backend": "scripted"}, environ={})
+        app = create_app(config, ServeSettings(**settings), registry)
+        sock = bind("127.0.0.1", 0)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        handle = Running(
+            f"http://127.0.0.1:{sock.getsockname()[1]}", kb_dir, app, server, thread, gate, llm, settings.get("token")
+        )
+        running.append(handle)
+        thread.join(0.05)
+        deadline = threading.Event()
+        for _ in range(int(START_TIMEOUT_S / 0.05)):
+            if server.started or not thread.is_alive():
+                break
+            deadline.wait(0.05)
+        assert server.started, "uvicorn did not start"
+        return handle
+
+    yield start
+    for handle in running:
+        handle.gate.opened.set()
+        handle.stop()

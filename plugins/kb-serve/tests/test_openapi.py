@@ -1,0 +1,53 @@
+"""``GET /openapi.json`` describes every route, and its schemas are the ones the responses follow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jsonschema
+
+ROUTES = {
+    ("/health", "get"),
+    ("/documents", "get"),
+    ("/documents", "post"),
+    ("/documents/{path}", "delete"),
+    ("/search", "get"),
+    ("/ask", "post"),
+    ("/ask/stream", "post"),
+}
+
+
+def refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                yield value
+            else:
+                yield from refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from refs(item)
+
+
+def test_the_openapi_document_describes_every_route_and_its_schemas_hold(start_server: Callable[..., Any]) -> None:
+    server = start_server()
+    with server.client() as http:
+        doc = http.get("/openapi.json").json()
+        assert doc["openapi"] == "3.1.0"
+        described = {(path, method) for path, methods in doc["paths"].items() for method in methods}
+        assert described == ROUTES
+        schemas = doc["components"]["schemas"]
+        for ref in set(refs(doc["paths"])):
+            assert ref.startswith("#/components/schemas/") and ref.rsplit("/", 1)[1] in schemas, ref
+        for name, schema in schemas.items():
+            jsonschema.Draft202012Validator.check_schema(schema)
+            assert name
+
+        jsonschema.validate(http.get("/health").json(), schemas["health.v1"])
+        jsonschema.validate(http.get("/search", params={"q": "wind"}).json(), schemas["search_response.v1"])
+        jsonschema.validate(http.get("/documents").json(), schemas["document_list.v1"])
+        jsonschema.validate(http.get("/search").json(), schemas["error"])
+        body = {"question": "When does Heliograph stow the panels?", "k": 4}
+        jsonschema.validate(body, schemas["ask_request"])
+        jsonschema.validate(http.post("/ask", json=body).json(), schemas["answer.v1"])

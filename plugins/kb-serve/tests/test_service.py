@@ -1,0 +1,61 @@
+"""The service's parts on their own: the query-vector cache and the generation gate."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from kb_serve.service import CachingEmbedder, GenerationGate
+from kb_serve.settings import ApiError
+
+
+class Counting:
+    """An embedder stand-in that counts the queries it embeds."""
+
+    dimensions = 3
+    model_ref = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls += 1
+        return [float(len(text)), 1.0, 0.0]
+
+
+def test_repeated_queries_are_embedded_once_and_the_oldest_are_forgotten() -> None:
+    inner = Counting()
+    cached = CachingEmbedder(inner, size=2)
+    first = cached.embed_query("wind")
+    first.append(99.0)  # a caller changing its copy changes nothing cached
+    assert cached.embed_query("wind") == [4.0, 1.0, 0.0] and inner.calls == 1
+    cached.embed_query("a")
+    cached.embed_query("bb")  # "wind" is now the least recent of three: forgotten
+    cached.embed_query("wind")
+    assert inner.calls == 4 and (cached.hits, cached.misses) == (1, 4)
+    assert cached.dimensions == 3 and cached.model_ref == "counting"  # the rest is the inner embedder's
+
+
+def test_the_gate_lets_one_through_queues_the_limit_and_refuses_the_rest() -> None:
+    gate = GenerationGate(waiting=1, wait_s=5)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with gate.turn():
+            inside.set()
+            release.wait(5)
+
+    gate.admit()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(5) and gate.busy
+    gate.admit()  # one may wait
+    with pytest.raises(ApiError) as refused:
+        gate.admit()
+    assert refused.value.status == 503
+    release.set()
+    holder.join(5)
+    assert gate.waiting == 1 and not gate.busy  # the admitted one has not taken its turn yet
+    with gate.turn():
+        assert gate.busy and gate.waiting == 0
+    assert not gate.busy
