@@ -60,6 +60,7 @@ from kb_core.extend.hookspecs import (
     RegisterParser,
     hookimpl,
 )
+from kb_core.extend.registry import PluginError, Registry, load_registry
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
@@ -122,6 +123,7 @@ __all__ = [
     "NotFoundError",
     "ParsedDocument",
     "Parser",
+    "PluginError",
     "Problem",
     "Progress",
     "RegisterCommand",
@@ -129,6 +131,7 @@ __all__ = [
     "RegisterIndex",
     "RegisterLanguageModel",
     "RegisterParser",
+    "Registry",
     "Retriever",
     "SearchMode",
     "SearchQuery",
@@ -152,6 +155,7 @@ __all__ = [
     "inspect_target",
     "json_option",
     "load_config",
+    "load_registry",
     "modeled_scripts",
     "open_kb",
     "pass_session",

@@ -42,11 +42,7 @@ GOLDEN = REPO / "fixtures" / "golden" / "answers.jsonl"
 
 SERVE_SCRIPTED = """
 import sys, uvicorn
-from kb_core import load_config
-try:
-    from kb_core.extend.registry import load_registry
-except ImportError:
-    from kb_core.plugins import load_registry
+from kb_core import load_config, load_registry
 from kb_core.testing import ScriptedPlugin
 from kb_serve import ServeSettings, create_app
 

@@ -9,6 +9,7 @@ event (``{"text": ...}``); one final ``answer`` event carries the ``answer.v1`` 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -87,10 +88,8 @@ async def ask_response(service: KbService, question: str, options: AskOptions, s
     pieces: asyncio.Queue[object] = asyncio.Queue()
 
     def put(item: object) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the server shut down while the model was still writing
             loop.call_soon_threadsafe(pieces.put_nowait, item)
-        except RuntimeError:  # the server shut down while the model was still writing
-            pass
 
     def work() -> None:
         try:

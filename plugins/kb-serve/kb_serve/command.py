@@ -68,7 +68,8 @@ def serve(session: Session, settings: ServeSettings, as_json: bool, log_level: s
             "serve.v1",
             info,
             lambda: click.echo(
-                f"kb serve: listening on {info['url']} ({'bearer token required' if settings.token else 'loopback, no token'});"
+                f"kb serve: listening on {info['url']}"
+                f" ({'bearer token required' if settings.token else 'loopback, no token'});"
                 f" knowledge base {info['kb_dir']}; Ctrl-C stops"
             ),
         )

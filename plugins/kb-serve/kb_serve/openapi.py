@@ -179,7 +179,7 @@ def document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {
-            "title": "kb",
+            "title": "kb-core>=0.2,<0.3",
             "version": kb_core.__version__,
             "description": "A local knowledge base: upload, search, and ask questions answered with citations.",
         },

@@ -31,16 +31,13 @@ from kb_core import (
     Config,
     Document,
     IngestReport,
-    KbError,
     KnowledgeBase,
     SearchQuery,
     SearchResponse,
+    WriterBusyError,
 )
 from kb_serve import uploads
 from kb_serve.settings import ApiError, ServeSettings
-
-#: What kb's writer lock says when another process (a `kb ingest`) is writing.
-_FOREIGN_WRITER = "another kb process is writing"
 
 
 class CachingEmbedder:
@@ -241,12 +238,8 @@ class KbService:
         with self._write_lock:
             try:
                 yield self._writer
-            except KbError as exc:
-                if exc.message.startswith(_FOREIGN_WRITER):
-                    raise ApiError(
-                        409, exc.message, hint="another kb command is writing; retry when it is done"
-                    ) from None
-                raise
+            except WriterBusyError as exc:
+                raise ApiError(409, exc.message, hint="another kb command is writing; retry when it is done") from None
 
     def upload(self, files: Sequence[tuple[str, bytes]]) -> IngestReport:
         """Write the files into the uploads folder and ingest them; a file that fails keeps what was there."""

@@ -21,16 +21,20 @@ import attrs
 import httpx
 import pytest
 import uvicorn
+
+from kb_core import (
+    Block,
+    GenerateRequest,
+    KnowledgeBase,
+    ParsedDocument,
+    hookimpl,
+    ingest_paths,
+    load_config,
+    load_registry,
+)
+from kb_core.testing import ScriptedPlugin
 from kb_serve import ServeSettings, create_app
 from kb_serve.command import bind
-
-from kb_core import Block, GenerateRequest, KnowledgeBase, ParsedDocument, hookimpl, ingest_paths, load_config
-
-try:  # kb_core's registry module (not public): its new home first
-    from kb_core.extend.registry import load_registry
-except ImportError:
-    from kb_core.plugins import load_registry  # type: ignore[no-redef]
-from kb_core.testing import ScriptedPlugin
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "fixtures" / "corpus"
@@ -118,7 +122,7 @@ def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Running]]:
-    """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB; ``**settings`` are ServeSettings fields."""
+    """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB (``**settings``: ServeSettings)."""
     running: list[Running] = []
 
     def start(script: Any = extractive, **settings: Any) -> Running:

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonschema
-from kb_serve.client import iter_sse, parse_sse
-from kb_serve.openapi import kb_schema, own_schema
 
 from kb_core import GenerateRequest
+from kb_serve.client import iter_sse, parse_sse
+from kb_serve.openapi import kb_schema, own_schema
 
 QUESTION = "At what wind speed does Heliograph move the panels to the stow angle?"
 

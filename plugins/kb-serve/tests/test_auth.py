@@ -15,12 +15,12 @@ import httpx
 import jsonschema
 import pytest
 from click.testing import CliRunner
+
+from kb_core import KbError, Session
 from kb_serve.client import parse_sse
 from kb_serve.command import serve_command
 from kb_serve.openapi import own_schema
 from kb_serve.settings import ServeSettings, is_loopback
-
-from kb_core import KbError, Session
 
 TOKEN = "correct-horse-battery-staple"
 

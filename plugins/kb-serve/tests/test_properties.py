@@ -9,12 +9,12 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from kb_core import AskOptions
 from kb_serve.asking import ask_options, sse
 from kb_serve.client import parse_sse
 from kb_serve.settings import ApiError
 from kb_serve.uploads import safe_name
-
-from kb_core import AskOptions
 
 EXTENSIONS = (".md", ".txt", ".html")
 name_parts = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(

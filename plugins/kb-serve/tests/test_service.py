@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from kb_serve.service import CachingEmbedder, GenerationGate
 from kb_serve.settings import ApiError
 
