@@ -137,7 +137,7 @@ def test_the_same_answer_in_chinese_is_supported() -> None:
 
 # -- with the real embedded default model (slow) ----------------------------------------------------
 
-#: The questions the slow tests ask (61 s on 2 cores with 12 of them; the whole set, about 2.5 min,
+#: The questions the slow tests ask (80 s on 2 shared cores, ingest included; the whole set, about 2.5 min,
 #: is ``python bench/cjk_answers.py``): per language four answerable, among them ones whose answer
 #: passage lexical search ranks below the three that get packed, and two or three unanswerable.
 SMOKE = (
