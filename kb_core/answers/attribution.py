@@ -29,6 +29,11 @@ CLAIM_SUPPORT = 0.6
 
 _WORD = regex.compile(r"[0-9]+(?:[.,][0-9]+)*|\p{L}[\p{L}\p{M}]*")
 _CJK = regex.compile(r"[\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]")
+#: A word split where its script changes: "5.87km로" is "km" and "로", not one token that loses "km".
+_SCRIPT_RUN = regex.compile(r"[\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]+|[^\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]+")
+#: Bigrams of Korean sentence endings (polite and formal styles): how an answer is phrased, not what it
+#: claims. Passages are mostly in plain style (이다, 했다), answers often polite (입니다, 있습니다).
+KOREAN_ENDINGS = frozenset("입니 니다 습니 합니 됩니 있습 었습 였습 겠습 세요 니까 어요 아요 해요 예요 에요".split())
 #: Words that carry no claim: function words, the filler models wrap answers in, and verdict words.
 FILLER = frozenset(
     (
@@ -80,10 +85,11 @@ def split_sentences(text: str) -> list[str]:
 def content_units(text: str) -> set[str]:
     """The claim-bearing units of ``text``: numbers, stemmed words (not filler), CJK character bigrams."""
     units: set[str] = set()
-    for token in _WORD.findall(MARKER_PATTERN.sub(" ", text.casefold())):
+    words = _WORD.findall(MARKER_PATTERN.sub(" ", text.casefold()))
+    for token in (run for word in words for run in _SCRIPT_RUN.findall(word)):
         if _CJK.search(token):
-            chars = "".join(_CJK.findall(token))
-            units.update(chars[i : i + 2] for i in range(max(1, len(chars) - 1)))
+            bigrams = {token[i : i + 2] for i in range(max(1, len(token) - 1))}
+            units.update(bigrams - KOREAN_ENDINGS)
         elif token[0].isdigit():
             units.add(token.rstrip(".,").replace(",", ""))
         elif len(token) > 1 and token not in FILLER:
