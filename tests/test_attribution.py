@@ -155,3 +155,28 @@ def test_attribution_never_raises_and_support_is_a_share(answer: str, question: 
         assert set(sentence.supported_by) <= set(range(1, len(evidence) + 1))
     for sentence in attribute(answer, question, {1: answer}):
         assert sentence.supported
+
+
+def test_a_number_shared_with_the_question_must_be_in_the_supporting_passage() -> None:
+    question = "When did line 2 of the metro open?"
+    passages = {1: "Line 1 of the metro opened on 12 March 1987.", 2: "The metro's line 2 opened in 1991."}
+    copied, right = (
+        attribute("Line 2 of the metro opened on 12 March 1987 [#1].", question, passages),
+        attribute("Line 2 opened in 1991 [#2].", question, passages),
+    )
+    assert copied[0].supported_by == ()  # the sibling about line 1 does not support a claim about line 2
+    assert right[0].supported_by == (2,)
+
+
+def test_the_named_number_may_be_in_the_passage_headings_or_path() -> None:
+    sources = [CitableSource(1, "metro/line-2.md", ("Line 2", "History"))]
+    supports = attribute(
+        "It opened in 1991 on line 2 [#1].", "When did line 2 open?", {1: "It opened in 1991."}, sources
+    )
+    assert supports[0].supported_by == (1,)
+
+
+def test_korean_units_glued_to_particles_and_polite_endings() -> None:
+    passage = {1: "솔뫼산성의 둘레는 5.87km로 가장 크다. 별섬의 면적은 7.9㎢이고 약 640명이 산다."}
+    assert attribute("5.87km [#1].", "솔뫼산성의 둘레는 몇 km인가요?", passage)[0].supported_by == (1,)
+    assert attribute("별섬의 면적은 7.9㎢입니다 [#1].", "별섬의 면적은 얼마인가요?", passage)[0].supported_by == (1,)

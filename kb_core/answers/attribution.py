@@ -28,9 +28,10 @@ from kb_core.types import SentenceSupport
 CLAIM_SUPPORT = 0.6
 
 _WORD = regex.compile(r"[0-9]+(?:[.,][0-9]+)*|\p{L}[\p{L}\p{M}]*")
-_CJK = regex.compile(r"[\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]")
+_CJK_LETTERS = r"\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}"
+_CJK = regex.compile(f"[{_CJK_LETTERS}]")
 #: A word split where its script changes: "5.87km로" is "km" and "로", not one token that loses "km".
-_SCRIPT_RUN = regex.compile(r"[\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]+|[^\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]+")
+_SCRIPT_RUN = regex.compile(f"[{_CJK_LETTERS}]+|[^{_CJK_LETTERS}]+")
 #: Bigrams of Korean sentence endings (polite and formal styles): how an answer is phrased, not what it
 #: claims. Passages are mostly in plain style (이다, 했다), answers often polite (입니다, 있습니다).
 KOREAN_ENDINGS = frozenset("입니 니다 습니 합니 됩니 있습 었습 였습 겠습 세요 니까 어요 아요 해요 예요 에요".split())
@@ -120,6 +121,14 @@ def _without_sources(sentence: str, names: Sequence[str]) -> str:
     return sentence
 
 
+def _holds(
+    named: set[str], markers: Sequence[int], units: Mapping[int, set[str]], context: Mapping[int, set[str]]
+) -> bool:
+    """Whether the passages of ``markers``, with their headings and paths, hold every number in ``named``."""
+    held: set[str] = set().union(*(units[m] | context.get(m, set()) for m in markers))
+    return named <= held
+
+
 def attribute(
     answer: str,
     question: str,
@@ -132,16 +141,23 @@ def attribute(
 
     Markers the model cited that were not packed are ignored here (the pipeline refuses them).
     For a ``yes_no`` question a sentence that restates it is the claim the verdict rests on, so
-    the question's own words count as content that needs support.
+    the question's own words count as content that needs support. A number the claim shares
+    with the question names what the claim is about ("line 2", "version 2.3.0"): the supporting
+    passage, its headings or its document's path must hold it too, so an answer copied from a
+    sibling passage about "line 1" is not supported.
     """
     asked = set() if yes_no else content_units(question)
     units = {marker: content_units(text) for marker, text in passages.items()}
+    context = {s.marker: content_units(" ".join((s.doc_path, *s.heading_path))) for s in sources}
     names = _source_names(sources)
     checked: list[SentenceSupport] = []
     for sentence in split_sentences(answer):
         cited = tuple(m for m in dict.fromkeys(find_markers(sentence)) if m in passages)
         plain = _without_sources(_BRACKETED_NUMBERS.sub(" ", sentence), names)
-        new = content_units(plain) - asked
+        claimed = content_units(plain)
+        new = claimed - asked
+        named = {u for u in claimed & asked if u[0].isdigit()}  # the numbers that say which thing it is about
+
         if not new:
             kind = (
                 "about_sources"
@@ -153,12 +169,12 @@ def attribute(
         if cited:
             together = set().union(*(units[m] for m in cited))
             share = share_supported(new, together)
-            if share >= CLAIM_SUPPORT:
+            if share >= CLAIM_SUPPORT and _holds(named, cited, units, context):
                 checked.append(SentenceSupport(sentence, "claim", cited, cited, round(share, 3), False))
                 continue
         best, best_share = None, 0.0
         for marker, passage in units.items():
-            share = share_supported(new, passage)
+            share = share_supported(new, passage) if _holds(named, (marker,), units, context) else 0.0
             if share > best_share:
                 best, best_share = marker, share
         if best is not None and best_share >= CLAIM_SUPPORT:
