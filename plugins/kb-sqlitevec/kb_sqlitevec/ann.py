@@ -137,6 +137,7 @@ class AnnFiles:
         """Bring the graph to ``generation``: patch the previous one, or rebuild it from ``scan``."""
         from usearch.index import Index
 
+        self._view = None
         previous = self.path(tag, changes.base)
         target = self.path(tag, generation)
         index: Any = None

@@ -337,11 +337,9 @@ class SqliteVecIndex:
         self.ann.update(key.table, changes, generation, key.dimensions, scan)
 
     def rebuild_graph(self) -> None:
-        """Build the ANN graph for the current generation from the stored vectors."""
-        base = self.generation()
-        changes = Changes(base)
-        changes.clear()
-        self._update_graph(changes, base)
+        """Build the ANN graph afresh from the stored vectors, under a new generation."""
+        self._track().cleared = True
+        self.commit()
 
     def _graph(self, key: ModelKey, count: int) -> Any | None:
         """The graph to search, or None: small index, no graph for this generation, or one out of step."""
