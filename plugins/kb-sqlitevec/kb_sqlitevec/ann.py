@@ -32,6 +32,21 @@ SUBSET_LIMIT = 20_000  # a filter matching at most this many chunks is ranked ex
 Scan = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
 
+def usearch_index() -> Any:
+    """usearch's ``Index`` class, imported after onnxruntime when that is installed.
+
+    usearch 2.26.3 and later crash the interpreter (segmentation fault) when onnxruntime is imported
+    after them; in the other order both work. kb's embedders use onnxruntime, so it goes first.
+    """
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:  # pragma: no cover - an embedder without onnxruntime
+        pass
+    from usearch.index import Index
+
+    return Index
+
+
 @attrs.frozen
 class AnnOptions:
     """``[backends.sqlitevec]`` options (see the README, "Large indexes")."""
@@ -107,15 +122,13 @@ class AnnFiles:
 
     def view(self, tag: str, generation: int) -> Any | None:
         """The graph for ``generation``, memory-mapped read-only (None when there is none)."""
-        from usearch.index import Index
-
         path = self.path(tag, generation)
         if self._view is not None and self._view[0] == path:
             return self._view[1]
         if not path.exists():
             return None
         try:
-            index = Index.restore(str(path), view=True)
+            index = usearch_index().restore(str(path), view=True)
         except (OSError, RuntimeError, ValueError):
             return None  # a torn or foreign file: search exactly, check() reports it
         if index is None:
@@ -135,14 +148,12 @@ class AnnFiles:
 
     def update(self, tag: str, changes: Changes, generation: int, ndim: int, scan: Scan) -> None:
         """Bring the graph to ``generation``: patch the previous one, or rebuild it from ``scan``."""
-        from usearch.index import Index
-
         self._view = None
         previous = self.path(tag, changes.base)
         target = self.path(tag, generation)
         index: Any = None
         if not changes.cleared and previous.exists():
-            index = Index.restore(str(previous), view=False)
+            index = usearch_index().restore(str(previous), view=False)
             if index is not None:
                 stale = [i for i in [*changes.removed, *changes.added] if index.contains(i)]
                 if stale:
@@ -159,9 +170,7 @@ class AnnFiles:
 
     def new_index(self, ndim: int) -> Any:
         """An empty float32 cosine HNSW graph with the configured links per node."""
-        from usearch.index import Index
-
-        return Index(
+        return usearch_index()(
             ndim=ndim,
             metric="cos",
             dtype="f32",

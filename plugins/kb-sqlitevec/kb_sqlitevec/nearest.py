@@ -29,12 +29,15 @@ Pairs = list[tuple[int, float]]
 def filter_sql(query: SearchQuery) -> tuple[str, list[Any]]:
     """A ``SELECT c.id`` of the chunks that pass the query's filters ("" when it has none).
 
-    Globs and metadata are matched once per document, not once per chunk.
+    Globs and metadata are matched once per document, not once per chunk. A glob without ``[``
+    means the same to SQLite's case-sensitive ``GLOB`` as to :func:`fnmatch.fnmatchcase` (``*`` and
+    ``?`` match any characters, ``/`` included), and ``GLOB`` can use the documents' key; sets
+    (``[!a-c]``) go through Python's fnmatch.
     """
     conditions: list[str] = []
     params: list[Any] = []
     if query.path_glob:
-        conditions.append("kb_glob(d.path, ?)")
+        conditions.append("kb_glob(d.path, ?)" if "[" in query.path_glob else "d.path GLOB ?")
         params.append(query.path_glob)
     if query.metadata:
         conditions.append("kb_meta(d.metadata_json, ?)")
@@ -75,14 +78,19 @@ def plan_and_search(
     where, params = filter_sql(query)
     if not where:
         return "ann", ann_search(graph, vector, k, options.expansion)[:k]
-    allowed = {int(r[0]) for r in conn.execute(where, params)}
-    if not allowed:
+    matching = int(conn.execute(where.replace("SELECT c.id", "SELECT count(*)", 1), params).fetchone()[0])
+    if not matching:
         return "ann-filtered", []
-    wanted = k * options.oversample * -(-count // len(allowed))
+    wanted = k * options.oversample * -(-count // matching)
     if wanted <= MAX_CANDIDATES:
-        found = [(i, d) for i, d in ann_search(graph, vector, min(wanted, count), options.expansion) if i in allowed]
-        if len(found) >= min(k, len(allowed)):
+        candidates = ann_search(graph, vector, min(wanted, count), options.expansion)
+        marks = ",".join("?" * len(candidates))
+        kept = {
+            int(r[0]) for r in conn.execute(f"{where} AND c.id IN ({marks})", [*params, *(i for i, _ in candidates)])
+        }
+        found = [(i, d) for i, d in candidates if i in kept]
+        if len(found) >= min(k, matching):
             return "ann-filtered", found[:k]
-    if len(allowed) <= SUBSET_LIMIT:
-        return "subset", subset_search(graph, vector, sorted(allowed), k)
+    if matching <= SUBSET_LIMIT:
+        return "subset", subset_search(graph, vector, sorted(int(r[0]) for r in conn.execute(where, params)), k)
     return "exact", exact(conn, table, query, vector, k)

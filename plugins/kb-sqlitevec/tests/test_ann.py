@@ -151,7 +151,6 @@ def test_filtered_search_returns_only_matching_chunks_and_the_nearest(
 def test_upserts_and_deletes_keep_the_graph_in_step(
     built: SqliteVecIndex, store: StoreOfRecord, vectors: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    data, queries = vectors
     before = [h.chunk_id for h in built.search(SearchQuery("q:5", k=10))]
     built.upsert(make_chunks(store, 50))  # a replayed batch: same chunks again
     built.commit()
@@ -201,7 +200,7 @@ def test_an_old_layout_index_is_exact_until_rebuilt(
 def test_a_graph_out_of_step_with_the_database_is_never_used(
     built: SqliteVecIndex, vectors: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    data, queries = vectors
+    queries = vectors[1]
     table = built.indexed_model().table  # type: ignore[union-attr]
     extra = np.asarray(queries[7], dtype=np.float32)  # written as an older plugin would: no generation bump
     built.conn.execute("BEGIN")
@@ -243,3 +242,14 @@ def test_options_come_from_the_backends_table(tmp_path: Path, vectors: tuple[np.
     for bad in (0, -1, "4", 2.5, True):
         with pytest.raises(KbError, match="positive whole number"):
             AnnOptions.from_config({"oversample": bad})
+
+
+@pytest.mark.slow
+def test_the_graph_library_and_the_embedder_runtime_load_in_either_order() -> None:
+    """usearch 2.26.3+ segfaults when onnxruntime is imported after it; the plugin imports them safely."""
+    import subprocess
+    import sys
+
+    code = "from kb_sqlitevec.ann import usearch_index; usearch_index(); import onnxruntime; print('ok')"
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
