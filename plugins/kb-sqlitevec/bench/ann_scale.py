@@ -15,7 +15,11 @@ excluded since it is a table look-up here):
 - ``binary``: sqlite-vec ``bit[384]`` hamming scan for ``k * oversample`` candidates, rescored with
   exact cosine from a float table (raw SQL here, not a plugin path: measured to choose);
 - ``hnsw``: the plugin's HNSW graph (usearch, float32, ``expansion`` = ef);
-- ``hnsw+glob``: the graph with ``path_glob="d3/*"`` (recall against the exact filtered search).
+- ``hnsw+glob``: the graph with ``path_glob="d3/*"`` (recall against the exact filtered search);
+- ``hnsw k=50``: what hybrid search asks the vector index for (recall@50);
+- with ``--hybrid``: ``lexical k=50`` (kb-tantivy over synthetic Zipf words, 4-word queries taken
+  from each query's source chunk) and ``hybrid`` (both retrievers for 50 hits, then kb's fusion:
+  what ``kb search`` does, less the query embedding and the store of record's snippet fill).
 
 Recall@10 is against exact float32 search with numpy. The build time is the whole upsert path
 (chunk rows, embedding cache, vec0 table) plus the graph build at commit.
@@ -58,12 +62,18 @@ def clustered(n: int, seed: int = 0, dims: int = DIMS) -> np.ndarray:
     return out
 
 
-def near_queries(data: np.ndarray, count: int, seed: int = 1) -> np.ndarray:
-    """Queries near random data points."""
+def near_queries(data: np.ndarray, count: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Queries near random data points, and the rows they were drawn from."""
     rng = np.random.default_rng(seed)
-    picked = data[rng.integers(0, len(data), count)]
-    moved = picked + rng.normal(scale=0.03, size=picked.shape)
-    return (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
+    sources = rng.integers(0, len(data), count)
+    moved = data[sources] + rng.normal(scale=0.03, size=(count, data.shape[1]))
+    return (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32), sources
+
+
+def words_of(i: int, vocabulary: int = 30_000, length: int = 60) -> list[str]:
+    """Chunk i's synthetic text for the lexical index: Zipf-distributed pseudo-words."""
+    rng = np.random.default_rng(10_000_019 + i)
+    return [f"w{min(vocabulary, int(z))}x" for z in rng.zipf(1.3, length)]
 
 
 class TableEmbedder:
@@ -97,6 +107,40 @@ class NoStore:
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         return {}
+
+    def index_state(self, name: str) -> tuple[int, str]:
+        return 0, ""
+
+
+def build_lexical(directory: Path, n: int) -> tuple[Any, float]:
+    """kb-tantivy over the same chunk ids and paths, with synthetic words as text; seconds taken."""
+    from kb_tantivy.index import TantivyIndex
+
+    from kb_core.config import Config
+    from kb_core.contracts import IndexContext
+
+    lexical = TantivyIndex(IndexContext("tantivy", directory, Config(), NoStore()))  # type: ignore[arg-type]
+    start = time.perf_counter()
+    for first in range(0, n, 20_000):
+        stop = min(n, first + 20_000)
+        lexical.upsert(
+            [Chunk(f"c{i}", doc_path(i), 0, " ".join(words_of(i)), f"h{i}", 1, 1) for i in range(first, stop)]
+        )
+        lexical.commit()
+    return lexical, time.perf_counter() - start
+
+
+def hybrid_search(lexical: Any, vector: SqliteVecIndex, j: int, text: str, k: int) -> set[str]:
+    """What ``kb search`` does in hybrid mode: both retrievers for max(k, fanout=50), then fusion."""
+    from kb_core.search import fuse, fusion_weights
+
+    fetch = max(k, 50)
+    results = [
+        ("tantivy", lexical.search(SearchQuery(text, k=fetch))),
+        ("sqlitevec", vector.search(SearchQuery(f"q:{j}", k=fetch))),
+    ]
+    fused = fuse(results, 60, fusion_weights(results), {"tantivy": 0.15, "sqlitevec": 0.35}, 0.3)
+    return {hit.chunk_id for hit, _ in fused[:k]}
 
 
 def doc_path(i: int) -> str:
@@ -164,14 +208,14 @@ def measure(run: Any, queries: int) -> tuple[float, float, float]:
         start = time.perf_counter()
         found, truth = run(j)
         times.append(time.perf_counter() - start)
-        recalls.append(len(found & truth) / max(1, len(truth)))
+        recalls.append(len(found & truth) / len(truth) if truth else float("nan"))
     p50, p95 = np.percentile(times, [50, 95]) * 1000
     return float(p50), float(p95), float(np.mean(recalls))
 
 
 def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     data = clustered(n)
-    queries = near_queries(data, args.queries)
+    queries, sources = near_queries(data, args.queries)
     embedder = TableEmbedder(data, queries)
     options = AnnOptions(expansion=args.expansion, oversample=args.oversample, exact_threshold=min(n, 20_000))
     index, seconds = build(work / f"n{n}", embedder, options)
@@ -184,8 +228,11 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     graph = "" if index._graph(index.indexed_model(), n) is None else "graph"  # type: ignore[arg-type]
     print(f"n={n}: built in {seconds:.1f} s ({n / seconds:.0f} chunks/s) {graph}")
 
-    def hits(ix: SqliteVecIndex, j: int, glob: str | None = None) -> set[str]:
+    def hits(ix: SqliteVecIndex, j: int, glob: str | None = None, k: int = k) -> set[str]:
         return {h.chunk_id for h in ix.search(SearchQuery(f"q:{j}", k=k, path_glob=glob))}
+
+    def lexical_ids(lexical: Any, text: str) -> set[str]:
+        return {h.chunk_id for h in lexical.search(SearchQuery(text, k=50))}
 
     few = max(10, args.queries // (5 if n >= 500_000 else 1))
     rows = [("hnsw", measure(lambda j: (hits(index, j), truths[j]), args.queries), index.last_plan)]
@@ -194,6 +241,16 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     )
     rows.append(("brute", measure(lambda j: (hits(brute, j), truths[j]), few), brute.last_plan))
     rows.append(("brute+glob", measure(lambda j: (hits(brute, j, "d3/*"), glob_truths[j]), few), brute.last_plan))
+    truths50 = [exact_top(data, queries[j], 50) for j in range(args.queries)]
+    rows.append(("hnsw k=50", measure(lambda j: (hits(index, j, k=50), truths50[j]), args.queries), index.last_plan))
+    if args.hybrid:
+        lexical, lexical_seconds = build_lexical(work / f"t{n}", n)
+        print(f"n={n}: lexical index built in {lexical_seconds:.1f} s")
+        texts = [" ".join(words_of(int(s))[:4]) for s in sources]
+        rows.append(("lexical k=50", measure(lambda j: (lexical_ids(lexical, texts[j]), set()), args.queries), "bm25"))
+        rows.append(
+            ("hybrid", measure(lambda j: (hybrid_search(lexical, index, j, texts[j], k), set()), args.queries), "fused")
+        )
     if not args.no_binary:
         add_binary(index)
         over = args.binary_oversample
@@ -202,6 +259,10 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
         )
     for name, (p50, p95, recall), plan in rows:
         print(f"| {n:>9,} | {name:<11} | {p50:8.2f} | {p95:8.2f} | {recall:.3f} | {plan} |", flush=True)
+    start = time.perf_counter()
+    index.upsert([Chunk(f"x{i}", "extra/doc.md", i, f"v:{i}", f"x{i}", 1, 1) for i in range(10)])
+    index.commit()
+    print(f"n={n}: one 10-chunk document upserted and committed (graph patched) in {time.perf_counter() - start:.2f} s")
     brute.close()
     index.close()
 
@@ -213,6 +274,7 @@ def main() -> None:
     parser.add_argument("--expansion", type=int, default=AnnOptions().expansion)
     parser.add_argument("--oversample", type=int, default=AnnOptions().oversample)
     parser.add_argument("--binary-oversample", type=int, default=40)
+    parser.add_argument("--hybrid", action="store_true", help="also build kb-tantivy and time hybrid search")
     parser.add_argument("--no-binary", action="store_true", help="skip the sqlite-vec binary comparison")
     parser.add_argument("--dir", help="work folder (default: a temporary one, removed after)")
     args = parser.parse_args()
