@@ -87,12 +87,16 @@ class Changes:
     removed: set[int] = attrs.field(factory=set)
 
     def add(self, ids: Iterable[int], vectors: np.ndarray) -> None:
-        """Record inserted vectors."""
+        """Record inserted vectors (not after a clear: the graph is then rebuilt from the table)."""
+        if self.cleared:
+            return
         for i, vector in zip(ids, vectors):
             self.added[int(i)] = vector
 
     def remove(self, ids: Iterable[int]) -> None:
         """Record deleted vectors."""
+        if self.cleared:
+            return
         for i in ids:
             if self.added.pop(int(i), None) is None:
                 self.removed.add(int(i))
