@@ -6,6 +6,7 @@ looks them up by text, so recall is measured against exact search with numpy.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -146,6 +147,32 @@ def test_filtered_search_returns_only_matching_chunks_and_the_nearest(
     gold_ids = [i for i in range(N) if (i // PER_DOC) % 7 == 0]
     assert {h.chunk_id for h in gold} == set(exact_ids(data, queries[2], 10, gold_ids))
     assert built.search(SearchQuery("q:3", k=10, path_glob="nowhere/*")) == []
+
+
+def test_selective_filters_beyond_the_subset_limit_scan_exactly(
+    built: SqliteVecIndex, vectors: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kb_sqlitevec import nearest
+
+    data, queries = vectors
+    monkeypatch.setattr(nearest, "SUBSET_LIMIT", 5)
+    hits = built.search(SearchQuery("q:4", k=10, path_glob="d4/doc14.md"))
+    assert built.last_plan == "exact"
+    assert [h.chunk_id for h in hits] == exact_ids(data, queries[4], 10, range(140, 150))
+
+
+def test_globs_with_character_sets_filter_like_fnmatch(
+    built: SqliteVecIndex, vectors: tuple[np.ndarray, np.ndarray]
+) -> None:
+    data, queries = vectors
+    for glob, wanted in (("d[34]/*", {"d3", "d4"}), ("d[!0-8]/*", {"d9"}), ("d?/doc1?.md", None)):
+        hits = built.search(SearchQuery("q:6", k=10, path_glob=glob))
+        assert len(hits) == 10
+        assert all(fnmatch.fnmatchcase(h.doc_path, glob) for h in hits)
+        if wanted is not None:
+            assert {h.doc_path.split("/")[0] for h in hits} <= wanted
+        allowed = [i for i in range(N) if fnmatch.fnmatchcase(doc_of(i), glob)]
+        assert len({h.chunk_id for h in hits} & set(exact_ids(data, queries[6], 10, allowed))) >= 9
 
 
 def test_upserts_and_deletes_keep_the_graph_in_step(
