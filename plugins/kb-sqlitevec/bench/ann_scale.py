@@ -119,8 +119,11 @@ def build_lexical(directory: Path, n: int) -> tuple[Any, float]:
     from kb_core.config import Config
     from kb_core.contracts import IndexContext
 
+    kept = directory.exists()
     lexical = TantivyIndex(IndexContext("tantivy", directory, Config(), NoStore()))  # type: ignore[arg-type]
     start = time.perf_counter()
+    if kept:  # kept from an earlier run (--keep)
+        return lexical, 0.0
     for first in range(0, n, 20_000):
         stop = min(n, first + 20_000)
         lexical.upsert(
@@ -153,6 +156,8 @@ def build(directory: Path, embedder: TableEmbedder, options: AnnOptions) -> tupl
     index = SqliteVecIndex(directory, embedder, NoStore(), options=options)  # type: ignore[arg-type]
     start = time.perf_counter()
     n = len(embedder.data)
+    if index.count() == n:  # kept from an earlier run (--keep)
+        return index, 0.0
     for first in range(0, n, 20_000):
         chunks = [Chunk(f"c{i}", doc_path(i), 0, f"v:{i}", f"h{i}", 1, 1) for i in range(first, min(n, first + 20_000))]
         index.upsert(chunks)
@@ -226,7 +231,8 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     group = (np.arange(n) // 10) % 10 == 3
     glob_truths = [exact_top(data, queries[j], k, group) for j in range(args.queries)]
     graph = "" if index._graph(index.indexed_model(), n) is None else "graph"  # type: ignore[arg-type]
-    print(f"n={n}: built in {seconds:.1f} s ({n / seconds:.0f} chunks/s) {graph}")
+    built = f"built in {seconds:.1f} s ({n / seconds:.0f} chunks/s)" if seconds else "reused"
+    print(f"n={n}: {built}, {graph or 'no graph'}")
 
     def hits(ix: SqliteVecIndex, j: int, glob: str | None = None, k: int = k) -> set[str]:
         return {h.chunk_id for h in ix.search(SearchQuery(f"q:{j}", k=k, path_glob=glob))}
@@ -245,7 +251,7 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     rows.append(("hnsw k=50", measure(lambda j: (hits(index, j, k=50), truths50[j]), args.queries), index.last_plan))
     if args.hybrid:
         lexical, lexical_seconds = build_lexical(work / f"t{n}", n)
-        print(f"n={n}: lexical index built in {lexical_seconds:.1f} s")
+        print(f"n={n}: lexical index built in {lexical_seconds:.1f} s" if lexical_seconds else f"n={n}: lexical reused")
         texts = [" ".join(words_of(int(s))[:4]) for s in sources]
         rows.append(("lexical k=50", measure(lambda j: (lexical_ids(lexical, texts[j]), set()), args.queries), "bm25"))
         rows.append(
@@ -263,6 +269,8 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     index.upsert([Chunk(f"x{i}", "extra/doc.md", i, f"v:{i}", f"x{i}", 1, 1) for i in range(10)])
     index.commit()
     print(f"n={n}: one 10-chunk document upserted and committed (graph patched) in {time.perf_counter() - start:.2f} s")
+    index.delete(["extra/doc.md"])
+    index.commit()
     brute.close()
     index.close()
 
@@ -277,10 +285,18 @@ def main() -> None:
     parser.add_argument("--hybrid", action="store_true", help="also build kb-tantivy and time hybrid search")
     parser.add_argument("--no-binary", action="store_true", help="skip the sqlite-vec binary comparison")
     parser.add_argument("--dir", help="work folder (default: a temporary one, removed after)")
+    parser.add_argument("--keep", action="store_true", help="keep the indexes in --dir and reuse them on the next run")
     args = parser.parse_args()
     print("| vectors | method | p50 ms | p95 ms | recall@10 | plan |\n|---:|---|---:|---:|---:|---|")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.keep:
+        if not args.dir:
+            parser.error("--keep needs --dir")
+        for n in sizes:
+            run_size(n, args, Path(args.dir))
+        return
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        for n in (int(s) for s in args.sizes.split(",")):
+        for n in sizes:
             run_size(n, args, Path(tmp))
 
 

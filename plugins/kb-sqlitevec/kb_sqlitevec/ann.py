@@ -16,7 +16,9 @@ graph visits (``expansion``, HNSW's ``ef``).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ from kb_core.errors import KbError
 
 MAX_CANDIDATES = 4096  # the most candidates one filtered ANN search asks the graph for
 SUBSET_LIMIT = 20_000  # a filter matching at most this many chunks is ranked exactly from the graph's vectors
+
+STALE_PARTIAL_S = 3600.0  # a half-written graph file this old belongs to no live writer
 
 Scan = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
@@ -149,6 +153,10 @@ class AnnFiles:
         for path in self.files():
             if path != keep and (newest is None or _generation(path) < newest):
                 path.unlink(missing_ok=True)
+        for partial in self.directory.glob("ann-*.partial-*"):  # left by a writer that died mid-save
+            with contextlib.suppress(OSError):
+                if time.time() - partial.stat().st_mtime > STALE_PARTIAL_S:
+                    partial.unlink()
 
     def update(self, tag: str, changes: Changes, generation: int, ndim: int, scan: Scan) -> None:
         """Bring the graph to ``generation``: patch the previous one, or rebuild it from ``scan``."""

@@ -1,4 +1,4 @@
-"""The SQLite side of the index: the schema, opening the file with sqlite-vec, and small helpers."""
+"""The SQLite side of the index: the schema, opening the file with sqlite-vec, the model key, small helpers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from kb_core.errors import KbError
 
@@ -107,3 +109,23 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.create_function("kb_meta", 2, metadata_matches, deterministic=True)
     conn.executescript(SCHEMA)
     return conn
+
+
+@attrs.frozen
+class ModelKey:
+    """An embedding model as far as stored vectors are concerned: its id and dimensions."""
+
+    id: str
+    dimensions: int
+
+    def __str__(self) -> str:
+        return f"{self.id}@{self.dimensions}"
+
+    @property
+    def table(self) -> str:
+        """The name of this model's vec0 table."""
+        return "vec_" + hashlib.blake2b(str(self).encode(), digest_size=8).hexdigest()
+
+    def describe(self) -> str:
+        """A human-readable name, for messages."""
+        return f"{self.id} ({self.dimensions} dimensions)"

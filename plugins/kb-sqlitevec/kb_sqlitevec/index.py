@@ -37,13 +37,11 @@ below it, and whenever the graph is missing or behind, sqlite-vec scans every ve
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
 import numpy as np
 
 from kb_core.contracts import Embedder, modeled_scripts, similarity_floor
@@ -52,7 +50,8 @@ from kb_core.store import StoreOfRecord
 from kb_core.types import Chunk, Citation, Hit, Problem, SearchQuery
 from kb_core.writing_systems import coverage, dominant_script, script_profile
 from kb_sqlitevec.ann import AnnFiles, AnnOptions, Changes, batched_rows
-from kb_sqlitevec.db import (  # noqa: F401 - metadata_matches is part of this module's surface
+from kb_sqlitevec.db import (
+    ModelKey,
     _batches,
     connect,
     make_snippet,
@@ -60,7 +59,9 @@ from kb_sqlitevec.db import (  # noqa: F401 - metadata_matches is part of this m
     similarity_to_score,
     text_hash,
 )
-from kb_sqlitevec.nearest import plan_and_search
+from kb_sqlitevec.nearest import chunk_rows, plan_and_search
+
+__all__ = ["ModelKey", "SqliteVecIndex", "make_snippet", "metadata_matches", "similarity_to_score", "text_hash"]
 
 DB_NAME = "vectors.sqlite3"
 SCHEMA_VERSION = 2  # 2: meta.generation and the ANN graph files beside the database
@@ -68,26 +69,6 @@ FINGERPRINT_VERSION = 1  # what the vectors are; unchanged by 2 (the graph is de
 MAX_K = 4096  # the largest k a vec0 KNN query accepts
 REINDEX_HINT = "run 'kb reindex --store sqlitevec'"
 MIN_COVERAGE = 0.5  # the share of a query's words the embedder must model for its similarities to count
-
-
-@attrs.frozen
-class ModelKey:
-    """An embedding model as far as stored vectors are concerned: its id and dimensions."""
-
-    id: str
-    dimensions: int
-
-    def __str__(self) -> str:
-        return f"{self.id}@{self.dimensions}"
-
-    @property
-    def table(self) -> str:
-        """The name of this model's vec0 table."""
-        return "vec_" + hashlib.blake2b(str(self).encode(), digest_size=8).hexdigest()
-
-    def describe(self) -> str:
-        """A human-readable name, for messages."""
-        return f"{self.id} ({self.dimensions} dimensions)"
 
 
 class SqliteVecIndex:
@@ -406,7 +387,7 @@ class SqliteVecIndex:
         self.last_plan, pairs = plan_and_search(
             self.conn, indexed.table, self._graph(indexed, count), count, self.options, query, vector, k
         )
-        rows = self._chunk_rows(pairs)
+        rows = chunk_rows(self.conn, pairs)
         texts = self.store.get_chunks([r[0] for r in rows])
         floor, modeled = self.score_mapping(query.text)
         hits = []
@@ -427,17 +408,3 @@ class SqliteVecIndex:
                 )
             )
         return hits
-
-    def _chunk_rows(self, pairs: list[tuple[int, float]]) -> list[tuple[str, str, int, int, str, float]]:
-        """Chunk metadata for (id, distance) pairs, ordered by distance then chunk id."""
-        distances = dict(pairs)
-        rows: list[tuple[str, str, int, int, str, float]] = []
-        for batch in _batches(list(distances)):
-            marks = ",".join("?" * len(batch))
-            found = self.conn.execute(
-                "SELECT id, chunk_id, doc_path, start_line, end_line, heading_path_json"
-                f" FROM chunks WHERE id IN ({marks})",
-                batch,
-            )
-            rows.extend((cid, path, start, end, heading, distances[i]) for i, cid, path, start, end, heading in found)
-        return sorted(rows, key=lambda r: (r[5], r[0]))

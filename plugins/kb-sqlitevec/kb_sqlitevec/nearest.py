@@ -26,8 +26,8 @@ from kb_sqlitevec.ann import MAX_CANDIDATES, SUBSET_LIMIT, AnnOptions, ann_searc
 Pairs = list[tuple[int, float]]
 
 
-def filter_sql(query: SearchQuery) -> tuple[str, list[Any]]:
-    """A ``SELECT c.id`` of the chunks that pass the query's filters ("" when it has none).
+def document_conditions(query: SearchQuery) -> tuple[str, list[Any]]:
+    """The query's filters as conditions on ``documents d`` ("" when it has none).
 
     Globs and metadata are matched once per document, not once per chunk. A glob without ``[``
     means the same to SQLite's case-sensitive ``GLOB`` as to :func:`fnmatch.fnmatchcase` (``*`` and
@@ -42,19 +42,18 @@ def filter_sql(query: SearchQuery) -> tuple[str, list[Any]]:
     if query.metadata:
         conditions.append("kb_meta(d.metadata_json, ?)")
         params.append(json.dumps(dict(query.metadata)))
-    if not conditions:
-        return "", []
-    sql = (
-        "SELECT c.id FROM chunks c WHERE c.doc_path IN"
-        f" (SELECT d.path FROM documents d WHERE {' AND '.join(conditions)})"
-    )
-    return sql, params
+    return " AND ".join(conditions), params
+
+
+def matching_sql(conditions: str, select: str = "c.id") -> str:
+    """``SELECT <select>`` over the chunks of the documents that meet ``conditions``."""
+    return f"SELECT {select} FROM chunks c WHERE c.doc_path IN (SELECT d.path FROM documents d WHERE {conditions})"
 
 
 def exact(conn: Any, table: str, query: SearchQuery, vector: np.ndarray, k: int) -> Pairs:
     """The k nearest by a full vec0 scan, filters applied by vec0 during the scan."""
-    where, params = filter_sql(query)
-    constraint = f" AND rowid IN ({where})" if where else ""
+    conditions, params = document_conditions(query)
+    constraint = f" AND rowid IN ({matching_sql(conditions)})" if conditions else ""
     rows = conn.execute(
         f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?{constraint}",
         [vector.tobytes(), k, *params],
@@ -75,22 +74,42 @@ def plan_and_search(
     """(plan, the k nearest (id, cosine distance) pairs) for one search (see the module docstring)."""
     if graph is None:
         return "exact", exact(conn, table, query, vector, k)
-    where, params = filter_sql(query)
-    if not where:
+    conditions, params = document_conditions(query)
+    if not conditions:
         return "ann", ann_search(graph, vector, k, options.expansion)[:k]
-    matching = int(conn.execute(where.replace("SELECT c.id", "SELECT count(*)", 1), params).fetchone()[0])
+    matching = int(conn.execute(matching_sql(conditions, "count(*)"), params).fetchone()[0])
     if not matching:
         return "ann-filtered", []
     wanted = k * options.oversample * -(-count // matching)
     if wanted <= MAX_CANDIDATES:
         candidates = ann_search(graph, vector, min(wanted, count), options.expansion)
         marks = ",".join("?" * len(candidates))
-        kept = {
-            int(r[0]) for r in conn.execute(f"{where} AND c.id IN ({marks})", [*params, *(i for i, _ in candidates)])
-        }
+        kept_sql = (
+            f"SELECT c.id FROM chunks c WHERE c.id IN ({marks})"
+            f" AND EXISTS (SELECT 1 FROM documents d WHERE d.path = c.doc_path AND {conditions})"
+        )  # candidate first: a probe per candidate, whatever the filter matches
+        kept = {int(r[0]) for r in conn.execute(kept_sql, [*(i for i, _ in candidates), *params])}
         found = [(i, d) for i, d in candidates if i in kept]
         if len(found) >= min(k, matching):
             return "ann-filtered", found[:k]
     if matching <= SUBSET_LIMIT:
-        return "subset", subset_search(graph, vector, sorted(int(r[0]) for r in conn.execute(where, params)), k)
+        return "subset", subset_search(
+            graph, vector, sorted(int(r[0]) for r in conn.execute(matching_sql(conditions), params)), k
+        )
     return "exact", exact(conn, table, query, vector, k)
+
+
+def chunk_rows(conn: Any, pairs: Pairs) -> list[tuple[str, str, int, int, str, float]]:
+    """(chunk id, path, start, end, heading path JSON, distance) for (id, distance) pairs, by distance then id."""
+    distances = dict(pairs)
+    ids = list(distances)
+    rows: list[tuple[str, str, int, int, str, float]] = []
+    for first in range(0, len(ids), 500):
+        batch = ids[first : first + 500]
+        found = conn.execute(
+            "SELECT id, chunk_id, doc_path, start_line, end_line, heading_path_json"
+            f" FROM chunks WHERE id IN ({','.join('?' * len(batch))})",
+            batch,
+        )
+        rows.extend((cid, path, start, end, heading, distances[i]) for i, cid, path, start, end, heading in found)
+    return sorted(rows, key=lambda r: (r[5], r[0]))
