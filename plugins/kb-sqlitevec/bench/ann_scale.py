@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 from kb_sqlitevec.ann import AnnOptions
 from kb_sqlitevec.index import SqliteVecIndex
@@ -247,6 +248,10 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     )
     rows.append(("brute", measure(lambda j: (hits(brute, j), truths[j]), few), brute.last_plan))
     rows.append(("brute+glob", measure(lambda j: (hits(brute, j, "d3/*"), glob_truths[j]), few), brute.last_plan))
+    for ef in [int(e) for e in args.expansions.split(",") if e]:
+        index.options = attrs.evolve(index.options, expansion=ef)
+        rows.append((f"hnsw ef={ef}", measure(lambda j: (hits(index, j), truths[j]), args.queries), index.last_plan))
+    index.options = options
     truths50 = [exact_top(data, queries[j], 50) for j in range(args.queries)]
     rows.append(("hnsw k=50", measure(lambda j: (hits(index, j, k=50), truths50[j]), args.queries), index.last_plan))
     if args.hybrid:
@@ -282,6 +287,7 @@ def main() -> None:
     parser.add_argument("--expansion", type=int, default=AnnOptions().expansion)
     parser.add_argument("--oversample", type=int, default=AnnOptions().oversample)
     parser.add_argument("--binary-oversample", type=int, default=40)
+    parser.add_argument("--expansions", default="", help="also time the graph at these search breadths (ef)")
     parser.add_argument("--hybrid", action="store_true", help="also build kb-tantivy and time hybrid search")
     parser.add_argument("--no-binary", action="store_true", help="skip the sqlite-vec binary comparison")
     parser.add_argument("--dir", help="work folder (default: a temporary one, removed after)")

@@ -56,7 +56,7 @@ class AnnOptions:
     """``[backends.sqlitevec]`` options (see the README, "Large indexes")."""
 
     exact_threshold: int = 20_000  # below this many chunks, search scans every vector exactly
-    expansion: int = 128  # HNSW search breadth (ef); more = better recall, slower
+    expansion: int = 512  # HNSW search breadth (ef); more = better recall, slower (see the README's figures)
     oversample: int = 4  # filtered searches ask the graph for k * oversample * (chunks / matching chunks)
     connectivity: int = 16  # HNSW links per node (M); only applies when the graph is (re)built
 
