@@ -246,8 +246,9 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     rows.append(
         ("hnsw+glob", measure(lambda j: (hits(index, j, "d3/*"), glob_truths[j]), args.queries), index.last_plan)
     )
-    rows.append(("brute", measure(lambda j: (hits(brute, j), truths[j]), few), brute.last_plan))
-    rows.append(("brute+glob", measure(lambda j: (hits(brute, j, "d3/*"), glob_truths[j]), few), brute.last_plan))
+    if not args.no_brute:
+        rows.append(("brute", measure(lambda j: (hits(brute, j), truths[j]), few), brute.last_plan))
+        rows.append(("brute+glob", measure(lambda j: (hits(brute, j, "d3/*"), glob_truths[j]), few), brute.last_plan))
     for ef in [int(e) for e in args.expansions.split(",") if e]:
         index.options = attrs.evolve(index.options, expansion=ef)
         rows.append((f"hnsw ef={ef}", measure(lambda j: (hits(index, j), truths[j]), args.queries), index.last_plan))
@@ -289,6 +290,7 @@ def main() -> None:
     parser.add_argument("--binary-oversample", type=int, default=40)
     parser.add_argument("--expansions", default="", help="also time the graph at these search breadths (ef)")
     parser.add_argument("--hybrid", action="store_true", help="also build kb-tantivy and time hybrid search")
+    parser.add_argument("--no-brute", action="store_true", help="skip the brute-force rows")
     parser.add_argument("--no-binary", action="store_true", help="skip the sqlite-vec binary comparison")
     parser.add_argument("--dir", help="work folder (default: a temporary one, removed after)")
     parser.add_argument("--keep", action="store_true", help="keep the indexes in --dir and reuse them on the next run")

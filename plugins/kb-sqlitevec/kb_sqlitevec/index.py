@@ -377,13 +377,13 @@ class SqliteVecIndex:
     def search(self, query: SearchQuery) -> list[Hit]:
         """The k chunks nearest to the query by cosine similarity, filtered by path glob and metadata."""
         indexed, current = self.indexed_model(), self.current_model()
-        if indexed is not None and indexed != current and self.count():
+        count = self.count()  # once: counting a million rows takes milliseconds
+        if indexed is not None and indexed != current and count:
             raise KbError(self._mismatch(indexed, current), hint=REINDEX_HINT)
         k = min(query.k, MAX_K)
-        if indexed is None or k <= 0 or not self.count():
+        if indexed is None or k <= 0 or not count:
             return []
         vector = np.asarray(self.embedder.embed_query(query.text), dtype=np.float32)
-        count = self.count()
         self.last_plan, pairs = plan_and_search(
             self.conn, indexed.table, self._graph(indexed, count), count, self.options, query, vector, k
         )
