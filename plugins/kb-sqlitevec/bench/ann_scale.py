@@ -39,7 +39,8 @@ import numpy as np
 from kb_sqlitevec.ann import AnnOptions
 from kb_sqlitevec.index import SqliteVecIndex
 
-from kb_core.types import Chunk, ModelRef, SearchQuery
+from kb_core import Chunk, SearchQuery
+from kb_core.types import ModelRef
 
 DIMS = 384
 
@@ -117,8 +118,7 @@ def build_lexical(directory: Path, n: int) -> tuple[Any, float]:
     """kb-tantivy over the same chunk ids and paths, with synthetic words as text; seconds taken."""
     from kb_tantivy.index import TantivyIndex
 
-    from kb_core.config import Config
-    from kb_core.contracts import IndexContext
+    from kb_core import Config, IndexContext
 
     kept = directory.exists()
     lexical = TantivyIndex(IndexContext("tantivy", directory, Config(), NoStore()))  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from kb_core.errors import KbError
+from kb_core import KbError
 
 MAX_CANDIDATES = 4096  # the most candidates one filtered ANN search asks the graph for
 SUBSET_LIMIT = 20_000  # a filter matching at most this many chunks is ranked exactly from the graph's vectors

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from kb_core.types import SearchQuery
+from kb_core import SearchQuery
 from kb_sqlitevec.ann import MAX_CANDIDATES, SUBSET_LIMIT, AnnOptions, ann_search, subset_search
 
 Pairs = list[tuple[int, float]]

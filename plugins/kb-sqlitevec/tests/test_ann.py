@@ -15,12 +15,10 @@ import pytest
 from kb_sqlitevec.ann import AnnOptions
 from kb_sqlitevec.index import SqliteVecIndex
 
-from kb_core.config import load_config
-from kb_core.contracts import IndexContext
-from kb_core.errors import KbError
+from kb_core import Chunk, Document, IndexContext, KbError, SearchQuery, load_config
 from kb_core.plugins import load_registry
 from kb_core.store import StoreOfRecord
-from kb_core.types import Chunk, Document, ModelRef, SearchQuery
+from kb_core.types import ModelRef
 
 N = 3000
 PER_DOC = 10
