@@ -50,18 +50,10 @@ from kb_sqlitevec.index import SqliteVecIndex
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
 BATCH_DOCS = 256
 OFF_TOPIC = [
-    "how long should I boil an egg",
-    "who won the 1998 football world cup",
-    "best hiking trails in the alps",
-    "how to change a flat bicycle tyre",
-    "what time does the train to paris leave",
-    "recipe for chocolate cake",
-    "how do I reset my router password",
-    "cheap flights to tokyo in december",
-    "rules of chess castling",
-    "what is the capital of australia",
-    "how to learn to play the guitar",
-    "movie showtimes this weekend",
+    "how long should I boil an egg", "who won the 1998 football world cup", "best hiking trails in the alps",
+    "how to change a flat bicycle tyre", "what time does the train to paris leave", "recipe for chocolate cake",
+    "how do I reset my router password", "cheap flights to tokyo in december", "rules of chess castling",
+    "what is the capital of australia", "how to learn to play the guitar", "movie showtimes this weekend",
 ]
 
 
@@ -124,9 +116,8 @@ def load_chunks(store: StoreOfRecord) -> list[Chunk]:
             text = f"{record['title']}\n\n{record['text']}"
             path = f"{record['_id']}.md"
             chunk = Chunk(record["_id"], path, 0, text, str(hash(text)), 1, 3)
-            store.replace_document(
-                Document(path, chunk.content_hash, len(text), record["title"], "bench", "/"), [chunk]
-            )
+            store.replace_document(Document(path, chunk.content_hash, len(text), record["title"], "bench", "/"),
+                                   [chunk])
             chunks.append(chunk)
     return chunks
 
@@ -158,18 +149,14 @@ def bench_model(name: str, ratio_docs: int, work: Path) -> None:
         fresh = SqliteVecIndex(work / name / "ratio", embedder, store)
         through_index = index_all(fresh, subset)
         fresh.close()
-        print(
-            f"ratio check on {len(subset)} chunks: model alone {alone:.1f} s, upsert path {through_index:.1f} s,"
-            f" ratio {through_index / alone:.3f}"
-        )
+        print(f"ratio check on {len(subset)} chunks: model alone {alone:.1f} s, upsert path {through_index:.1f} s,"
+              f" ratio {through_index / alone:.3f}")
 
     timed = Timed(embedder)
     index = SqliteVecIndex(work / name / "full", timed, store)
     total = index_all(index, chunks)
-    print(
-        f"indexing: {len(chunks)} chunks in {total:.1f} s = {len(chunks) / total:.1f} chunks/s;"
-        f" model {timed.document_seconds:.1f} s inside it; upsert path / model = {total / timed.document_seconds:.3f}"
-    )
+    print(f"indexing: {len(chunks)} chunks in {total:.1f} s = {len(chunks) / total:.1f} chunks/s;"
+          f" model {timed.document_seconds:.1f} s inside it; upsert path / model = {total / timed.document_seconds:.3f}")
     replay = index_all(index, chunks)
     print(f"re-upsert of the same chunks (all cache hits): {replay:.2f} s = {len(chunks) / replay:.0f} chunks/s")
 
@@ -190,14 +177,10 @@ def bench_model(name: str, ratio_docs: int, work: Path) -> None:
         top_on.append(hits[0].score)
     top_off = [index.search(SearchQuery(q, k=1))[0].score for q in OFF_TOPIC]
     n = len(queries)
-    print(
-        f"quality over {n} queries: nDCG@10 {sum(ndcg) / n:.4f}, Recall@10 {sum(recall) / n:.4f},"
-        f" MRR@10 {sum(mrr) / n:.4f}"
-    )
-    print(
-        f"top-1 score: on-topic p10 {percentile(top_on, 0.1):.3f} median {statistics.median(top_on):.3f};"
-        f" off-topic median {statistics.median(top_off):.3f} max {max(top_off):.3f}"
-    )
+    print(f"quality over {n} queries: nDCG@10 {sum(ndcg) / n:.4f}, Recall@10 {sum(recall) / n:.4f},"
+          f" MRR@10 {sum(mrr) / n:.4f}")
+    print(f"top-1 score: on-topic p10 {percentile(top_on, 0.1):.3f} median {statistics.median(top_on):.3f};"
+          f" off-topic median {statistics.median(top_off):.3f} max {max(top_off):.3f}")
     print(f"search latency at {index.count()} chunks: end to end {ms(latency)}; without query embedding {ms(knn_only)}")
     index.close()
     store.close()
@@ -215,12 +198,8 @@ def bench_scaling(sizes: list[int], work: Path, queries: int = 50) -> None:
         index_all(index, batch)
         insert = time.perf_counter() - start
         added = size
-        matrix = np.stack(
-            [
-                np.frombuffer(v, dtype=np.float32)
-                for (v,) in index.conn.execute("SELECT vector FROM embedding_cache WHERE model = 'random-384@384'")
-            ]
-        )
+        matrix = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in index.conn.execute(
+            "SELECT vector FROM embedding_cache WHERE model = 'random-384@384'")])
         latency, numpy_scan = [], []
         for _ in range(queries):
             text = "q"
@@ -236,10 +215,8 @@ def bench_scaling(sizes: list[int], work: Path, queries: int = 50) -> None:
             start = time.perf_counter()
             index.search(SearchQuery("q", k=10, path_glob="doc1*.md"))
             filtered.append(time.perf_counter() - start)
-        print(
-            f"{size:>6} vectors: search {ms(latency)}; with path_glob {ms(filtered)};"
-            f" numpy scan {ms(numpy_scan)}; (inserted {len(batch)} in {insert:.1f} s)"
-        )
+        print(f"{size:>6} vectors: search {ms(latency)}; with path_glob {ms(filtered)};"
+              f" numpy scan {ms(numpy_scan)}; (inserted {len(batch)} in {insert:.1f} s)")
     index.close()
     store.close()
 
