@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import kb_core
 from kb_core import IndexContext, KbError, RegisterIndex
+from kb_sqlitevec.ann import AnnOptions
 
 if TYPE_CHECKING:
     from kb_sqlitevec.index import SqliteVecIndex
@@ -26,8 +27,14 @@ def make_index(ctx: IndexContext) -> SqliteVecIndex:
 
     if ctx.embedder is None:
         raise KbError("the sqlitevec index needs an embedder", hint="set [models.embedding] name in the config")
+    options = AnnOptions.from_config(ctx.config.backend_options("sqlitevec"))
     return SqliteVecIndex(
-        ctx.directory, ctx.embedder, ctx.store, name=ctx.name, batch_size=ctx.config.models.embedding.batch_size
+        ctx.directory,
+        ctx.embedder,
+        ctx.store,
+        name=ctx.name,
+        batch_size=ctx.config.models.embedding.batch_size,
+        options=options,
     )
 
 

@@ -29,19 +29,19 @@ Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score
   so they score 0 while the ranking (by similarity) is kept. Hybrid fusion then gives this index
   no weight for the query.
 
-sqlite-vec scans every vector of the table (brute force): see ``bench/`` for how latency grows.
+Large indexes. From ``exact_threshold`` chunks on (``[backends.sqlitevec]``, 20 000 by default), a
+search walks an HNSW graph (usearch, see :mod:`kb_sqlitevec.ann`) instead of scanning every vector;
+below it, and whenever the graph is missing or behind, sqlite-vec scans every vector (exact).
+``bench/ann_scale.py`` measures both.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
 import numpy as np
 
 from kb_core import (
@@ -58,128 +58,26 @@ from kb_core import (
     similarity_floor,
 )
 from kb_core.writing_systems import coverage, dominant_script, script_profile
+from kb_sqlitevec.ann import AnnFiles, AnnOptions, Changes, batched_rows
+from kb_sqlitevec.db import (
+    ModelKey,
+    _batches,
+    connect,
+    make_snippet,
+    metadata_matches,
+    similarity_to_score,
+    text_hash,
+)
+from kb_sqlitevec.nearest import chunk_rows, plan_and_search
 
-try:
-    from pysqlite3 import dbapi2 as sqlite3
-except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
-    import sqlite3
+__all__ = ["ModelKey", "SqliteVecIndex", "make_snippet", "metadata_matches", "similarity_to_score", "text_hash"]
 
 DB_NAME = "vectors.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: meta.generation and the ANN graph files beside the database
+FINGERPRINT_VERSION = 1  # what the vectors are; unchanged by 2 (the graph is derived, an old index stays exact)
 MAX_K = 4096  # the largest k a vec0 KNN query accepts
-SNIPPET_CHARS = 300
 REINDEX_HINT = "run 'kb reindex --store sqlitevec'"
 MIN_COVERAGE = 0.5  # the share of a query's words the embedder must model for its similarities to count
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY,
-    chunk_id TEXT NOT NULL UNIQUE,
-    doc_path TEXT NOT NULL,
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    heading_path_json TEXT NOT NULL,
-    content_hash TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_path);
-CREATE TABLE IF NOT EXISTS documents (path TEXT PRIMARY KEY, metadata_json TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS embedding_cache (
-    model TEXT NOT NULL,
-    text_hash BLOB NOT NULL,
-    vector BLOB NOT NULL,
-    PRIMARY KEY (model, text_hash)
-) WITHOUT ROWID;
-"""
-
-
-@attrs.frozen
-class ModelKey:
-    """An embedding model as far as stored vectors are concerned: its id and dimensions."""
-
-    id: str
-    dimensions: int
-
-    def __str__(self) -> str:
-        return f"{self.id}@{self.dimensions}"
-
-    @property
-    def table(self) -> str:
-        """The name of this model's vec0 table."""
-        return "vec_" + hashlib.blake2b(str(self).encode(), digest_size=8).hexdigest()
-
-    def describe(self) -> str:
-        """A human-readable name, for messages."""
-        return f"{self.id} ({self.dimensions} dimensions)"
-
-
-def similarity_to_score(similarity: float, floor: float = 0.0) -> float:
-    """Map a cosine similarity to a score in [0, 1] (see the module docstring)."""
-    if not floor < 1.0:
-        raise ValueError(f"similarity floor must be below 1, got {floor}")
-    return min(1.0, max(0.0, (similarity - floor) / (1.0 - floor)))
-
-
-def text_hash(text: str) -> bytes:
-    """The embedding cache's key for a text."""
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-
-
-def make_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
-    """The start of a passage with whitespace collapsed, cut at a word boundary."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
-    return cut + "…"
-
-
-def metadata_matches(metadata_json: str | None, wanted_json: str) -> bool:
-    """True when a document's metadata has every wanted key = value (a list matches any item)."""
-    metadata = json.loads(metadata_json or "{}")
-    for key, wanted in json.loads(wanted_json).items():
-        value = metadata.get(key)
-        values = value if isinstance(value, list) else [value]
-        if wanted not in {_as_text(v) for v in values if v is not None}:
-            return False
-    return True
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _glob_matches(path: str, pattern: str) -> bool:
-    return fnmatch.fnmatchcase(path, pattern)
-
-
-def _batches(items: Sequence[Any], size: int = 500) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (or create) the index file with sqlite-vec loaded, in WAL mode."""
-    import sqlite_vec
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.enable_load_extension(False)
-    except AttributeError:
-        raise KbError("this SQLite cannot load extensions", hint="pip install pysqlite3-binary") from None
-    except (OSError, sqlite3.Error) as exc:
-        raise KbError(f"cannot open the vector index at {path}: {exc}") from None
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.create_function("kb_glob", 2, _glob_matches, deterministic=True)
-    conn.create_function("kb_meta", 2, metadata_matches, deterministic=True)
-    conn.executescript(SCHEMA)
-    return conn
 
 
 class SqliteVecIndex:
@@ -195,6 +93,7 @@ class SqliteVecIndex:
         *,
         name: str = "sqlitevec",
         batch_size: int = 32,
+        options: AnnOptions | None = None,
     ) -> None:
         self.name = name
         self.embedder = embedder
@@ -202,8 +101,12 @@ class SqliteVecIndex:
         self.batch_size = max(1, batch_size)
         self.path = Path(directory) / DB_NAME
         self.conn = connect(self.path)
+        self.options = options or AnnOptions()
+        self.ann = AnnFiles(Path(directory), self.options)
+        self._changes: Changes | None = None
         self._current: ModelKey | None = None
         self._closed = False
+        self.last_plan = ""  # how the last search ran: exact, ann, ann-filtered, subset (for tests and benches)
 
     # -- models -------------------------------------------------------------------------------
 
@@ -227,7 +130,7 @@ class SqliteVecIndex:
     def fingerprint(self) -> str:
         """Schema version, embedding model id and dimensions: a change means ``kb reindex``."""
         key = self.current_model()
-        return f"sqlitevec-{SCHEMA_VERSION};model={key.id};dims={key.dimensions}"
+        return f"sqlitevec-{FINGERPRINT_VERSION};model={key.id};dims={key.dimensions}"
 
     def score_mapping(self, text: str) -> tuple[float, bool]:
         """``(floor, modeled)`` for a query: its script's similarity floor, and whether the embedder
@@ -260,6 +163,7 @@ class SqliteVecIndex:
         ).fetchall()
         for (table,) in tables:
             self.conn.execute(f"DROP TABLE {table}")
+        self._track().clear()
         self.conn.execute(
             f"CREATE VIRTUAL TABLE {key.table} USING vec0(embedding float[{key.dimensions}] distance_metric=cosine)"
         )
@@ -309,6 +213,22 @@ class SqliteVecIndex:
     def _begin(self) -> None:
         if not self.conn.in_transaction:
             self.conn.execute("BEGIN IMMEDIATE")
+            self._changes = None
+
+    def generation(self) -> int:
+        """The counter every committed change of the vectors increments (0 for an index older than it)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _track(self) -> Changes:
+        """This transaction's vector changes; the first call bumps the generation (inside the transaction)."""
+        self._begin()
+        if self._changes is None:
+            base = self.generation()
+            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(base + 1),))
+            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            self._changes = Changes(base)
+        return self._changes
 
     def upsert(self, chunks: Sequence[Chunk]) -> None:
         """Insert or replace chunks by chunk id; embeds only texts the cache lacks."""
@@ -344,6 +264,7 @@ class SqliteVecIndex:
             f"INSERT INTO {key.table} (rowid, embedding) VALUES (?, ?)",
             [(i, v.tobytes()) for i, v in zip(ids, vectors)],
         )
+        self._track().add(ids, vectors)
 
     def _record_documents(self, paths: list[str]) -> None:
         """Copy each document's metadata from the store of record (for metadata filters)."""
@@ -362,6 +283,8 @@ class SqliteVecIndex:
         return ids
 
     def _remove_ids(self, ids: list[int], key: ModelKey) -> None:
+        if ids:
+            self._track().remove(ids)
         self.conn.executemany(f"DELETE FROM {key.table} WHERE rowid = ?", [(i,) for i in ids])
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in ids])
 
@@ -378,9 +301,43 @@ class SqliteVecIndex:
         self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
 
     def commit(self) -> None:
-        """Make every change since the last commit durable."""
+        """Make every change since the last commit durable, then bring the ANN graph up to date."""
         if self.conn.in_transaction:
             self.conn.execute("COMMIT")
+        changes, self._changes = self._changes, None
+        if changes is not None:
+            try:
+                self._update_graph(changes, changes.base + 1)
+            except (OSError, RuntimeError, MemoryError):
+                # The vectors are committed; without a graph for this generation search stays exact and
+                # check() asks for 'kb reindex'.
+                self.ann.drop()
+
+    def _update_graph(self, changes: Changes, generation: int) -> None:
+        """Patch or rebuild the graph for ``generation``; small indexes have none (exact search)."""
+        key = self.indexed_model()
+        if key is None or self.count() < max(1, self.options.exact_threshold):
+            self.ann.drop()
+            return
+
+        def scan() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            return batched_rows(iter(self.conn.execute(f"SELECT rowid, embedding FROM {key.table}")))
+
+        self.ann.update(key.table, changes, generation, key.dimensions, scan)
+
+    def rebuild_graph(self) -> None:
+        """Build the ANN graph afresh from the stored vectors, under a new generation."""
+        self._track().cleared = True
+        self.commit()
+
+    def _graph(self, key: ModelKey, count: int) -> Any | None:
+        """The graph to search, or None: small index, no graph for this generation, or one out of step."""
+        if count < max(1, self.options.exact_threshold):
+            return None
+        graph = self.ann.view(key.table, self.generation())
+        if graph is None or int(graph.size) != count:
+            return None
+        return graph
 
     def clear(self) -> None:
         """Remove every chunk and vector (the embedding cache stays) and adopt the configured model."""
@@ -395,7 +352,7 @@ class SqliteVecIndex:
         return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
     def check(self) -> list[Problem]:
-        """A changed embedding model, or vectors and chunk metadata out of step."""
+        """A changed embedding model, vectors and chunk metadata out of step, or a missing ANN graph."""
         indexed, current = self.indexed_model(), self.current_model()
         if indexed is None or not self.count():
             return []
@@ -405,6 +362,12 @@ class SqliteVecIndex:
         if vectors != self.count():
             message = f"{vectors} vectors for {self.count()} chunks"
             return [Problem(self.name, message, f"kb reindex --store {self.name}")]
+        if vectors >= max(1, self.options.exact_threshold) and self._graph(indexed, vectors) is None:
+            message = (
+                f"the ANN graph of {vectors} vectors is missing or out of date"
+                " (an older index or an interrupted write): vector search scans every vector"
+            )
+            return [Problem(self.name, message, f"kb reindex --store {self.name}")]
         return []
 
     def close(self) -> None:
@@ -413,6 +376,7 @@ class SqliteVecIndex:
             return
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+        self._changes = None
         self.conn.close()
         self._closed = True
 
@@ -421,14 +385,17 @@ class SqliteVecIndex:
     def search(self, query: SearchQuery) -> list[Hit]:
         """The k chunks nearest to the query by cosine similarity, filtered by path glob and metadata."""
         indexed, current = self.indexed_model(), self.current_model()
-        if indexed is not None and indexed != current and self.count():
+        count = self.count()  # once: counting a million rows takes milliseconds
+        if indexed is not None and indexed != current and count:
             raise KbError(self._mismatch(indexed, current), hint=REINDEX_HINT)
         k = min(query.k, MAX_K)
-        if indexed is None or k <= 0 or not self.count():
+        if indexed is None or k <= 0 or not count:
             return []
         vector = np.asarray(self.embedder.embed_query(query.text), dtype=np.float32)
-        sql, params = self._knn_sql(indexed, query, vector, k)
-        rows = self.conn.execute(sql, params).fetchall()
+        self.last_plan, pairs = plan_and_search(
+            self.conn, indexed.table, self._graph(indexed, count), count, self.options, query, vector, k
+        )
+        rows = chunk_rows(self.conn, pairs)
         texts = self.store.get_chunks([r[0] for r in rows])
         floor, modeled = self.score_mapping(query.text)
         hits = []
@@ -449,26 +416,3 @@ class SqliteVecIndex:
                 )
             )
         return hits
-
-    def _knn_sql(self, key: ModelKey, query: SearchQuery, vector: np.ndarray, k: int) -> tuple[str, list[Any]]:
-        """A vec0 KNN query; filters become a ``rowid IN (...)`` constraint evaluated by vec0."""
-        conditions: list[str] = []
-        params: list[Any] = [vector.tobytes(), k]
-        if query.path_glob:
-            conditions.append("kb_glob(c.doc_path, ?)")
-            params.append(query.path_glob)
-        if query.metadata:
-            conditions.append("kb_meta(d.metadata_json, ?)")
-            params.append(json.dumps(dict(query.metadata)))
-        where = ""
-        if conditions:
-            where = (
-                " AND rowid IN (SELECT c.id FROM chunks c LEFT JOIN documents d ON d.path = c.doc_path"
-                f" WHERE {' AND '.join(conditions)})"
-            )
-        sql = (
-            "SELECT c.chunk_id, c.doc_path, c.start_line, c.end_line, c.heading_path_json, v.distance"
-            f" FROM (SELECT rowid, distance FROM {key.table} WHERE embedding MATCH ? AND k = ?{where}) v"
-            " JOIN chunks c ON c.id = v.rowid ORDER BY v.distance, c.chunk_id"
-        )
-        return sql, params
