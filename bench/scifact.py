@@ -4,7 +4,7 @@ Writes each document as ``<_id>.md`` (``# {title}\\n\\n{text}``) in a temporary 
 into a fresh knowledge base with both indexes (kb-tantivy, kb-sqlitevec), runs the same code as
 ``kb eval retrieval`` for every mode, and prints the figures with the published baselines.
 
-    python bench/scifact.py [--data ../shared/datasets/scifact] [--kb DIR] [--keep]
+    python bench/scifact.py [--data ../shared/datasets/scifact] [--kb DIR] [--mode MODE]
 
 ``--kb DIR`` reuses (or keeps) a knowledge base there, so a second run only re-evaluates.
 """
