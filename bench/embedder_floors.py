@@ -13,7 +13,7 @@ The floor is the median similarity of unrelated pairs (independent of corpus siz
 ``(s - floor) / (1 - floor)`` means the same in every language. As a check it also prints the
 floor that would put the vector gate (``[rag] score_gates.vector``, 0.35) midway between the
 off-topic p90 and the on-topic p10 of this sample (which depends on how many passages compete).
-The embedders' ``similarity_floors`` in ``kb_plugins/`` come from these runs (the off-topic
+The embedders' ``similarity_floors`` in ``kb_core/builtin/embedders/`` come from these runs (the off-topic
 questions used are in ``bench/data/``).
 
     python bench/embedder_floors.py --embedder minilm --data ../shared/datasets/scifact \
