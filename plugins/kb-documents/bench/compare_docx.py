@@ -19,7 +19,7 @@ from pathlib import Path
 
 import docx
 
-from kb_documents import DocxParser
+from kb_documents.docx import DocxParser
 
 HERE = Path(__file__).resolve().parent.parent
 

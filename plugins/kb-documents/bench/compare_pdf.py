@@ -23,7 +23,8 @@ import pdfplumber
 import pypdf
 import pypdfium2 as pdfium
 
-from kb_documents import PdfParser, parsed_text
+from kb_documents.assemble import parsed_text
+from kb_documents.pdf import PdfParser
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "scripts"))

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import kb_core
-from kb_documents import PdfParser
 from kb_documents.binary import BinaryParser
+from kb_documents.pdf import PdfParser
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "scripts"))

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kb_core import FactoryContext, RegisterCommand, RegisterParser, hookimpl
 from kb_documents.cli import pages_command
-from kb_documents.docx import DocxParser
 from kb_documents.limits import Limits
-from kb_documents.pdf import PdfParser
+
+if TYPE_CHECKING:
+    from kb_documents.docx import DocxParser
+    from kb_documents.pdf import PdfParser
 
 
 def _pdf(ctx: FactoryContext) -> PdfParser:
+    from kb_documents.pdf import PdfParser
+
     return PdfParser(Limits.from_config(ctx.config))
 
 
 def _docx(ctx: FactoryContext) -> DocxParser:
+    from kb_documents.docx import DocxParser
+
     return DocxParser(Limits.from_config(ctx.config))
 
 

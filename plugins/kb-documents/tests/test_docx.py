@@ -9,7 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from kb_core import KbError
-from kb_documents import DocxParser, Limits, parsed_text
+from kb_documents.assemble import parsed_text
+from kb_documents.docx import DocxParser
+from kb_documents.limits import Limits
 
 Fixture = Callable[[str], bytes]
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"

@@ -8,8 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kb_core import KbError, ParsedDocument
-from kb_documents import DocxParser, Limits, PdfParser
 from kb_documents.binary import BinaryParser
+from kb_documents.docx import DocxParser
+from kb_documents.limits import Limits
+from kb_documents.pdf import PdfParser
 
 SMALL = Limits(max_pages=20, max_docx_inflated_bytes=2_000_000)
 PARSERS: dict[str, BinaryParser] = {"pdf": PdfParser(SMALL), "docx": DocxParser(SMALL)}

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 import kb_core
-from kb_documents import page_of_line
+from kb_documents.assemble import page_of_line
 from kb_documents.cli import resolve
 
 BAD_FILES = ("bomb.docx", "corrupt.docx", "corrupt.pdf", "encrypted.pdf", "scanned.pdf", "truncated.pdf")

@@ -7,7 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from kb_core import KbError, ParsedDocument
-from kb_documents import Limits, PdfParser, page_of_line, parsed_text
+from kb_documents.assemble import page_of_line, parsed_text
+from kb_documents.limits import Limits
+from kb_documents.pdf import PdfParser
 
 Fixture = Callable[[str], bytes]
 Parse = Callable[..., ParsedDocument]

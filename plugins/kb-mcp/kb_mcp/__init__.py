@@ -8,16 +8,13 @@ Registers the command ``mcp``. Its tools (``search``, ``ask``, ``fetch``, ``list
 
 from __future__ import annotations
 
-from typing import Any
-
 import kb_core
 
 __all__ = ["register_commands"]
-__version__ = "0.1.0"
 
 
 @kb_core.hookimpl
-def register_commands(register: Any) -> None:
+def register_commands(register: kb_core.RegisterCommand) -> None:
     """The ``mcp`` command (imported only when the CLI starts, like every plugin command)."""
     from kb_mcp.command import mcp_command
 

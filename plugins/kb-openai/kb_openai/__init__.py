@@ -8,22 +8,23 @@ and how tokens are counted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-import kb_core
-from kb_core import FactoryContext
-from kb_openai.model import OpenAIModel, make_model
-from kb_openai.settings import OpenAISettings, Secret
+from kb_core import FactoryContext, RegisterLanguageModel, hookimpl
 
-__all__ = ["OpenAIModel", "OpenAISettings", "Secret", "make_model", "register_language_models"]
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from kb_openai.model import OpenAIModel
+
+__all__ = ["register_language_models"]
 
 
 def _factory(ctx: FactoryContext) -> OpenAIModel:
+    from kb_openai.model import make_model  # httpx loads when the backend is chosen, not with every kb command
+
     return make_model(ctx.config, ctx.options)
 
 
-@kb_core.hookimpl
-def register_language_models(register: Any) -> None:
+@hookimpl
+def register_language_models(register: RegisterLanguageModel) -> None:
     """The ``openai`` backend."""
     register("openai", _factory, needs="an OpenAI-compatible server you run or choose ([backends.openai] url)")

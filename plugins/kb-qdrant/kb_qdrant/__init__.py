@@ -7,7 +7,7 @@ Registers the index ``qdrant`` (mode ``vector``): add it to ``[indexes] enabled`
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import kb_core
 from kb_core import IndexContext, KbError
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from kb_qdrant.index import QdrantIndex
 
 __all__ = ["QdrantSettings", "make_index", "register_indexes"]
-__version__ = "0.1.0"
 
 
 def make_index(ctx: IndexContext) -> QdrantIndex:
@@ -36,6 +35,6 @@ def make_index(ctx: IndexContext) -> QdrantIndex:
 
 
 @kb_core.hookimpl
-def register_indexes(register: Any) -> None:
+def register_indexes(register: kb_core.RegisterIndex) -> None:
     """The vector index ``qdrant``."""
     register("qdrant", make_index, mode="vector")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kb_core import hookimpl
+from kb_core import RegisterCommand, hookimpl
 from kb_serve.settings import ServeSettings
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def create_app(*args: Any, **kwargs: Any) -> Starlette:
 
 
 @hookimpl
-def register_commands(register: Any) -> None:
+def register_commands(register: RegisterCommand) -> None:
     """Register ``kb serve``."""
     from kb_serve.command import serve_command
 

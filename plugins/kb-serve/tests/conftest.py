@@ -34,7 +34,7 @@ from kb_core import (
 )
 from kb_core.testing import ScriptedPlugin
 from kb_serve import ServeSettings, create_app
-from kb_serve.command import bind
+from kb_serve.running import bind
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "fixtures" / "corpus"

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import kb_core
 from kb_core import IndexContext, KbError, RegisterIndex
-from kb_sqlitevec.ann import AnnOptions
 
 if TYPE_CHECKING:
     from kb_sqlitevec.index import SqliteVecIndex
@@ -21,8 +20,9 @@ __all__ = ["make_index", "register_indexes"]
 def make_index(ctx: IndexContext) -> SqliteVecIndex:
     """The sqlitevec index of a knowledge base (needs the configured embedder).
 
-    The engine (numpy, sqlite-vec) is imported here, not at registration, to keep `kb` start-up fast.
+    The engine (numpy, sqlite-vec, usearch) is imported here, not at registration, to keep `kb` start-up fast.
     """
+    from kb_sqlitevec.ann import AnnOptions
     from kb_sqlitevec.index import SqliteVecIndex
 
     if ctx.embedder is None:

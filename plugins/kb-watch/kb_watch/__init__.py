@@ -6,16 +6,13 @@ Registers the command ``watch``. Each update prints one status line on stderr, o
 
 from __future__ import annotations
 
-from typing import Any
-
 import kb_core
 
 __all__ = ["register_commands"]
-__version__ = "0.1.0"
 
 
 @kb_core.hookimpl
-def register_commands(register: Any) -> None:
+def register_commands(register: kb_core.RegisterCommand) -> None:
     """The ``watch`` command."""
     from kb_watch.command import watch_command
 
