@@ -31,7 +31,6 @@ from importlib import metadata as _metadata
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
-from kb_core.cli.checks import glob_problem
 from kb_core.config import Config, load_config
 from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
 from kb_core.extend.contracts import (
@@ -65,7 +64,7 @@ from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
 from kb_core.privacy import quiet_dependencies
-from kb_core.retrieval.search import SearchResponse, search
+from kb_core.retrieval.search import GLOB_HELP, SearchResponse, glob_problem, search
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import shown
 from kb_core.types import (
@@ -108,6 +107,7 @@ __all__ = [
     "Done",
     "Embedder",
     "FactoryContext",
+    "GLOB_HELP",
     "GenerateRequest",
     "Hit",
     "Index",

@@ -6,11 +6,8 @@ from __future__ import annotations
 import click
 
 from kb_core.errors import KbError
+from kb_core.retrieval.search import GLOB_HELP, glob_problem
 from kb_core.terminal import shortened
-
-GLOB_HELP = (
-    "fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one of a set"
-)
 
 
 def check_query(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -22,26 +19,6 @@ def check_query(ctx: click.Context, param: click.Parameter, value: str) -> str:
             hint=f"give some words to {'ask' if name == 'question' else 'search'} for, in quotes",
         )
     return value
-
-
-def glob_problem(pattern: str) -> str:
-    """Why ``pattern`` is not a usable glob ('' when it is)."""
-    if not pattern.strip():
-        return "it is empty"
-    position = 0
-    while position < len(pattern):
-        if pattern[position] == "[":
-            end = position + 1
-            if end < len(pattern) and pattern[end] == "!":
-                end += 1
-            if end < len(pattern) and pattern[end] == "]":
-                end += 1
-            end = pattern.find("]", end)
-            if end < 0:
-                return f"the '[' at character {position + 1} has no closing ']'"
-            position = end
-        position += 1
-    return ""
 
 
 def check_glob(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

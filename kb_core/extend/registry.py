@@ -41,15 +41,8 @@ DETAILS: dict[str, frozenset[str]] = {
     "commands": frozenset(),
 }
 INDEX_MODES = ("lexical", "vector")
-#: The distributions that provide the engines kb's documentation names, for "install it" hints.
-KNOWN_DISTRIBUTIONS = {
-    "tantivy": "kb-tantivy",
-    "sqlitevec": "kb-sqlitevec",
-    "llamacpp": "kb-llamacpp",
-    "ollama": "kb-ollama",
-    "openai": "kb-openai",
-    "qdrant": "kb-qdrant",
-}
+#: Engines kb's documentation names; each comes in the distribution ``kb-<name>`` ("install it" hints).
+KNOWN_ENGINES = frozenset({"tantivy", "sqlitevec", "qdrant", "llamacpp", "ollama", "openai"})
 
 
 class PluginError(KbError):
@@ -124,8 +117,11 @@ class Registry:
             return self.items[kind][name]
         except KeyError:
             known = ", ".join(sorted(self.items[kind])) or "none installed"
-            package = KNOWN_DISTRIBUTIONS.get(name)
-            hint = f"install it: pip install {package}" if package else "run 'kb plugins' to see what is installed"
+            hint = (
+                f"install it: pip install kb-{name}"
+                if name in KNOWN_ENGINES
+                else "run 'kb plugins' to see what is installed"
+            )
             raise NotFoundError(f"no {LABELS[kind]} named {name!r} (available: {known})", hint=hint) from None
 
     def names(self, kind: str) -> list[str]:

@@ -273,6 +273,31 @@ def _fill_from_store(kb: KnowledgeBase, hits: list[Hit]) -> list[Hit]:
     return filled
 
 
+GLOB_HELP = (
+    "fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one of a set"
+)
+
+
+def glob_problem(pattern: str) -> str:
+    """Why ``pattern`` is not a usable ``path_glob`` ('' when it is): every front end checks with it."""
+    if not pattern.strip():
+        return "it is empty"
+    position = 0
+    while position < len(pattern):
+        if pattern[position] == "[":
+            end = position + 1
+            if end < len(pattern) and pattern[end] == "!":
+                end += 1
+            if end < len(pattern) and pattern[end] == "]":
+                end += 1
+            end = pattern.find("]", end)
+            if end < 0:
+                return f"the '[' at character {position + 1} has no closing ']'"
+            position = end
+        position += 1
+    return ""
+
+
 def check_mode_and_k(mode: str, k: int | None) -> None:
     """Raise a one-line KbError for a search mode kb does not know or a ``k`` below 1 (None: not given)."""
     if mode not in SEARCH_MODES:

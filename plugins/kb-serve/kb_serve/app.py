@@ -26,7 +26,6 @@ import kb_core
 from kb_core import Config, KbError, ModelUnavailableError, NotFoundError, SearchQuery
 from kb_serve import openapi
 from kb_serve.asking import ask_options, ask_response
-from kb_serve.checks import GLOB_HELP, glob_problem
 from kb_serve.service import KbService
 from kb_serve.settings import ApiError, ServeSettings
 
@@ -157,11 +156,11 @@ class Api:
         cfg = self.service.config.search
         k = _int_param(request, "k")
         glob = params.get("path") or None
-        if glob is not None and (problem := glob_problem(glob)):
+        if glob is not None and (problem := kb_core.glob_problem(glob)):
             raise ApiError(
                 400,
                 f"invalid path glob {glob[:80]!r}: {problem}",
-                hint=GLOB_HELP,
+                hint=kb_core.GLOB_HELP,
             )
         query = SearchQuery(
             text=text, k=cfg.default_k if k is None else k, mode=params.get("mode") or cfg.mode, path_glob=glob
