@@ -65,6 +65,7 @@ from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
 from kb_core.privacy import quiet_dependencies
 from kb_core.retrieval.search import GLOB_HELP, SearchResponse, glob_problem, search
+from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import shown
 from kb_core.types import (
@@ -156,13 +157,16 @@ __all__ = [
     "json_option",
     "load_config",
     "load_registry",
+    "make_snippet",
     "modeled_scripts",
     "open_kb",
     "pass_session",
     "remove_documents",
+    "score_mapping",
     "search",
     "shown",
     "similarity_floor",
+    "similarity_to_score",
     "storage_error",
     "terminal_progress",
 ]

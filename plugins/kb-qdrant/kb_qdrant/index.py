@@ -34,12 +34,11 @@ from kb_core import (
     Problem,
     SearchQuery,
     StoreView,
-    modeled_scripts,
-    similarity_floor,
+    score_mapping,
+    similarity_to_score,
 )
-from kb_core.writing_systems import coverage, dominant_script, script_profile
 from kb_qdrant.connection import open_client, translated
-from kb_qdrant.payload import chunk_payload, point_id, similarity_to_score
+from kb_qdrant.payload import chunk_payload, point_id
 from kb_qdrant.settings import QdrantSettings
 
 SCHEMA_VERSION = 1
@@ -47,7 +46,6 @@ MAX_K = 10_000
 MAX_DOCUMENTS = 10_000_000  # distinct document paths a path_glob is matched against
 UPSERT_BATCH = 256
 FLUSH_POINTS = 4096
-MIN_COVERAGE = 0.5  # the share of a query's words the embedder must model for its similarities to count
 
 
 def collection_name(prefix: str, model_id: str, dimensions: int) -> str:
@@ -326,9 +324,7 @@ class QdrantIndex:
             ).points
         if not points and not must:
             self._refuse_other_model()
-        profile = script_profile(query.text)
-        floor = similarity_floor(self.embedder, dominant_script(profile))
-        modeled = coverage(profile, modeled_scripts(self.embedder)) >= MIN_COVERAGE
+        floor, modeled = score_mapping(self.embedder, query.text)
         rows = sorted(((float(p.score), p.payload or {}) for p in points), key=lambda r: (-r[0], r[1]["chunk_id"]))
         return [
             Hit(

@@ -15,25 +15,15 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from kb_core import Chunk
+from kb_core import Chunk, make_snippet
 
 #: The namespace of point ids: ``uuid5(POINT_NAMESPACE, chunk_id)``.
 POINT_NAMESPACE = uuid.UUID("6f1c9a5e-2b7d-5c3e-9a41-0d8e7b6c5a43")
-SNIPPET_CHARS = 300
 
 
 def point_id(chunk_id: str) -> str:
     """The stable Qdrant point id of a chunk."""
     return str(uuid.uuid5(POINT_NAMESPACE, chunk_id))
-
-
-def make_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
-    """The start of a passage with whitespace collapsed, cut at a word boundary."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
-    return cut + "…"
 
 
 def as_text(value: Any) -> str:
@@ -64,13 +54,3 @@ def chunk_payload(chunk: Chunk, metadata: Mapping[str, Any]) -> dict[str, Any]:
         "snippet": make_snippet(chunk.text),
         "meta_kv": metadata_pairs(metadata),
     }
-
-
-def similarity_to_score(similarity: float, floor: float = 0.0) -> float:
-    """Map a cosine similarity to a score in [0, 1]: ``clamp((s - floor) / (1 - floor), 0, 1)``.
-
-    The same mapping as kb-sqlitevec, so hybrid fusion weighs both vector indexes alike.
-    """
-    if not floor < 1.0:
-        raise ValueError(f"similarity floor must be below 1, got {floor}")
-    return min(1.0, max(0.0, (similarity - floor) / (1.0 - floor)))

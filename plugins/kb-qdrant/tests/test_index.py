@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
+from kb_core import make_snippet, similarity_to_score
 from kb_core.config import load_config
 from kb_core.errors import KbError
 from kb_core.extend.contracts import IndexContext, Retriever, Store
@@ -15,7 +16,6 @@ from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
 from kb_qdrant.index import QdrantIndex
-from kb_qdrant.payload import make_snippet, similarity_to_score
 from kb_qdrant.settings import QdrantSettings
 
 OpenIndex = Any

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kb_core.errors import ConfigError
 from kb_core.types import Chunk
 from kb_qdrant.index import collection_name
-from kb_qdrant.payload import chunk_payload, metadata_pairs, point_id, similarity_to_score
+from kb_qdrant.payload import chunk_payload, metadata_pairs, point_id
 from kb_qdrant.settings import QdrantSettings
 
 relaxed = settings(deadline=None)
@@ -68,13 +68,6 @@ def test_collection_names_are_safe_and_distinct(model_a: str, dims: int, model_b
     if model_a != model_b:
         assert name != collection_name("kb", model_b, dims)
     assert name != collection_name("kb", model_a, dims + 1)
-
-
-@relaxed
-@given(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0), st.floats(0.0, 0.95))
-def test_score_mapping_is_in_range_and_monotonic(a: float, b: float, floor: float) -> None:
-    low, high = sorted((a, b))
-    assert 0.0 <= similarity_to_score(low, floor) <= similarity_to_score(high, floor) <= 1.0
 
 
 def test_local_mode_is_the_default_in_the_index_folder(tmp_path: Path) -> None:

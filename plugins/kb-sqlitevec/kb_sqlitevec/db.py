@@ -18,8 +18,6 @@ try:
 except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
     import sqlite3
 
-SNIPPET_CHARS = 300
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -42,25 +40,9 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 """
 
 
-def similarity_to_score(similarity: float, floor: float = 0.0) -> float:
-    """Map a cosine similarity to a score in [0, 1] (see the module docstring)."""
-    if not floor < 1.0:
-        raise ValueError(f"similarity floor must be below 1, got {floor}")
-    return min(1.0, max(0.0, (similarity - floor) / (1.0 - floor)))
-
-
 def text_hash(text: str) -> bytes:
     """The embedding cache's key for a text."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-
-
-def make_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
-    """The start of a passage with whitespace collapsed, cut at a word boundary."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
-    return cut + "…"
 
 
 def metadata_matches(metadata_json: str | None, wanted_json: str) -> bool:

@@ -22,7 +22,7 @@ Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score
   0.7-0.8. The common ``(s + 1) / 2`` would put off-topic queries at 0.5-0.6, above any useful
   score gate; this mapping keeps them near 0, so the answer pipeline's gate (``[rag]
   score_gates``, 0.35 for vector search by default) refuses them.
-* the embedder models the query when at least ``MIN_COVERAGE`` (half) of the query's words are
+* the embedder models the query when at least ``kb_core.retrieval.vectors.MIN_COVERAGE`` (half) of the query's words are
   written in scripts it declares (``Embedder.scripts``, :func:`kb_core.writing_systems.coverage`;
   always when it declares none). An English-only model finds every Korean or Chinese text alike
   (cosines of 0.7 for unrelated paragraphs): its similarities for such a query are no evidence,
@@ -54,30 +54,27 @@ from kb_core import (
     Problem,
     SearchQuery,
     StoreView,
-    modeled_scripts,
-    similarity_floor,
+    make_snippet,
+    score_mapping,
+    similarity_to_score,
 )
-from kb_core.writing_systems import coverage, dominant_script, script_profile
 from kb_sqlitevec.ann import AnnFiles, AnnOptions, Changes, batched_rows
 from kb_sqlitevec.db import (
     ModelKey,
     _batches,
     connect,
-    make_snippet,
     metadata_matches,
-    similarity_to_score,
     text_hash,
 )
 from kb_sqlitevec.nearest import chunk_rows, plan_and_search
 
-__all__ = ["ModelKey", "SqliteVecIndex", "make_snippet", "metadata_matches", "similarity_to_score", "text_hash"]
+__all__ = ["ModelKey", "SqliteVecIndex", "metadata_matches", "text_hash"]
 
 DB_NAME = "vectors.sqlite3"
 SCHEMA_VERSION = 2  # 2: meta.generation and the ANN graph files beside the database
 FINGERPRINT_VERSION = 1  # what the vectors are; unchanged by 2 (the graph is derived, an old index stays exact)
 MAX_K = 4096  # the largest k a vec0 KNN query accepts
 REINDEX_HINT = "run 'kb reindex --store sqlitevec'"
-MIN_COVERAGE = 0.5  # the share of a query's words the embedder must model for its similarities to count
 
 
 class SqliteVecIndex:
@@ -131,13 +128,6 @@ class SqliteVecIndex:
         """Schema version, embedding model id and dimensions: a change means ``kb reindex``."""
         key = self.current_model()
         return f"sqlitevec-{FINGERPRINT_VERSION};model={key.id};dims={key.dimensions}"
-
-    def score_mapping(self, text: str) -> tuple[float, bool]:
-        """``(floor, modeled)`` for a query: its script's similarity floor, and whether the embedder
-        models enough of its words (see the module docstring)."""
-        profile = script_profile(text)
-        floor = similarity_floor(self.embedder, dominant_script(profile))
-        return floor, coverage(profile, modeled_scripts(self.embedder)) >= MIN_COVERAGE
 
     def _mismatch(self, indexed: ModelKey, current: ModelKey) -> str:
         return (
@@ -397,7 +387,7 @@ class SqliteVecIndex:
         )
         rows = chunk_rows(self.conn, pairs)
         texts = self.store.get_chunks([r[0] for r in rows])
-        floor, modeled = self.score_mapping(query.text)
+        floor, modeled = score_mapping(self.embedder, query.text)
         hits = []
         for rank, (chunk_id, doc_path, start, end, heading_json, distance) in enumerate(rows, start=1):
             similarity = 1.0 - float(distance)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kb_core import make_snippet, similarity_to_score
 from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
@@ -20,7 +21,7 @@ from kb_core.extend.contracts import FactoryContext, Retriever, Store
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
-from kb_sqlitevec.index import SqliteVecIndex, make_snippet, metadata_matches, similarity_to_score
+from kb_sqlitevec.index import SqliteVecIndex, metadata_matches
 
 REINDEX = "kb reindex --store sqlitevec"
 
@@ -198,14 +199,6 @@ def test_scores_separate_on_topic_from_off_topic_questions(index: SqliteVecIndex
     off = [index.search(SearchQuery(q, k=1))[0].score for q in OFF_TOPIC]
     assert all(0.0 <= s <= 1.0 for s in on + off)
     assert min(on) > 0.3 > max(off), (on, off)
-
-
-@given(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0), st.floats(0.0, 0.95))
-def test_score_mapping_is_in_range_and_monotonic(a: float, b: float, floor: float) -> None:
-    low, high = sorted((a, b))
-    assert 0.0 <= similarity_to_score(low, floor) <= similarity_to_score(high, floor) <= 1.0
-    assert similarity_to_score(1.0, floor) == 1.0
-    assert similarity_to_score(floor, floor) == 0.0
 
 
 def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
