@@ -1,8 +1,10 @@
-"""Fakes that stand in for engines in tests of the core and of plugins: fast, deterministic, honest.
+"""Fakes and small builders for tests of the core and of plugins: fast, deterministic, honest.
 
 :class:`HashingEmbedder` turns words into unit vectors by hashing them (a bag of words), so
 texts that share words are near each other. It lets an index plugin's tests, or the core's,
 run without loading a model; it is never registered and never on kb's runtime path.
+:func:`document_chunks` and :func:`store_document` put hand-written passages into a store of
+record the way ingest would, for index tests.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import regex
 
-from kb_core.types import ModelRef
+from kb_core.storage.store import StoreOfRecord
+from kb_core.types import Chunk, Document, ModelRef
 
 _WORD = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}]*|\p{N}+")
 
@@ -57,3 +61,31 @@ class HashingEmbedder:
     def embed_query(self, text: str) -> list[float]:
         """The unit vector of ``text`` (queries and passages share one space)."""
         return self._vector(text)
+
+
+def document_chunks(path: str, texts: Sequence[str]) -> list[Chunk]:
+    """One chunk per text (two source lines each, under heading ``Top > Section i``), ids from the content."""
+    return [
+        Chunk(
+            chunk_id=hashlib.sha1(f"{path}:{i}:{text}".encode()).hexdigest()[:16],
+            doc_path=path,
+            ordinal=i,
+            text=text,
+            content_hash=hashlib.sha256(text.encode()).hexdigest(),
+            start_line=1 + 3 * i,
+            end_line=2 + 3 * i,
+            heading_path=("Top", f"Section {i}"),
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
+def store_document(
+    store: StoreOfRecord, path: str, texts: Sequence[str], metadata: dict[str, Any] | None = None
+) -> list[Chunk]:
+    """Put a document of ``texts`` (and ``metadata``) into the store of record; return its chunks."""
+    chunks = document_chunks(path, texts)
+    digest = hashlib.sha256("".join(texts).encode()).hexdigest()
+    with store.transaction():
+        store.replace_document(Document(path, digest, 10, path, "text", "/src", metadata=metadata or {}), chunks)
+    return chunks

@@ -22,7 +22,6 @@ your factory an :class:`~kb_core.extend.contracts.IndexContext` (with a
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,8 @@ from kb_core.config import Config
 from kb_core.extend.contracts import Embedder, Index, IndexContext, Retriever
 from kb_core.storage.store import StoreOfRecord
 from kb_core.storage.view import ReadOnlyStore
-from kb_core.testing.fakes import HashingEmbedder
-from kb_core.types import Chunk, Document, Problem, SearchQuery
+from kb_core.testing.fakes import HashingEmbedder, document_chunks, store_document
+from kb_core.types import Problem, SearchQuery
 
 #: The corpus every index is tested on: three documents, each with its own words.
 CORPUS: dict[str, tuple[str, ...]] = {
@@ -42,24 +41,6 @@ CORPUS: dict[str, tuple[str, ...]] = {
     "coast/lighthouse.md": ("The lighthouse keeper logs every passing ship.", "The lamp is cleaned each morning."),
     "geology/volcano.md": ("Basalt forms when volcano lava cools quickly.",),
 }
-
-
-def corpus_chunks(path: str, texts: tuple[str, ...]) -> list[Chunk]:
-    """The chunks of one corpus document: two lines each, with a heading path."""
-    return [
-        Chunk(
-            chunk_id=hashlib.sha1(f"{path}:{i}".encode()).hexdigest()[:16],
-            doc_path=path,
-            ordinal=i,
-            text=text,
-            content_hash=hashlib.sha256(text.encode()).hexdigest(),
-            start_line=1 + 3 * i,
-            end_line=2 + 3 * i,
-            heading_path=(path.split("/")[0].title(),),
-            token_count=len(text.split()),
-        )
-        for i, text in enumerate(texts)
-    ]
 
 
 class IndexContract:
@@ -84,10 +65,8 @@ class IndexContract:
     def store(self, tmp_path: Path) -> Iterator[StoreOfRecord]:
         """A real store of record holding :data:`CORPUS`."""
         store = StoreOfRecord(tmp_path / "kb")
-        with store.transaction():
-            for path, texts in CORPUS.items():
-                document = Document(path, hashlib.sha256(path.encode()).hexdigest(), 10, path, "text", "/src")
-                store.replace_document(document, corpus_chunks(path, texts))
+        for path, texts in CORPUS.items():
+            store_document(store, path, texts)
         yield store
         store.close()
 
@@ -114,7 +93,7 @@ class IndexContract:
     def apply(index: Any, paths: list[str]) -> None:
         """Apply one batch as kb's sync engine does: delete every path, upsert what exists, commit."""
         index.delete(paths)
-        index.upsert([c for p in paths if p in CORPUS for c in corpus_chunks(p, CORPUS[p])])
+        index.upsert([c for p in paths if p in CORPUS for c in document_chunks(p, CORPUS[p])])
         index.commit()
 
     @staticmethod

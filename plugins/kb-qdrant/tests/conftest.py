@@ -7,7 +7,6 @@ collection prefix of its own per test, dropped at teardown.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +21,8 @@ from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_core.config import Config
 from kb_core.extend.contracts import FactoryContext
 from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Document
+from kb_core.testing import store_document
+from kb_core.types import Chunk
 from kb_qdrant.index import QdrantIndex
 from kb_qdrant.settings import QdrantSettings
 
@@ -83,37 +83,13 @@ class Renamed(Counting):
         return attrs.evolve(self.inner.model_ref, id="another/model v2")
 
 
-def add_document(
-    store: StoreOfRecord, path: str, texts: list[str], metadata: dict[str, Any] | None = None
-) -> list[Chunk]:
-    """Put a document and its chunks into the store of record; return the chunks."""
-    chunks = [
-        Chunk(
-            chunk_id=hashlib.sha1(f"{path}:{i}:{t}".encode()).hexdigest()[:16],
-            doc_path=path,
-            ordinal=i,
-            text=t,
-            content_hash=hashlib.sha256(t.encode()).hexdigest(),
-            start_line=1 + 3 * i,
-            end_line=2 + 3 * i,
-            heading_path=("Top", f"Section {i}"),
-        )
-        for i, t in enumerate(texts)
-    ]
-    digest = hashlib.sha256("".join(texts).encode()).hexdigest()
-    document = Document(path, digest, 10, path, "text", "/src", metadata=metadata or {})
-    with store.transaction():
-        store.replace_document(document, chunks)
-    return chunks
-
-
 class Helpers:
     """What the test modules share (conftest is not importable under --import-mode=importlib)."""
 
     corpus: dict[str, list[str]] = CORPUS
     counting: type[Counting] = Counting
     renamed: type[Renamed] = Renamed
-    add_document = staticmethod(add_document)
+    store_document = staticmethod(store_document)
 
 
 @pytest.fixture
@@ -135,7 +111,7 @@ def corpus(store: StoreOfRecord) -> list[Chunk]:
     for path, texts in CORPUS.items():
         lang = "en-gb" if path.startswith("notes/") else "en"
         metadata = {"lang": lang, "tags": ["kb", path.split("/")[0]], "draft": path.endswith("finance.md")}
-        chunks += add_document(store, path, texts, metadata)
+        chunks += store_document(store, path, texts, metadata)
     return chunks
 
 

@@ -132,7 +132,7 @@ def test_delete_removes_every_chunk_of_a_document(index: QdrantIndex, corpus: li
 
 def test_a_batch_applies_in_order_delete_then_upsert(index: QdrantIndex, store: StoreOfRecord, helpers: Any) -> None:
     """What the sync engine does for a changed document: delete its path, upsert its new chunks."""
-    new = helpers.add_document(
+    new = helpers.store_document(
         store, "computing/python.md", ["Python 3.13 removed the global interpreter lock option."]
     )
     index.delete(["computing/python.md"])
@@ -181,7 +181,9 @@ def test_unchanged_text_is_not_embedded_again(
     idx.commit()
     assert counting.embedded == [] and idx.count() == len(corpus)
     same = "The same paragraph appears in two documents."
-    idx.upsert(helpers.add_document(store, "a.md", [same]) + helpers.add_document(store, "b.md", [same, "A new line."]))
+    idx.upsert(
+        helpers.store_document(store, "a.md", [same]) + helpers.store_document(store, "b.md", [same, "A new line."])
+    )
     assert counting.embedded == [same, "A new line."]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,8 @@ from kb_core.errors import KbError
 from kb_core.extend.contracts import FactoryContext, Retriever, Store
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Document, SearchQuery
+from kb_core.testing import store_document
+from kb_core.types import Chunk, SearchQuery
 from kb_sqlitevec.index import SqliteVecIndex, metadata_matches
 
 REINDEX = "kb reindex --store sqlitevec"
@@ -104,31 +104,6 @@ class Truncated(Counting):
         return (vector / np.linalg.norm(vector)).tolist()
 
 
-def add_document(
-    store: StoreOfRecord, path: str, texts: list[str], metadata: dict[str, Any] | None = None
-) -> list[Chunk]:
-    """Put a document and its chunks into the store of record; return the chunks."""
-    chunks = [
-        Chunk(
-            chunk_id=hashlib.sha1(f"{path}:{i}:{t}".encode()).hexdigest()[:16],
-            doc_path=path,
-            ordinal=i,
-            text=t,
-            content_hash=hashlib.sha256(t.encode()).hexdigest(),
-            start_line=1 + 3 * i,
-            end_line=2 + 3 * i,
-            heading_path=("Top", f"Section {i}"),
-        )
-        for i, t in enumerate(texts)
-    ]
-    document = Document(
-        path, hashlib.sha256("".join(texts).encode()).hexdigest(), 10, path, "text", "/src", metadata=metadata or {}
-    )
-    with store.transaction():
-        store.replace_document(document, chunks)
-    return chunks
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> StoreOfRecord:
     return StoreOfRecord(tmp_path)
@@ -139,7 +114,7 @@ def corpus(store: StoreOfRecord) -> list[Chunk]:
     chunks: list[Chunk] = []
     for path, texts in CORPUS.items():
         lang = "en" if not path.startswith("notes/") else "en-gb"
-        chunks += add_document(store, path, texts, {"lang": lang, "tags": ["kb", path.split("/")[0]]})
+        chunks += store_document(store, path, texts, {"lang": lang, "tags": ["kb", path.split("/")[0]]})
     return chunks
 
 
@@ -302,7 +277,9 @@ def test_unchanged_text_is_never_embedded_twice(
     assert counting.embedded == []
     assert idx.count() == len(corpus)
 
-    twin = add_document(store, "copies/photosynthesis.md", CORPUS["biology/photosynthesis.md"] + ["A brand new line."])
+    twin = store_document(
+        store, "copies/photosynthesis.md", CORPUS["biology/photosynthesis.md"] + ["A brand new line."]
+    )
     idx.upsert(twin)
     idx.commit()
     assert counting.embedded == ["A brand new line."]
@@ -316,7 +293,7 @@ def test_one_upsert_embeds_a_repeated_text_once(store: StoreOfRecord, embedder: 
     counting = Counting(embedder)
     idx = open_index(store, counting)
     same = "The same paragraph appears in two documents."
-    idx.upsert(add_document(store, "a.md", [same]) + add_document(store, "b.md", [same]))
+    idx.upsert(store_document(store, "a.md", [same]) + store_document(store, "b.md", [same]))
     assert counting.embedded == [same]
     assert idx.count() == 2
     idx.close()
