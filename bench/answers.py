@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
-from kb_core.config import load_config
+from kb_core.config import load_config, parse_value
 from kb_core.evaluation.answers import AnswerReport, evaluate_answers, load_golden
 from kb_core.ingest.pipeline import ingest_paths
 
@@ -132,13 +132,6 @@ def prefill_ratio(kb: KnowledgeBase, report: AnswerReport) -> None:
     )
 
 
-def _value(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="clapnq")
@@ -147,7 +140,7 @@ def main() -> None:
     parser.add_argument("--label", default="default", help="names the report folder")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a config override")
     args = parser.parse_args()
-    overrides = {key: _value(value) for key, value in (item.split("=", 1) for item in args.config)}
+    overrides = {key: parse_value(value) for key, value in (item.split("=", 1) for item in args.config)}
     golden = golden_file(args.set, args.limit, args.seed)
     with knowledge_base(args.set, overrides) as kb:
         began = time.perf_counter()

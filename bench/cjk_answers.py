@@ -26,7 +26,6 @@ then one line per question.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -38,6 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from kb_core import Hit, KnowledgeBase, SearchQuery, load_config, search
 from kb_core.answers.pipeline import AskOptions
+from kb_core.config import parse_value
 from kb_core.evaluation.answers import GoldenQuestion, QuestionResult, doc_matches, evaluate_answers, load_golden
 from kb_core.evaluation.stats import percentile
 from kb_core.ingest.pipeline import ingest_paths
@@ -144,13 +144,6 @@ def show(rows: dict[str, dict[str, Any]]) -> None:
         )
 
 
-def _value(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default="minilm", help="models.embedding.name (minilm or multilingual)")
@@ -158,7 +151,7 @@ def main() -> None:
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a config override")
     parser.add_argument("--retrieval-only", action="store_true", help="search ranks only; no model is loaded")
     args = parser.parse_args()
-    overrides = {key: _value(value) for key, value in (item.split("=", 1) for item in args.config)}
+    overrides = {key: parse_value(value) for key, value in (item.split("=", 1) for item in args.config)}
     overrides |= {"models.embedding.name": args.embedder, "ingest.ignore": ["/README.md"]}
     label = args.label or args.embedder
     golden = load_golden(GOLDEN)

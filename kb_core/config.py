@@ -168,7 +168,12 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
     data[leaf] = value
 
 
-def _parse_env_value(raw: str) -> Any:
+def parse_value(raw: str) -> Any:
+    """A setting given as text (``KB_*`` variables, ``--config key=value``): a TOML value, else the text.
+
+    >>> parse_value("3"), parse_value('["a"]'), parse_value("hybrid")
+    (3, ['a'], 'hybrid')
+    """
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
@@ -218,7 +223,7 @@ def load_config(
     for name, raw in sorted(env.items()):
         if name.startswith("KB_") and "__" in name:
             key = name[3:].lower().replace("__", ".")
-            _set(data, key, _parse_env_value(raw))
+            _set(data, key, parse_value(raw))
             sources[key] = f"env:{name}"
     if env.get("KB_HOME"):
         data["kb_dir"], sources["kb_dir"] = env["KB_HOME"], "env:KB_HOME"
