@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,17 +10,13 @@ import pytest
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
 from kb_core.extend.contracts import FactoryContext
+from kb_core.testing import isolate_environment
 
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No user config, no stray KB_* variables, platform dirs under a temp folder."""
-    for name in list(os.environ):
-        if name.startswith("KB_") and name != "KB_OLLAMA_URL":
-            monkeypatch.delenv(name)
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"), keep=("KB_OLLAMA_URL",))
 
 
 @pytest.fixture(scope="session")

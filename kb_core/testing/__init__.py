@@ -17,7 +17,7 @@ from kb_core.testing.contracts import (
     check_blocks,
     check_parsed,
 )
-from kb_core.testing.fakes import HashingEmbedder, document_chunks, store_document
+from kb_core.testing.fakes import HashingEmbedder, document_chunks, isolate_environment, store_document
 from kb_core.testing.index_contract import CORPUS, IndexContract
 from kb_core.testing.language_models import Script, ScriptedLanguageModel, ScriptedPlugin
 from kb_core.testing.model_contract import LanguageModelContract
@@ -36,5 +36,6 @@ __all__ = [
     "check_blocks",
     "check_parsed",
     "document_chunks",
+    "isolate_environment",
     "store_document",
 ]

@@ -4,14 +4,17 @@
 texts that share words are near each other. It lets an index plugin's tests, or the core's,
 run without loading a model; it is never registered and never on kb's runtime path.
 :func:`document_chunks` and :func:`store_document` put hand-written passages into a store of
-record the way ingest would, for index tests.
+record the way ingest would, for index tests. :func:`isolate_environment` keeps a test away
+from the user's configuration and data.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import regex
@@ -89,3 +92,19 @@ def store_document(
     with store.transaction():
         store.replace_document(Document(path, digest, 10, path, "text", "/src", metadata=metadata or {}), chunks)
     return chunks
+
+
+def isolate_environment(monkeypatch: Any, home: Path, keep: Sequence[str] = ()) -> None:
+    """No user configuration, no stray ``KB_*`` variables (but ``keep``), platform folders under ``home``.
+
+    Call it from an autouse fixture::
+
+        @pytest.fixture(autouse=True)
+        def isolated(monkeypatch, tmp_path_factory):
+            isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"))
+    """
+    for name in list(os.environ):
+        if name.startswith("KB_") and name not in keep:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))

@@ -3,13 +3,13 @@ engines. The helpers live in mcp_helpers.py (a module named conftest would clash
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 import kb_core
+from kb_core.testing import isolate_environment
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -19,12 +19,7 @@ from mcp_helpers import scripted_plugin_path, write_notes
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No user config, no stray KB_* variables, platform dirs under a temp folder."""
-    for name in list(os.environ):
-        if name.startswith("KB_"):
-            monkeypatch.delenv(name)
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture(scope="module")

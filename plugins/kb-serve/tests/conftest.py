@@ -9,7 +9,6 @@ it answers extractively, one word per token, from the evidence retrieval really 
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import threading
@@ -32,7 +31,7 @@ from kb_core import (
     load_config,
     load_registry,
 )
-from kb_core.testing import ScriptedPlugin
+from kb_core.testing import ScriptedPlugin, isolate_environment
 from kb_serve import ServeSettings, create_app
 from kb_serve.running import bind
 
@@ -103,12 +102,7 @@ class Running:
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No user config, no stray KB_* variables, platform dirs under a temp folder."""
-    for name in list(os.environ):
-        if name.startswith("KB_"):
-            monkeypatch.delenv(name)
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture(scope="session")
