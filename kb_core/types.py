@@ -123,13 +123,19 @@ class ModelRef:
 
 @attrs.frozen
 class SearchQuery:
-    """A search request as retrievers receive it."""
+    """A search request as retrievers receive it.
+
+    ``snippets`` is False when the core asks for more hits than it keeps (hybrid fusion): an
+    index may then leave ``Hit.snippet`` empty, and the core fills in the snippets of the hits
+    it keeps (with the index's :class:`~kb_core.extend.contracts.SnippetMaker` when it has one).
+    """
 
     text: str
     k: int = 10
     mode: str = "hybrid"
     path_glob: str | None = None
     metadata: dict[str, str] = attrs.field(factory=dict)
+    snippets: bool = True
 
 
 @attrs.frozen

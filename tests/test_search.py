@@ -296,6 +296,11 @@ def test_hits_carry_citations_headings_and_snippets(corpus_kb: KnowledgeBase) ->
     assert top.citation.start_line <= top.citation.end_line
     assert top.snippet and top.heading_path[0] == "Heliograph"
     assert {r.name for r in response.retrievers} == {"tantivy", "sqlitevec"}
+    lexical = search(corpus_kb, SearchQuery("Heliograph daemon TCP port", k=10, mode="lexical")).hits
+    tantivy_hits = [h for h in response.hits if h.retriever.startswith("tantivy")]
+    assert tantivy_hits and tantivy_hits[0].snippet == next(
+        h.snippet for h in lexical if h.chunk_id == tantivy_hits[0].chunk_id
+    ), "a kept hit's snippet is the one its lexical index makes for the query"
 
 
 @pytest.mark.slow

@@ -94,6 +94,17 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class SnippetMaker(Protocol):
+    """An optional Index capability: the excerpt of a chunk's ``text`` it would show for ``query``.
+
+    The core calls it for the hits it keeps after fusion, having asked the index for its fan-out
+    with ``SearchQuery.snippets`` False, so an index spends no time on excerpts nobody sees.
+    """
+
+    def snippet(self, query: SearchQuery, text: str) -> str: ...
+
+
+@runtime_checkable
 class TokenStartsEmbedder(Protocol):
     """An optional Embedder capability: the character offset of each content token of each text.
 

@@ -46,7 +46,9 @@ hit's score (``[rag] score_gate``). What the score means per mode:
 
 When a lexical or vector search has several indexes of that mode, they are fused the same way
 as hybrid. For fusion each retriever is asked for ``max(k, search.fanout)`` hits (a single
-retriever for k); hits are deduplicated by chunk, filtered by the path glob, and numbered 1..k.
+retriever for k) without snippets; hits are deduplicated by chunk, filtered by the path glob,
+and numbered 1..k, and only then are the kept hits' snippets made (by the index that found
+each, when it is a ``SnippetMaker``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ import attrs
 
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
 from kb_core.errors import KbError
+from kb_core.extend.contracts import SnippetMaker
 from kb_core.types import SEARCH_MODES, Hit, SearchQuery
 
 if TYPE_CHECKING:
@@ -256,8 +259,14 @@ def _passthrough(name: str, hits: Sequence[Hit]) -> list[tuple[Hit, HitExplanati
     return out
 
 
-def _fill_from_store(kb: KnowledgeBase, hits: list[Hit]) -> list[Hit]:
-    """Give hits without a snippet or heading path the ones of their chunk in the store of record."""
+def _fill_from_store(
+    kb: KnowledgeBase, hits: list[Hit], query: SearchQuery, retrievers: Mapping[str, Any]
+) -> list[Hit]:
+    """Give hits without a snippet or heading path the ones of their chunk in the store of record.
+
+    A missing snippet comes from the retriever that found the hit when it is a
+    :class:`SnippetMaker`, else it is the chunk's opening.
+    """
     missing = [h.chunk_id for h in hits if not h.snippet or not h.heading_path]
     if not missing:
         return hits
@@ -267,10 +276,16 @@ def _fill_from_store(kb: KnowledgeBase, hits: list[Hit]) -> list[Hit]:
         chunk = chunks.get(hit.chunk_id)
         if chunk is not None:
             hit = attrs.evolve(
-                hit, snippet=hit.snippet or chunk.text[:300], heading_path=hit.heading_path or chunk.heading_path
+                hit,
+                snippet=hit.snippet or _snippet(retrievers.get(hit.retriever.split("+")[0]), query, chunk.text),
+                heading_path=hit.heading_path or chunk.heading_path,
             )
         filled.append(hit)
     return filled
+
+
+def _snippet(retriever: Any, query: SearchQuery, text: str) -> str:
+    return retriever.snippet(query, text) if isinstance(retriever, SnippetMaker) else text[:300]
 
 
 GLOB_HELP = (
@@ -313,7 +328,7 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)
     fused = len(retrievers) > 1 or query.mode == "hybrid"
-    fetch = attrs.evolve(query, k=max(query.k, cfg.fanout)) if fused else query
+    fetch = attrs.evolve(query, k=max(query.k, cfg.fanout), snippets=False) if fused else query
     results: list[tuple[str, list[Hit]]] = []
     runs: list[RetrieverRun] = []
     for retriever in retrievers:
@@ -329,7 +344,7 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
         ranked = _passthrough(*results[0])
     ranked = ranked[: query.k]
     hits = [attrs.evolve(hit, rank=rank) for rank, (hit, _) in enumerate(ranked, start=1)]
-    hits = _fill_from_store(kb, hits)
+    hits = _fill_from_store(kb, hits, query, {r.name: r for r in retrievers})
     return SearchResponse(
         query=query.text,
         mode=query.mode,

@@ -275,7 +275,15 @@ class TantivyIndex:
         searcher = index.searcher()
         mass = scoring.evidence_mass((searcher.doc_freq("body", t) for t in terms), searcher.num_docs)
         found = self._collect(searcher, terms, query)
-        return [self._to_hit(searcher, raw, address, rank, mass, terms) for rank, (raw, address) in enumerate(found, 1)]
+        snippet_terms = terms if query.snippets else None
+        return [
+            self._to_hit(searcher, raw, address, rank, mass, snippet_terms)
+            for rank, (raw, address) in enumerate(found, 1)
+        ]
+
+    def snippet(self, query: SearchQuery, text: str) -> str:
+        """The excerpt of ``text`` around the densest group of ``query``'s terms (:class:`SnippetMaker`)."""
+        return analysis.make_snippet(text, analysis.query_terms(query.text))
 
     def _text_query(self, terms: list[str]) -> Query:
         clauses: list[tuple[Occur, Query]] = []
@@ -304,10 +312,12 @@ class TantivyIndex:
                 return kept[: query.k]
             limit *= 4
 
-    def _to_hit(self, searcher: Any, raw: float, address: Any, rank: int, mass: float, terms: list[str]) -> Hit:
+    def _to_hit(
+        self, searcher: Any, raw: float, address: Any, rank: int, mass: float, snippet_terms: list[str] | None
+    ) -> Hit:
+        """The hit at ``address``; its snippet only when ``snippet_terms`` are given."""
         doc = searcher.doc(address)
         path = doc.get_first("doc_path")
-        text = doc.get_first("text").decode("utf-8")
         return Hit(
             chunk_id=doc.get_first("chunk_id"),
             doc_path=path,
@@ -315,7 +325,9 @@ class TantivyIndex:
             rank=rank,
             citation=Citation(path, int(doc.get_first("start_line")), int(doc.get_first("end_line"))),
             heading_path=tuple(json.loads(doc.get_first("heading_path").decode("utf-8"))),
-            snippet=analysis.make_snippet(text, terms),
+            snippet=analysis.make_snippet(doc.get_first("text").decode("utf-8"), snippet_terms)
+            if snippet_terms
+            else "",
             retriever="tantivy",
             raw_score=float(raw),
         )

@@ -11,13 +11,14 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kb_core.config import Config
 from kb_core.errors import KbError
-from kb_core.extend.contracts import IndexContext, Retriever, Store
+from kb_core.extend.contracts import IndexContext, Retriever, SnippetMaker, Store
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
@@ -180,6 +181,17 @@ def test_hits_carry_citation_heading_snippet_and_scores(index: TantivyIndex) -> 
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_fan_out_without_snippets_leaves_them_to_snippet(index: TantivyIndex) -> None:
+    apply_batch(index, ["docs/a.md", "notes/b.md"], A + B)
+    query = SearchQuery("watering tomatoes garden", k=5)
+    with_snippets = index.search(query)
+    without = index.search(attrs.evolve(query, snippets=False))
+    assert [h.chunk_id for h in without] == [h.chunk_id for h in with_snippets]
+    assert all(h.snippet == "" for h in without)
+    assert isinstance(index, SnippetMaker)
+    assert index.snippet(query, A[1].text) == with_snippets[0].snippet
 
 
 def test_heading_matches_count(index: TantivyIndex) -> None:
