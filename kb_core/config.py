@@ -97,7 +97,7 @@ class RagConfig:
     constrained: bool = False
     max_chunks: int = 3  # evidence entries packed at most
     min_relative_score: float = 0.75  # a hit behind the first is packed only when it scores this share of the top
-    answer_check: float = 0.0  # the least P("the evidence states the answer") the model gives before answering; 0 = off
+    answer_check: float = 0.62  # the least P("the passages state the answer") the judge gives an answer; 0 = off
     unsupported_claims: str = "refuse"  # "refuse" the answer, or "drop" the unsupported sentences with a note
 
     def gate(self, mode: str) -> float:

@@ -310,10 +310,11 @@ class Answer:
     ``grounded`` is true only when every marker the answer cites names a chunk it was given and
     every claim in it is supported by a packed passage, as kb checked sentence by sentence
     (``sentences``); see :mod:`kb_core.answers.pipeline`. ``citations`` are the passages that support it.
-    ``candidates`` lists the nearest chunks of a refusal; ``note`` says in one line why it was
+    ``candidates`` lists the nearest chunks of a refusal (of a ``not_answered`` one, the passages
+    the withdrawn answer cited); ``note`` says in one line why it was
     refused (or what was dropped) and ``refusal_detail`` names the finer cause. ``verdict`` is
     the opening yes / no / mixed of an answer to a yes/no question; ``answer_check`` the model's
-    probability, asked after answering, that the evidence states the answer;
+    probability, asked after a grounded answer, that the passages state the answer;
     ``ignored_instructions`` the packed passages that held instructions to the assistant.
     ``packed``, ``prompt`` and ``trace`` (every retrieved hit) are filled only when explaining.
     """

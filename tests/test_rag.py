@@ -20,7 +20,7 @@ import pytest
 
 from kb_core.answers.packing import pack
 from kb_core.answers.pipeline import AskOptions, RagPipeline
-from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V2_ZH, choose_template
+from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V3, RAG_V3_ZH, choose_template
 from kb_core.answers.validation import judge
 from kb_core.config import load_config
 from kb_core.errors import KbError
@@ -135,7 +135,7 @@ def test_gate_refusal_text_follows_the_question_language(store: StoreOfRecord) -
     h = Harness(store, hits_for((2, 0.1)), ScriptedLanguageModel())
     answer = h.ask("대한민국의 수도는 어디인가?")
     assert answer.answer.startswith("근거 부족. KB 에 해당 내용 없음.")
-    assert answer.prompt_template_version == "rag-v2-ko"
+    assert answer.prompt_template_version == "rag-v3-ko"
 
 
 def test_score_exactly_at_the_gate_passes(store: StoreOfRecord) -> None:
@@ -363,14 +363,14 @@ def test_template_follows_the_question_language(store: StoreOfRecord) -> None:
     h = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
     answer = h.ask("대한민국의 수도는?")
     request = h.llm.requests[0]
-    assert answer.prompt_template_version == "rag-v2-ko"
+    assert answer.prompt_template_version == "rag-v3-ko"
     assert request.system == RAG_V2_KO.system
     assert (
         request.user
         == "근거:\n[#1] docs/seoul.md > Guide > Part 0\n서울은 대한민국의 수도이다.\n\n질문: 대한민국의 수도는?"
     )
-    assert choose_template("auto", "北京是中国的首都吗?") is RAG_V2_ZH
-    assert choose_template("auto", "What does 서울 mean?") is RAG_V2
+    assert choose_template("auto", "北京是中国的首都吗?") is RAG_V3_ZH
+    assert choose_template("auto", "What does 서울 mean?") is RAG_V3
     # the seed's rag-v1 stays selectable, with its own format
     v1 = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
     assert v1.ask("대한민국의 수도는?", template_version="rag-v1").prompt_template_version == "rag-v1"

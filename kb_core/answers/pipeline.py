@@ -3,13 +3,14 @@
 An answer is *grounded* only when every marker it cites (after repairing the loose forms small
 models write) names a packed chunk, it did not say the evidence is insufficient, it makes at
 least one claim, every claim is supported by a packed passage (checked by kb sentence by
-sentence, see :mod:`kb_core.answers.validation`), and, when the model offers it, the model's own answer
-check (asked before it answers) says the evidence states the answer. Everything else is a refusal with a reason:
+sentence, see :mod:`kb_core.answers.validation`), and, when the model offers it, the answer check
+(the template's judge, a separate prompt asked after the answer) says the passages state the answer
+to the question. Everything else is a refusal with a reason:
 
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
 ``score_gate``       the best hit scores below the gate of its search mode (``[rag] score_gates``); no model call.
 ``llm_self_judge``   the model refused, said nothing, cited a marker it was not given, or, asked
-                     before answering, judged that the evidence does not state the answer
+                     after a grounded answer, judged that the passages do not state the answer
                      (``refusal_detail`` ``not_answered``; threshold ``[rag] answer_check``).
 ``unsupported``      a claim of the answer is not in any packed passage: a hallucination,
                      with or without a citation.
@@ -224,30 +225,10 @@ class RagPipeline:
                 "the retrieved chunks no longer exist (re-run kb ingest)",
             )
         constrained = rag.constrained if run.options.constrained is None else run.options.constrained
-        prompt, request = self._request(run, [entry for _, entry in packed], constrained)
+        entries = [entry for _, entry in packed]
+        prompt, request = self._request(run, entries, constrained)
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
-        check, check_ms = self._check(llm, request, run)
-        if check is not None and check < rag.answer_check:
-            note = (
-                f"asked before answering, the model judged that the evidence does not state the answer "
-                f"(p={check:.2f}, below {rag.answer_check:.2f})"
-            )
-            refusal = run.template.unanswered_refusal
-            verdict = Verdict(False, "llm_self_judge", (), (), note, refusal, (), "not_answered")
-            usage = TokenUsage(latency_ms=_ms(run.started), check_ms=check_ms)
-            return self._answer(
-                run,
-                verdict.text,
-                verdict,
-                (),
-                usage,
-                model=llm.model_ref,
-                constrained=constrained,
-                packed=tuple(items),
-                prompt=prompt,
-                check=check,
-            )
         raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
         yes_no = is_yes_no_question(run.question)
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
@@ -267,8 +248,23 @@ class RagPipeline:
         else:
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
+        check, check_ms = self._check(llm, run, entries) if verdict.grounded else (None, 0.0)
+        if check is not None and check < rag.answer_check:
+            note = (
+                f"asked after answering, the model judged that the passages do not state the answer "
+                f"(p={check:.2f}, below {rag.answer_check:.2f})"
+            )
+            verdict = attrs.evolve(
+                verdict,
+                grounded=False,
+                refusal_reason="llm_self_judge",
+                note=note,
+                text=run.template.unanswered_refusal,
+                refusal_detail="not_answered",
+            )
         hit_of = {h.chunk_id: h for h in run.hits}
-        cited = verdict.cited if verdict.grounded else ()
+        withdrawn = verdict.refusal_detail == "not_answered"  # its candidates: the passages it cited
+        cited = verdict.cited if verdict.grounded or withdrawn else ()
         citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited)
         usage = TokenUsage(
             done.prompt_tokens,
@@ -295,6 +291,7 @@ class RagPipeline:
             verdict_word=verdict_word,
             check=check,
             ignored=ignored,
+            candidates=citations if withdrawn else None,
         )
 
     def _request(self, run: _Run, entries: list[str], constrained: bool) -> tuple[RenderedPrompt, GenerateRequest]:
@@ -317,16 +314,18 @@ class RagPipeline:
         )
         return prompt, request
 
-    def _check(self, llm: LanguageModel, request: GenerateRequest, run: _Run) -> tuple[float | None, float]:
-        """The model's P(the evidence states the answer), asked right after the question; (None, 0) when off.
+    def _check(self, llm: LanguageModel, run: _Run, entries: list[str]) -> tuple[float | None, float]:
+        """The model's P(the passages state the answer), asked with the template's judge; (None, 0) when off.
 
-        The check shares the prompt up to the question, so a model that keeps its context (llama.cpp)
-        evaluates only the check's own tokens, and the answer then reuses the evidence it read.
+        The judge is a prompt of its own (a short system message, the packed entries, the
+        question), so it does not share the answer's context: a backend that caches prompt
+        prefixes evaluates only the entries and the question again.
         """
-        if self.config.rag.answer_check <= 0 or not run.template.check or not isinstance(llm, AnswerChecker):
+        judge = run.template.judge
+        if self.config.rag.answer_check <= 0 or judge is None or not isinstance(llm, AnswerChecker):
             return None, 0.0
         began = time.perf_counter()
-        asked = attrs.evolve(request, user=f"{request.user}\n\n{run.template.check}", grammar=None)
+        asked = GenerateRequest(system=judge.system, user=render_user(judge, run.question, "\n\n".join(entries)))
         return round(llm.yes_probability(asked), 4), _ms(began)
 
     # -- building and keeping answers -------------------------------------------------------------
@@ -351,9 +350,11 @@ class RagPipeline:
         verdict_word: str | None = None,
         check: float | None = None,
         ignored: tuple[int, ...] = (),
+        candidates: tuple[AnswerCitation, ...] | None = None,
     ) -> Answer:
         explain = run.options.explain
-        candidates = () if verdict.grounded else tuple(_citation_of(h, None) for h in run.hits[:CANDIDATES_SHOWN])
+        if candidates is None:
+            candidates = () if verdict.grounded else tuple(_citation_of(h, None) for h in run.hits[:CANDIDATES_SHOWN])
         retrieval = RetrievalSummary(
             trace_id=run.trace_id,
             mode=run.mode,
@@ -376,7 +377,7 @@ class RagPipeline:
             verdict=verdict_word,
             answer_check=check,
             ignored_instructions=ignored,
-            citations=citations,
+            citations=citations if verdict.grounded else (),
             candidates=candidates,
             invalid_markers=verdict.invalid,
             model=model,

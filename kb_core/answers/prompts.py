@@ -6,11 +6,12 @@ data, not commands. Changing a template's wording means a new version name.
 
 ``rag-v1`` is the Korean template of the seed specification, verbatim; ``rag-v1-en`` is its
 English equivalent. ``rag-v2`` (``rag-v2-ko``, ``rag-v2-zh`` in Korean and Chinese) asks for short
-answers with a marker after every sentence, puts the question after the evidence, asks for the
-verdict first on yes/no questions, and has an answer check (:attr:`PromptTemplate.check`): before
-answering, the model is asked whether the evidence states the answer at all.
-``auto`` picks ``rag-v2`` in the question's language: mostly Hangul -> ``rag-v2-ko``, mostly Han
-(Chinese, Japanese) -> ``rag-v2-zh``, otherwise ``rag-v2``.
+answers with a marker after every sentence, puts the question after the evidence and asks for the
+verdict first on yes/no questions. ``rag-v3`` (``-ko``, ``-zh``) answers as ``rag-v2`` and adds a
+judge (:class:`JudgePrompt`): a separate short prompt, asked after a grounded answer, whether the
+passages state the answer to the question at all ("Yes" or "No"; see ``[rag] answer_check``).
+``auto`` picks ``rag-v3`` in the question's language: mostly Hangul -> ``rag-v3-ko``, mostly Han
+(Chinese, Japanese) -> ``rag-v3-zh``, otherwise ``rag-v3``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,17 @@ from kb_core.writing_systems import dominant_script, script_profile
 
 
 @attrs.frozen
+class JudgePrompt:
+    """A yes/no question to the model, apart from the answer: do these passages state the answer?
+
+    ``user`` has the slots {query} and {packed_chunks} (the evidence entries the answer was given).
+    """
+
+    system: str
+    user: str
+
+
+@attrs.frozen
 class PromptTemplate:
     """A named, versioned prompt: a fixed system message and a user message with two slots."""
 
@@ -36,7 +48,7 @@ class PromptTemplate:
     candidate_line: str  # slots: {ref} {score}
     no_chunks_refusal: str
     entry_header: str = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"  # slots: those names
-    check: str = ""  # the answer check, asked after the question before answering; "" = no check
+    judge: JudgePrompt | None = None  # the answer check, asked after a grounded answer; None = no check
     unanswered_refusal: str = ""  # what a refusal by the answer check says
     examples: tuple[tuple[str, str], ...] = ()  # worked (user, assistant) turns before the question
 
@@ -173,7 +185,6 @@ RAG_V2 = PromptTemplate(
     candidate_line=RAG_V1_EN.candidate_line,
     no_chunks_refusal=RAG_V1_EN.no_chunks_refusal,
     entry_header=_V2_ENTRY,
-    check="Before you answer: do the evidence entries state the answer to this question? Reply Yes or No.",
     unanswered_refusal="Insufficient evidence: the passages found are about the question but do not state the answer.",
     examples=_examples("Evidence:\n{packed_chunks}\n\nQuestion: {query}", _EXAMPLES_EN),
 )
@@ -195,7 +206,6 @@ RAG_V2_KO = attrs.evolve(
     gate_refusal=RAG_V1.gate_refusal,
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal=RAG_V1.no_chunks_refusal,
-    check="답하기 전에: 근거 항목에 이 질문의 답이 나와 있습니까? Yes 또는 No로 답하세요.",
     unanswered_refusal="근거 부족. 찾은 문서가 질문과 관련은 있지만 답이 나와 있지 않다.",
     examples=_examples("근거:\n{packed_chunks}\n\n질문: {query}", _EXAMPLES_KO),
 )
@@ -216,12 +226,39 @@ RAG_V2_ZH = attrs.evolve(
     gate_refusal="证据不足：知识库中没有足够匹配的内容。\n最接近的候选（均低于阈值 {gate}）：",
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal="证据不足：知识库中没有与问题匹配的内容。",
-    check="回答之前：证据条目中是否写明了这个问题的答案？请回答 Yes 或 No。",
     unanswered_refusal="证据不足：找到的段落与问题相关，但没有写明答案。",
     examples=_examples("证据：\n{packed_chunks}\n\n问题：{query}", _EXAMPLES_ZH),
 )
 
-TEMPLATES: dict[str, PromptTemplate] = {t.version: t for t in (RAG_V1, RAG_V1_EN, RAG_V2, RAG_V2_KO, RAG_V2_ZH)}
+RAG_V3 = attrs.evolve(
+    RAG_V2,
+    version="rag-v3",
+    judge=JudgePrompt(
+        system="You check whether a passage answers a question. Reply with one word: Yes or No.",
+        user="Passage:\n{packed_chunks}\n\nQuestion: {query}\n\n"
+        "Does the passage state the answer to this question? Reply Yes or No.",
+    ),
+)
+RAG_V3_KO = attrs.evolve(
+    RAG_V2_KO,
+    version="rag-v3-ko",
+    judge=JudgePrompt(
+        system="당신은 글이 질문에 답하는지 판단한다. Yes 또는 No 한 단어로만 답한다.",
+        user="글:\n{packed_chunks}\n\n질문: {query}\n\n이 글에 질문의 답이 나와 있습니까? Yes 또는 No로 답하세요.",
+    ),
+)
+RAG_V3_ZH = attrs.evolve(
+    RAG_V2_ZH,
+    version="rag-v3-zh",
+    judge=JudgePrompt(
+        system="你判断一段文字是否回答了一个问题。只用一个词回答：Yes 或 No。",
+        user="文字：\n{packed_chunks}\n\n问题：{query}\n\n这段文字是否写明了这个问题的答案？请回答 Yes 或 No。",
+    ),
+)
+
+TEMPLATES: dict[str, PromptTemplate] = {
+    t.version: t for t in (RAG_V1, RAG_V1_EN, RAG_V2, RAG_V2_KO, RAG_V2_ZH, RAG_V3, RAG_V3_KO, RAG_V3_ZH)
+}
 AUTO = "auto"
 
 #: A model refusing in its own words, in the phrases the templates teach (and Chinese ones).
@@ -243,9 +280,9 @@ def question_script(question: str) -> str:
 
 
 def choose_template(version: str, question: str) -> PromptTemplate:
-    """The template named ``version``, or for ``auto`` the rag-v2 template in the question's language."""
+    """The template named ``version``, or for ``auto`` the rag-v3 template in the question's language."""
     if version == AUTO:
-        return {"hangul": RAG_V2_KO, "han": RAG_V2_ZH}.get(question_script(question), RAG_V2)
+        return {"hangul": RAG_V3_KO, "han": RAG_V3_ZH}.get(question_script(question), RAG_V3)
     try:
         return TEMPLATES[version]
     except KeyError:
@@ -255,7 +292,7 @@ def choose_template(version: str, question: str) -> PromptTemplate:
         ) from None
 
 
-def render_user(template: PromptTemplate, query: str, packed_chunks: str) -> str:
+def render_user(template: PromptTemplate | JudgePrompt, query: str, packed_chunks: str) -> str:
     """The user message: both slots filled in one pass (inserted text is never re-scanned)."""
     values = {"query": query, "packed_chunks": packed_chunks}
     return _SLOT.sub(lambda m: values[m.group(1)], template.user)

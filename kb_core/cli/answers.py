@@ -57,7 +57,7 @@ def _print_explain(answer: Answer) -> None:
             click.echo(_dim(f"  {s.kind:<15} {status}: {s.text}"))
     if answer.answer_check is not None:
         click.echo(
-            _dim(f"── answer check: the model gives {answer.answer_check:.2f} that the evidence states the answer")
+            _dim(f"── answer check: the model gives {answer.answer_check:.2f} that the passages state the answer")
         )
 
 

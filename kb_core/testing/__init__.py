@@ -7,7 +7,7 @@ subclassing a contract in its own tests (see ``docs/plugins.md``)::
 
 and tests the core's answer pipeline with a scripted model::
 
-    from kb_core.testing import ScriptedLanguageModel
+    from kb_core.testing import ScriptedLanguageModel  # CheckingLanguageModel also answers the answer check
 """
 
 from kb_core.testing.contracts import (
@@ -19,12 +19,13 @@ from kb_core.testing.contracts import (
 )
 from kb_core.testing.fakes import HashingEmbedder, document_chunks, isolate_environment, store_document
 from kb_core.testing.index_contract import CORPUS, IndexContract
-from kb_core.testing.language_models import Script, ScriptedLanguageModel, ScriptedPlugin
+from kb_core.testing.language_models import CheckingLanguageModel, Script, ScriptedLanguageModel, ScriptedPlugin
 from kb_core.testing.model_contract import LanguageModelContract
 
 __all__ = [
     "CORPUS",
     "BytesParserContract",
+    "CheckingLanguageModel",
     "EmbedderContract",
     "HashingEmbedder",
     "IndexContract",

@@ -8,6 +8,7 @@ replays a script.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from kb_core.extend.hookspecs import RegisterLanguageModel, hookimpl
 from kb_core.types import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
@@ -50,6 +51,23 @@ class ScriptedLanguageModel:
     def check(self) -> list[Problem]:
         """Nothing can be wrong with a script."""
         return []
+
+
+class CheckingLanguageModel(ScriptedLanguageModel):
+    """A scripted model that also answers the answer check (:class:`~kb_core.AnswerChecker`).
+
+    ``yes`` is the P("Yes") it gives every check; the checks it was asked are kept in ``checks``.
+    """
+
+    def __init__(self, script: Script = ("ok [#1]",), *, yes: float = 1.0, **options: Any) -> None:
+        super().__init__(script, **options)
+        self.yes = yes
+        self.checks: list[GenerateRequest] = []
+
+    def yes_probability(self, request: GenerateRequest) -> float:
+        """Record the check and give ``yes``."""
+        self.checks.append(request)
+        return self.yes
 
 
 class ScriptedPlugin:

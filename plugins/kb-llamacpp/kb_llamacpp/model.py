@@ -87,7 +87,6 @@ class LlamaCppModel:
         self._llama: Any = None
         self._template: Any = None
         self._prefixes: PrefixCache | None = None
-        self._checked: list[int] | None = None  # the tokens the answer check left in the context
         self._prefix_of: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
 
     @staticmethod
@@ -212,7 +211,7 @@ class LlamaCppModel:
         import llama_cpp
 
         seed = request.seed if request.seed is not None else random.randrange(2**31)
-        cached = self._start_from_prefix(llama, request, prompt, after_check=True)
+        cached = self._start_from_prefix(llama, request, prompt)
         llama.set_seed(seed)
         scanner = StopScanner(tuple(s for s in request.stop if s))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -253,23 +252,15 @@ class LlamaCppModel:
             return
         yield Done(finish, len(prompt), len(completion), cached_tokens=cached)
 
-    def _start_from_prefix(
-        self, llama: Any, request: GenerateRequest, tokens: list[int], after_check: bool = False
-    ) -> int:
-        """Leave the context holding the prompt's fixed prefix (or more of ``tokens``); the tokens reused.
+    def _start_from_prefix(self, llama: Any, request: GenerateRequest, tokens: list[int]) -> int:
+        """Leave the context holding the prompt's fixed prefix; the tokens reused (0 when there is none).
 
         The prefix is always its own batch, restored or computed, so answers repeat either way.
-        ``after_check``: when the answer check just evaluated this prompt's evidence, the context is
-        kept and ``generate`` evaluates only what differs (the same steps on every run). Only the
-        restored prefix counts as reused: the check's own evaluation was paid for this question.
         """
-        checked, self._checked = self._checked, None
         prefix = self.prefix_tokens(request, tokens)
         if not prefix or self._prefixes is None:
             llama.reset()
             return 0
-        if after_check and checked is not None and _common_length(checked, tokens) > len(prefix):
-            return len(prefix)
         return len(prefix) if self._prefixes.prepare(llama, prefix) else 0
 
     # -- the answer check -----------------------------------------------------------------------
@@ -277,8 +268,8 @@ class LlamaCppModel:
     def yes_probability(self, request: GenerateRequest) -> float:
         """P(Yes) / (P(Yes) + P(No)) for the first token of the reply to ``request``, without generating.
 
-        The prompt prefix is restored from the prefix cache and only the rest is evaluated; the
-        context is left holding it, so an answer to a request that shares it evaluates only what differs.
+        The prompt prefix (the system message) is restored from the prefix cache and only the
+        rest is evaluated.
         """
         import numpy as np
 
@@ -289,7 +280,6 @@ class LlamaCppModel:
         self._start_from_prefix(llama, request, tokens)
         llama.n_tokens = _common_length(llama._input_ids.tolist(), tokens[:-1])
         llama.eval(tokens[llama.n_tokens :])
-        self._checked = tokens
         logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
         yes = self._first_tokens(("Yes", "yes", " Yes", "YES"))
         no = self._first_tokens(("No", "no", " No", "NO"))

@@ -198,14 +198,20 @@ def test_the_prefix_state_is_reused_and_answers_repeat(model: LlamaCppModel, tmp
 
 
 def test_the_answer_check_tells_an_answering_passage_from_one_that_is_not(model: LlamaCppModel) -> None:
-    check = "\n\nBefore you answer: does the evidence state the answer to this question? Reply Yes or No."
-    stated = _asked("What port does the daemon use?", "The daemon listens on TCP port 7341.")
-    missing = _asked("What port does the daemon use?", "The daemon was written in Rust in 2021.")
-    p_stated = model.yes_probability(attrs.evolve(stated, user=stated.user + check))
-    p_missing = model.yes_probability(attrs.evolve(missing, user=missing.user + check))
-    assert 0.0 <= p_missing < p_stated <= 1.0
-    # an answer right after its check reuses the evidence the check read, and is the same answer as without it
-    asked = model.yes_probability(attrs.evolve(stated, user=stated.user + check))
-    tokens, (done,), _ = _collect(model, stated)
-    assert asked == p_stated and done.cached_tokens > done.prompt_tokens // 2
-    assert "7341" in "".join(t.text for t in tokens)
+    def judged(passage: str) -> GenerateRequest:
+        return GenerateRequest(
+            system="You check whether a passage answers a question. Reply with one word: Yes or No.",
+            user=f"Passage:\n{passage}\n\nQuestion: What port does the daemon use?\n\n"
+            "Does the passage state the answer to this question? Reply Yes or No.",
+        )
+
+    stated, missing = judged("The daemon listens on TCP port 7341."), judged("The daemon was written in Rust in 2021.")
+    answer = _asked("What port does the daemon use?", "The daemon listens on TCP port 7341.")
+    before = "".join(t.text for t in _collect(model, answer)[0])
+    p_stated, p_missing = model.yes_probability(stated), model.yes_probability(missing)
+    assert 0.0 <= p_missing < 0.5 < p_stated <= 1.0
+    assert model.yes_probability(stated) == p_stated  # the same question gives the same probability
+    # a check between two answers leaves nothing behind: the answer after it is the answer before it
+    tokens, (done,), _ = _collect(model, answer)
+    assert "".join(t.text for t in tokens) == before and done.cached_tokens > 0
+    assert "7341" in before
