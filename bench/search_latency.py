@@ -62,7 +62,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kb", type=Path, required=True, help="a knowledge base holding SciFact")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--cold-runs", type=int, default=5)
+    parser.add_argument("--cold-runs", type=int, default=5, help="0 skips the cold processes")
     args = parser.parse_args()
 
     texts = list(load_queries(args.data / "queries.jsonl").values())
@@ -78,7 +78,7 @@ def main() -> int:
         )
     lexical, hybrid = percentile(timings["lexical"], 0.5), percentile(timings["hybrid"], 0.5)
     print(f"hybrid / lexical p50 ratio: {hybrid / lexical:.2f}")
-    for mode in ("lexical", "hybrid"):
+    for mode in ("lexical", "hybrid") if args.cold_runs > 0 else ():
         samples = cold(args.kb, texts[0], mode, args.cold_runs)
         print(
             f"cold 'kb search --mode {mode}': median {statistics.median(samples):.2f} s,"
