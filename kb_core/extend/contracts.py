@@ -217,9 +217,9 @@ class AnswerChecker(Protocol):
     """An optional capability of a LanguageModel: how likely its reply to ``request`` starts with "Yes".
 
     Returns P(Yes) / (P(Yes) + P(No)) for the first token of the reply, in [0, 1], without
-    generating. The answer pipeline asks it whether the evidence states the answer, with the
-    check appended to the question's user message; a model that keeps its context can then
-    reuse what it evaluated for the answer that follows.
+    generating. After a grounded answer, the answer pipeline asks it the template's judge (a
+    request of its own: a short system message, the packed entries, the question) whether the
+    passages state the answer; below ``[rag] answer_check`` the answer is withdrawn.
     """
 
     def yes_probability(self, request: GenerateRequest) -> float: ...
