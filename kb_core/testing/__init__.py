@@ -8,6 +8,9 @@ subclassing a contract in its own tests (see ``docs/plugins.md``)::
 and tests the core's answer pipeline with a scripted model::
 
     from kb_core.testing import ScriptedLanguageModel  # CheckingLanguageModel also answers the answer check
+
+and runs ingest, search and answers without an index engine installed (``TestIndexesPlugin``
+registers ``test-lexical`` and ``test-vector``, a :class:`WordIndex` each).
 """
 
 from kb_core.testing.contracts import (
@@ -19,6 +22,7 @@ from kb_core.testing.contracts import (
 )
 from kb_core.testing.fakes import HashingEmbedder, document_chunks, isolate_environment, store_document
 from kb_core.testing.index_contract import CORPUS, IndexContract
+from kb_core.testing.indexes import TestIndexesPlugin, WordIndex
 from kb_core.testing.language_models import CheckingLanguageModel, Script, ScriptedLanguageModel, ScriptedPlugin
 from kb_core.testing.model_contract import LanguageModelContract
 
@@ -34,6 +38,8 @@ __all__ = [
     "Script",
     "ScriptedLanguageModel",
     "ScriptedPlugin",
+    "TestIndexesPlugin",
+    "WordIndex",
     "check_blocks",
     "check_parsed",
     "document_chunks",
