@@ -248,20 +248,7 @@ class RagPipeline:
         else:
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
-        check, check_ms = self._check(llm, run, entries) if verdict.grounded else (None, 0.0)
-        if check is not None and check < rag.answer_check:
-            note = (
-                f"asked after answering, the model judged that the passages do not state the answer "
-                f"(p={check:.2f}, below {rag.answer_check:.2f})"
-            )
-            verdict = attrs.evolve(
-                verdict,
-                grounded=False,
-                refusal_reason="llm_self_judge",
-                note=note,
-                text=run.template.unanswered_refusal,
-                refusal_detail="not_answered",
-            )
+        verdict, check, check_ms = self._judged(llm, run, entries, verdict)
         hit_of = {h.chunk_id: h for h in run.hits}
         withdrawn = verdict.refusal_detail == "not_answered"  # its candidates: the passages it cited
         cited = verdict.cited if verdict.grounded or withdrawn else ()
@@ -314,19 +301,36 @@ class RagPipeline:
         )
         return prompt, request
 
-    def _check(self, llm: LanguageModel, run: _Run, entries: list[str]) -> tuple[float | None, float]:
-        """The model's P(the passages state the answer), asked with the template's judge; (None, 0) when off.
+    def _judged(
+        self, llm: LanguageModel, run: _Run, entries: list[str], verdict: Verdict
+    ) -> tuple[Verdict, float | None, float]:
+        """The verdict after the answer check (withdrawn below ``[rag] answer_check``), P(Yes), its ms.
 
-        The judge is a prompt of its own (a short system message, the packed entries, the
-        question), so it does not share the answer's context: a backend that caches prompt
+        Only a grounded answer is judged, with the template's judge: a prompt of its own (a short
+        system message, the packed entries, the question), so a backend that caches prompt
         prefixes evaluates only the entries and the question again.
         """
-        judge = run.template.judge
-        if self.config.rag.answer_check <= 0 or judge is None or not isinstance(llm, AnswerChecker):
-            return None, 0.0
+        judge, threshold = run.template.judge, self.config.rag.answer_check
+        if not verdict.grounded or threshold <= 0 or judge is None or not isinstance(llm, AnswerChecker):
+            return verdict, None, 0.0
         began = time.perf_counter()
         asked = GenerateRequest(system=judge.system, user=render_user(judge, run.question, "\n\n".join(entries)))
-        return round(llm.yes_probability(asked), 4), _ms(began)
+        check = round(llm.yes_probability(asked), 4)
+        if check >= threshold:
+            return verdict, check, _ms(began)
+        note = (
+            f"asked after answering, the model judged that the passages do not state the answer "
+            f"(p={check:.2f}, below {threshold:.2f})"
+        )
+        withdrawn = attrs.evolve(
+            verdict,
+            grounded=False,
+            refusal_reason="llm_self_judge",
+            note=note,
+            text=run.template.unanswered_refusal,
+            refusal_detail="not_answered",
+        )
+        return withdrawn, check, _ms(began)
 
     # -- building and keeping answers -------------------------------------------------------------
 
