@@ -24,7 +24,6 @@ removed), and an ``on_token`` that fails is dropped without stopping the generat
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 import time
 import uuid
@@ -33,10 +32,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kb_core.answers.citations import CitableSource, SpecialTokenFilter, citation_grammar
+from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.packing import pack, select
 from kb_core.answers.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
+from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.config import Config
 from kb_core.errors import KbError
@@ -47,7 +47,6 @@ from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import (
     Answer,
     AnswerCitation,
-    Done,
     GenerateRequest,
     Hit,
     ModelRef,
@@ -55,7 +54,6 @@ from kb_core.types import (
     RenderedPrompt,
     RetrievalSummary,
     SearchQuery,
-    Token,
     TokenUsage,
 )
 
@@ -70,10 +68,6 @@ CHAT_TEMPLATE_SLACK = 48
 MIN_EVIDENCE_TOKENS = 32
 #: How many nearest candidates a refusal lists.
 CANDIDATES_SHOWN = 3
-
-TokenCallback = Callable[[str], None]
-#: A chat role's name left alone on the first line once its special tokens are removed.
-_ROLE_LINE = re.compile(r"^\s*(?:assistant|user|system)\s*\n")
 
 
 @attrs.frozen
@@ -95,10 +89,6 @@ class AskOptions:
 
 def _citation_of(hit: Hit, marker: int | None) -> AnswerCitation:
     return AnswerCitation(marker, hit.chunk_id, str(hit.citation), hit.citation, round(hit.score, 4), hit.heading_path)
-
-
-def _ms(since: float) -> float:
-    return round((time.perf_counter() - since) * 1000, 3)
 
 
 @attrs.define
@@ -171,7 +161,7 @@ class RagPipeline:
             if hit.chunk_id not in seen:
                 seen.add(hit.chunk_id)
                 hits.append(hit)
-        run.retrieval_ms = _ms(began)
+        run.retrieval_ms = elapsed_ms(began)
         return hits
 
     def _gate(self, run: _Run) -> Answer | None:
@@ -229,7 +219,7 @@ class RagPipeline:
         prompt, request = self._request(run, entries, constrained)
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
-        raw, done, first_token_ms, generation_ms = _stream(llm, request, on_token, run.started)
+        raw, done, first_token_ms, generation_ms = stream_answer(llm, request, on_token, run.started)
         yes_no = is_yes_no_question(run.question)
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
@@ -256,7 +246,7 @@ class RagPipeline:
         usage = TokenUsage(
             done.prompt_tokens,
             done.completion_tokens,
-            _ms(run.started),
+            elapsed_ms(run.started),
             first_token_ms,
             generation_ms,
             done.cached_tokens,
@@ -317,7 +307,7 @@ class RagPipeline:
         asked = GenerateRequest(system=judge.system, user=render_user(judge, run.question, "\n\n".join(entries)))
         check = round(llm.yes_probability(asked), 4)
         if check >= threshold:
-            return verdict, check, _ms(began)
+            return verdict, check, elapsed_ms(began)
         note = (
             f"asked after answering, the model judged that the passages do not state the answer "
             f"(p={check:.2f}, below {threshold:.2f})"
@@ -330,13 +320,13 @@ class RagPipeline:
             text=run.template.unanswered_refusal,
             refusal_detail="not_answered",
         )
-        return withdrawn, check, _ms(began)
+        return withdrawn, check, elapsed_ms(began)
 
     # -- building and keeping answers -------------------------------------------------------------
 
     def _refusal(self, run: _Run, reason: str, text: str, note: str) -> Answer:
         verdict = Verdict(False, reason, (), (), note, text, (), reason)
-        return self._answer(run, text, verdict, (), TokenUsage(latency_ms=_ms(run.started)))
+        return self._answer(run, text, verdict, (), TokenUsage(latency_ms=elapsed_ms(run.started)))
 
     def _answer(
         self,
@@ -396,41 +386,6 @@ class RagPipeline:
             prompt=prompt if explain else None,
             trace=tuple(run.hits) if explain else (),
         )
-
-
-def _stream(
-    llm: LanguageModel, request: GenerateRequest, on_token: TokenCallback | None, started: float
-) -> tuple[str, Done, float | None, float]:
-    """Run the model's stream on this thread: (answer text, Done, time to first token, generation ms)."""
-    began = time.perf_counter()
-    cleaner = SpecialTokenFilter()
-    pieces: list[str] = []
-    first_token_ms: float | None = None
-    done: Done | None = None
-    sink = on_token
-
-    def show(text: str) -> None:
-        nonlocal sink
-        pieces.append(text)
-        if sink is not None and text:
-            try:
-                sink(text)
-            except Exception as exc:  # a closed terminal or a cancelled caller: keep generating
-                log.info("token callback failed (%s); generation continues", exc)
-                sink = None
-
-    for event in llm.generate_stream(request):
-        if isinstance(event, Token):
-            if first_token_ms is None:
-                first_token_ms = _ms(started)
-            show(cleaner.feed(event.text))
-        elif isinstance(event, Done):
-            done = event
-            break
-    show(cleaner.flush())
-    if done is None:
-        done = Done("error", error="the model's stream ended without a Done event")
-    return _ROLE_LINE.sub("", "".join(pieces)).strip(), done, first_token_ms, _ms(began)
 
 
 def ask(
