@@ -20,7 +20,13 @@ from kb_core.testing.contracts import (
     check_blocks,
     check_parsed,
 )
-from kb_core.testing.fakes import HashingEmbedder, document_chunks, isolate_environment, store_document
+from kb_core.testing.fakes import (
+    HashingEmbedder,
+    default_ctrl_c,
+    document_chunks,
+    isolate_environment,
+    store_document,
+)
 from kb_core.testing.index_contract import CORPUS, IndexContract
 from kb_core.testing.indexes import TestIndexesPlugin, WordIndex
 from kb_core.testing.language_models import CheckingLanguageModel, Script, ScriptedLanguageModel, ScriptedPlugin
@@ -42,6 +48,7 @@ __all__ = [
     "WordIndex",
     "check_blocks",
     "check_parsed",
+    "default_ctrl_c",
     "document_chunks",
     "isolate_environment",
     "store_document",

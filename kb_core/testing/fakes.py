@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -108,3 +109,14 @@ def isolate_environment(monkeypatch: Any, home: Path, keep: Sequence[str] = ()) 
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+
+
+def default_ctrl_c() -> None:
+    """A ``preexec_fn`` for a ``kb`` process a test interrupts: Ctrl-C (SIGINT) as a terminal gives it.
+
+    A test run started in the background (``cmd &`` in a script) hands its children SIGINT
+    *ignored*, so a server that restores the handler it found (uvicorn) would then ignore the
+    test's SIGINT too. ``subprocess.Popen(..., preexec_fn=default_ctrl_c)`` gives the child the
+    default disposition whatever the runner's.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -17,6 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 from mcp_helpers import KB, schema, server_env, with_server
 
+from kb_core.testing import default_ctrl_c
+
 pytestmark = pytest.mark.slow
 
 
@@ -69,6 +71,7 @@ def test_streamable_http_on_loopback_only(kb_dir: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_ctrl_c,
     )
     try:
         deadline = time.monotonic() + 60

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from kb_core import KbError, Session
+from kb_core.testing import default_ctrl_c
 from kb_serve.client import parse_sse
 from kb_serve.command import serve_command
 from kb_serve.openapi import own_schema
@@ -95,7 +96,9 @@ def test_kb_serve_runs_as_a_process_and_stops_on_ctrl_c(corpus_kb: Path, tmp_pat
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and "bearer token is required" in refused.stderr
     command = [kb, "--kb", str(corpus_kb), "serve", "--port", "0", "--json"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_ctrl_c
+    )
     try:
         assert process.stdout is not None
         lines: list[str] = []

@@ -15,6 +15,8 @@ from typing import Any
 
 import jsonschema
 
+from kb_core.testing import default_ctrl_c
+
 KB = str(Path(sys.executable).parent / "kb")
 SCHEMA = json.loads(resources.files("kb_watch.schemas").joinpath("watch_event.v1.json").read_text(encoding="utf-8"))
 
@@ -54,6 +56,7 @@ class WatchProcess:
             stderr=subprocess.PIPE,
             text=True,
             env=kb_env(),
+            preexec_fn=default_ctrl_c,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr = ""
