@@ -9,10 +9,12 @@ import pytest
 
 from kb_core.answers.pipeline import AskOptions, RagPipeline
 from kb_core.answers.prompts import RAG_V3, RAG_V3_KO, RAG_V3_ZH, choose_template
+from kb_core.cli.main import main
 from kb_core.config import load_config
 from kb_core.evaluation.answers import GoldenQuestion, check_curve, score_answer
+from kb_core.extend.registry import load_registry, reset_registry
 from kb_core.storage.store import StoreOfRecord
-from kb_core.testing import CheckingLanguageModel, store_document
+from kb_core.testing import CheckingLanguageModel, ScriptedPlugin, TestIndexesPlugin, store_document
 from kb_core.types import Answer, Hit, ModelRef
 
 QUESTION = "What port does the daemon use?"
@@ -100,3 +102,24 @@ def test_the_check_curve_counts_what_a_withdrawn_answer_cited(store: StoreOfReco
     assert curve[0.4] == (0.5, 0.0)
     assert curve[0.5] == (0.5, 1.0)  # what this run did
     assert curve[0.9] == (0.0, 1.0)
+
+
+def test_kb_ask_shows_a_withdrawn_answer_with_what_it_cited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "daemon.md").write_text("# Daemon\n\nThe daemon listens on TCP port 7341.\n", encoding="utf-8")
+    plugins = [("test-indexes", TestIndexesPlugin()), ("scripted", ScriptedPlugin(["Port 7341 [#1]."], yes=0.1))]
+    reset_registry(load_registry(extra_plugins=plugins))
+    monkeypatch.setenv("KB_INDEXES__ENABLED", '["test-lexical"]')
+    try:
+        kb = ["--kb", str(tmp_path / "kb")]
+        assert main([*kb, "ingest", str(notes)]) == 0
+        code = main([*kb, "--backend", "scripted", "ask", "--mode", "lexical", "Which TCP port does the daemon use?"])
+    finally:
+        reset_registry(None)
+    out, err = capsys.readouterr()
+    assert code == 1, err  # a refusal
+    assert "It cited:\n  daemon.md#L" in out, out
+    assert "refused (llm_self_judge): asked after answering" in out and "p=0.10, below 0.62" in out

@@ -81,7 +81,8 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
             verdict += f": {answer.note}"
         if answer.candidates and answer.refusal_reason != "score_gate":  # the gate's text lists them already
             click.echo()
-            click.echo(click.style("Nearest candidates:", bold=True))
+            withdrawn = answer.refusal_detail == "not_answered"  # its candidates are what it cited
+            click.echo(click.style("It cited:" if withdrawn else "Nearest candidates:", bold=True))
             for c in answer.candidates:
                 click.echo(f"  {shown(c.ref)}  (score {c.score:.2f})")
     if answer.ignored_instructions:

@@ -73,8 +73,9 @@ class CheckingLanguageModel(ScriptedLanguageModel):
 class ScriptedPlugin:
     """An in-process plugin that registers the backend ``scripted`` (for CLI tests through the registry)."""
 
-    def __init__(self, script: Script = ("ok [#1]",)) -> None:
+    def __init__(self, script: Script = ("ok [#1]",), *, yes: float | None = None) -> None:
         self.script = script
+        self.yes = yes  # given: the models are CheckingLanguageModels that give this P(Yes)
         self.models: list[ScriptedLanguageModel] = []
 
     @hookimpl
@@ -82,7 +83,11 @@ class ScriptedPlugin:
         """Register ``scripted``; every model it makes is kept in ``models``."""
 
         def make(_ctx: object) -> ScriptedLanguageModel:
-            model = ScriptedLanguageModel(self.script)
+            model = (
+                ScriptedLanguageModel(self.script)
+                if self.yes is None
+                else CheckingLanguageModel(self.script, yes=self.yes)
+            )
             self.models.append(model)
             return model
 
