@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase
@@ -69,3 +71,12 @@ def test_the_core_ingests_searches_and_answers_on_the_test_indexes(fake_kb: Know
         assert all(0.0 <= h.score <= 1.0 for h in hits) and hits[0].snippet
     answer = ask(fake_kb, "Which TCP port does the daemon listen on?", AskOptions(mode="lexical"))
     assert answer.grounded and [c.citation.path for c in answer.citations] == ["daemon.md"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=80), k=st.integers(min_value=1, max_value=8))
+def test_any_query_ranks_in_range_and_never_raises(fake_kb: KnowledgeBase, text: str, k: int) -> None:
+    for name in ("test-lexical", "test-vector"):
+        hits = fake_kb.index(name).search(SearchQuery(text, k=k))
+        assert len(hits) <= k and [h.rank for h in hits] == list(range(1, len(hits) + 1))
+        assert all(0.0 <= h.score <= 1.0 for h in hits)
