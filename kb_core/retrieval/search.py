@@ -63,6 +63,7 @@ import attrs
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
 from kb_core.errors import KbError
 from kb_core.extend.contracts import SnippetMaker
+from kb_core.retrieval.vectors import make_snippet
 from kb_core.types import SEARCH_MODES, Hit, SearchQuery
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ def _fill_from_store(
     """Give hits without a snippet or heading path the ones of their chunk in the store of record.
 
     A missing snippet comes from the retriever that found the hit when it is a
-    :class:`SnippetMaker`, else it is the chunk's opening.
+    :class:`SnippetMaker`, else it is the chunk's opening (:func:`~kb_core.retrieval.vectors.make_snippet`).
     """
     missing = [h.chunk_id for h in hits if not h.snippet or not h.heading_path]
     if not missing:
@@ -285,7 +286,7 @@ def _fill_from_store(
 
 
 def _snippet(retriever: Any, query: SearchQuery, text: str) -> str:
-    return retriever.snippet(query, text) if isinstance(retriever, SnippetMaker) else text[:300]
+    return retriever.snippet(query, text) if isinstance(retriever, SnippetMaker) else make_snippet(text)
 
 
 GLOB_HELP = (

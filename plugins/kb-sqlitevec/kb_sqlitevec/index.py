@@ -386,7 +386,7 @@ class SqliteVecIndex:
             self.conn, indexed.table, self._graph(indexed, count), count, self.options, query, vector, k
         )
         rows = chunk_rows(self.conn, pairs)
-        texts = self.store.get_chunks([r[0] for r in rows])
+        texts = self.store.get_chunks([r[0] for r in rows]) if query.snippets else {}  # for the snippets
         floor, modeled = score_mapping(self.embedder, query.text)
         hits = []
         for rank, (chunk_id, doc_path, start, end, heading_json, distance) in enumerate(rows, start=1):

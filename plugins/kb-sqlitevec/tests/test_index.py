@@ -167,6 +167,11 @@ def test_search_ranks_the_relevant_document_first(index: SqliteVecIndex, corpus:
         assert top.snippet == make_snippet(texts[top.chunk_id])
         floor = index.embedder.similarity_floors["latin"]  # an English question: the Latin-script floor
         assert top.score == pytest.approx(similarity_to_score(top.raw_score, floor))
+    # a fusion fan-out asks for no snippets: the same hits, without reading the chunks' texts
+    query = SearchQuery(next(iter(ON_TOPIC)), k=3)
+    without = index.search(attrs.evolve(query, snippets=False))
+    assert [(h.chunk_id, h.score) for h in without] == [(h.chunk_id, h.score) for h in index.search(query)]
+    assert all(h.snippet == "" for h in without)
 
 
 def test_scores_separate_on_topic_from_off_topic_questions(index: SqliteVecIndex) -> None:
