@@ -125,7 +125,7 @@ class ModelRef:
 class SearchQuery:
     """A search request as retrievers receive it.
 
-    ``snippets`` is False when the core asks for more hits than it keeps (hybrid fusion): an
+    ``snippets`` is False when the core asks for more hits than it keeps (fusing several indexes): an
     index may then leave ``Hit.snippet`` empty, and the core fills in the snippets of the hits
     it keeps (with the index's :class:`~kb_core.extend.contracts.SnippetMaker` when it has one).
     """

@@ -67,7 +67,7 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
         click.echo(answer.answer)
     else:
         click.echo()
-        if answer.grounded and streamed.strip() != answer.answer:  # citations repaired or sentences dropped
+        if streamed.strip() != answer.answer:  # citations repaired, sentences dropped, or the answer withdrawn
             click.echo(_dim("As checked: ") + answer.answer)
     if answer.grounded:
         click.echo()

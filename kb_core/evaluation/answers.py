@@ -240,8 +240,8 @@ def _violation(answer: Answer) -> bool:
 def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
     """Compare one answer with its golden question."""
     # an answer the answer check withdrew counts what it cited (its candidates), for the check's curve
-    withdrawn = answer.candidates if answer.refusal_detail == "not_answered" else ()
-    cited_paths = [c.citation.path for c in answer.citations or withdrawn]
+    counted = answer.citations or (answer.candidates if answer.refusal_detail == "not_answered" else ())
+    cited_paths = [c.citation.path for c in counted]
     expected = sum(1 for p in cited_paths if any(doc_matches(p, e) for e in golden.expected_docs))
     text = answer.answer.casefold()
     missing = (
@@ -259,7 +259,7 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
         grounded=answer.grounded,
         refusal_reason=answer.refusal_reason,
         correct=correct,
-        cited=tuple(c.ref for c in answer.citations or withdrawn),
+        cited=tuple(c.ref for c in counted),
         cited_expected=expected,
         must_contain_missing=missing,
         latency_ms=answer.usage.latency_ms,

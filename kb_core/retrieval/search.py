@@ -260,25 +260,23 @@ def _passthrough(name: str, hits: Sequence[Hit]) -> list[tuple[Hit, HitExplanati
     return out
 
 
-def _fill_from_store(
-    kb: KnowledgeBase, hits: list[Hit], query: SearchQuery, retrievers: Mapping[str, Any]
-) -> list[Hit]:
+def _fill_from_store(kb: KnowledgeBase, hits: list[Hit], query: SearchQuery, finders: Sequence[Any]) -> list[Hit]:
     """Give hits without a snippet or heading path the ones of their chunk in the store of record.
 
-    A missing snippet comes from the retriever that found the hit when it is a
-    :class:`SnippetMaker`, else it is the chunk's opening (:func:`~kb_core.retrieval.vectors.make_snippet`).
+    ``finders[i]`` is the retriever whose hit ``hits[i]`` is; a missing snippet comes from it when
+    it is a :class:`SnippetMaker`, else it is the chunk's opening (:func:`~kb_core.retrieval.vectors.make_snippet`).
     """
     missing = [h.chunk_id for h in hits if not h.snippet or not h.heading_path]
     if not missing:
         return hits
     chunks = kb.store.get_chunks(missing)
     filled = []
-    for hit in hits:
+    for hit, finder in zip(hits, finders, strict=True):
         chunk = chunks.get(hit.chunk_id)
         if chunk is not None:
             hit = attrs.evolve(
                 hit,
-                snippet=hit.snippet or _snippet(retrievers.get(hit.retriever.split("+")[0]), query, chunk.text),
+                snippet=hit.snippet or _snippet(finder, query, chunk.text),
                 heading_path=hit.heading_path or chunk.heading_path,
             )
         filled.append(hit)
@@ -345,7 +343,9 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
         ranked = _passthrough(*results[0])
     ranked = ranked[: query.k]
     hits = [attrs.evolve(hit, rank=rank) for rank, (hit, _) in enumerate(ranked, start=1)]
-    hits = _fill_from_store(kb, hits, query, {r.name: r for r in retrievers})
+    by_name = {r.name: r for r in retrievers}
+    finders = [by_name.get(explanation.contributions[0].retriever) for _, explanation in ranked]
+    hits = _fill_from_store(kb, hits, query, finders)
     return SearchResponse(
         query=query.text,
         mode=query.mode,

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from kb_core.config import Config
@@ -142,6 +143,14 @@ class IndexContract:
     def test_a_path_filter_keeps_only_matching_documents(self, index: Any) -> None:
         hits = index.search(SearchQuery("the every each", k=10, mode=self.mode, path_glob="birds/*"))
         assert all(fnmatch.fnmatchcase(h.doc_path, "birds/*") for h in hits)
+
+    def test_a_search_without_snippets_finds_the_same_hits(self, index: Any) -> None:
+        """kb fuses indexes over a fan-out asked with ``snippets=False``: only the snippets may differ."""
+        query = SearchQuery("lighthouse keeper ship", k=3, mode=self.mode)
+        bare = index.search(attrs.evolve(query, snippets=False))
+        assert [(h.chunk_id, h.score, h.citation) for h in bare] == [
+            (h.chunk_id, h.score, h.citation) for h in index.search(query)
+        ]
 
     def test_check_reports_problems_as_a_list(self, index: Any) -> None:
         problems = index.check()
