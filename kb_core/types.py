@@ -303,6 +303,10 @@ class TokenUsage:
     check_ms: float = 0.0
 
 
+#: ``refusal_detail`` of an answer the answer check withdrew; its ``candidates`` are the passages it cited.
+NOT_ANSWERED = "not_answered"
+
+
 @attrs.frozen
 class Answer:
     """A grounded answer with the citations it used, or a refusal with its reason (``answer.v1``).

@@ -45,6 +45,7 @@ from kb_core.retrieval.search import check_mode_and_k, search
 from kb_core.storage.answers import save_answer
 from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import (
+    NOT_ANSWERED,
     Answer,
     AnswerCitation,
     GenerateRequest,
@@ -240,7 +241,7 @@ class RagPipeline:
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
         verdict, check, check_ms = self._judged(llm, run, entries, verdict)
         hit_of = {h.chunk_id: h for h in run.hits}
-        withdrawn = verdict.refusal_detail == "not_answered"  # its candidates: the passages it cited
+        withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
         cited = verdict.cited if verdict.grounded or withdrawn else ()
         citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited)
         usage = TokenUsage(
@@ -318,7 +319,7 @@ class RagPipeline:
             refusal_reason="llm_self_judge",
             note=note,
             text=run.template.unanswered_refusal,
-            refusal_detail="not_answered",
+            refusal_detail=NOT_ANSWERED,
         )
         return withdrawn, check, elapsed_ms(began)
 

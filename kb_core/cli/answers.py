@@ -11,7 +11,7 @@ from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_
 from kb_core.cli.checks import check_query
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.terminal import shown
-from kb_core.types import SEARCH_MODES, Answer
+from kb_core.types import NOT_ANSWERED, SEARCH_MODES, Answer
 
 MODE_CHOICE = click.Choice(list(SEARCH_MODES))
 
@@ -81,7 +81,7 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
             verdict += f": {answer.note}"
         if answer.candidates and answer.refusal_reason != "score_gate":  # the gate's text lists them already
             click.echo()
-            withdrawn = answer.refusal_detail == "not_answered"  # its candidates are what it cited
+            withdrawn = answer.refusal_detail == NOT_ANSWERED  # its candidates are what it cited
             click.echo(click.style("It cited:" if withdrawn else "Nearest candidates:", bold=True))
             for c in answer.candidates:
                 click.echo(f"  {shown(c.ref)}  (score {c.score:.2f})")

@@ -47,7 +47,7 @@ from kb_core.evaluation.stats import percentile
 from kb_core.output import dumps
 from kb_core.storage.answers import save_eval_run
 from kb_core.storage.store import now_iso
-from kb_core.types import Answer, ModelRef, Progress
+from kb_core.types import NOT_ANSWERED, Answer, ModelRef, Progress
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
@@ -240,7 +240,7 @@ def _violation(answer: Answer) -> bool:
 def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
     """Compare one answer with its golden question."""
     # an answer the answer check withdrew counts what it cited (its candidates), for the check's curve
-    counted = answer.citations or (answer.candidates if answer.refusal_detail == "not_answered" else ())
+    counted = answer.citations or (answer.candidates if answer.refusal_detail == NOT_ANSWERED else ())
     cited_paths = [c.citation.path for c in counted]
     expected = sum(1 for p in cited_paths if any(doc_matches(p, e) for e in golden.expected_docs))
     text = answer.answer.casefold()
@@ -287,7 +287,7 @@ def _rate(numerator: int, denominator: int) -> float | None:
 
 def _passes_check(result: QuestionResult, threshold: float) -> bool:
     """Would ``result`` be grounded under an answer-check ``threshold`` (from the check's recorded value)?"""
-    before_check = result.grounded or result.refusal_detail == "not_answered"
+    before_check = result.grounded or result.refusal_detail == NOT_ANSWERED
     return before_check and (result.answer_check is None or result.answer_check >= threshold)
 
 
