@@ -7,6 +7,9 @@ Usage: python scripts/check_ecosystem.py DIST_DIR     (scripts/check-dist builds
    protocol (the kb-ollama test server). Then kb-ollama is uninstalled: it is gone from
    ``kb plugins`` and choosing it is one line naming the package to install.
 2. ``pip install --find-links dist kb-llamacpp`` in that environment gives a working ``kb ask``.
+3. The core's own tests pass with kb-core alone installed (``pip install "kb-core[test,multilingual]"``,
+   no plugin): every test in ``tests/`` but those marked ``needs_plugins`` (the real engines working
+   with the core), run against the installed wheel, on the test indexes of ``kb_core.testing``.
 
 Prints one line per step with its time; exits 1 at the first step that fails.
 """
@@ -104,7 +107,32 @@ def main(dist: Path) -> None:
         out = step("kb ask (llamacpp)", question, env, work, expect=(0, 1))
         assert json.loads(out)["model"]["provider"] == "llamacpp"
     server.shutdown()
+    core_tests_alone(dist)
     print("ecosystem path: ok")
+
+
+def core_tests_alone(dist: Path) -> None:
+    """Step 3: the core's tests in a fresh environment holding kb-core and no plugin."""
+    with tempfile.TemporaryDirectory(prefix="kb-core-alone-") as tmp:
+        work = Path(tmp)
+        venv = work / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = str(venv / "bin" / "python")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "PYTHON", "VIRTUAL_ENV"))}
+        step(
+            'pip install --find-links dist "kb-core[test,multilingual]"',
+            [python, "-m", "pip", "install", "--quiet", "--find-links", str(dist), "kb-core[test,multilingual]"],
+            env,
+            work,
+        )
+        installed = step("pip list", [python, "-m", "pip", "list", "--format=freeze"], env, work)
+        plugins = [line for line in installed.splitlines() if line.lower().startswith("kb-") and "kb-core" not in line]
+        assert not plugins, plugins
+        # from a folder outside the checkout, so kb_core is the installed wheel's
+        pytest = [python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "not needs_plugins"]
+        pytest.append(str(REPO / "tests"))
+        out = step("pytest tests -m 'not needs_plugins' (kb-core alone)", pytest, env, work)
+        print("    " + out.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -6,17 +6,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from kbtest import DEFAULT_ENV, LEXICAL, TEST_INDEXES
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
 from kb_core.extend.contracts import FactoryContext
+from kb_core.extend.registry import registry, reset_registry
 from kb_core.testing import isolate_environment
 
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No user config, no stray KB_* variables, platform dirs under a temp folder."""
+    """No user config, no stray KB_* variables, platform dirs under a temp folder; the test indexes by default."""
     isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"), keep=("KB_OLLAMA_URL",))
+    for name, value in DEFAULT_ENV.items():
+        monkeypatch.setenv(name, value)
+    if LEXICAL not in registry().names("indexes"):  # loaded earlier without the test plugins (a plugin's tests)
+        reset_registry(None)
 
 
 @pytest.fixture(scope="session")
@@ -30,11 +36,11 @@ def embedder():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def make_kb(tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
-    """Factory: a KnowledgeBase in a temp dir; keyword args are dotted config overrides."""
+    """Factory: a KnowledgeBase in a temp dir on the test indexes; keyword args are dotted config overrides."""
     opened: list[KnowledgeBase] = []
 
     def factory(name: str = "kb", **overrides: object) -> KnowledgeBase:
-        dotted = {key.replace("__", "."): value for key, value in overrides.items()}
+        dotted = TEST_INDEXES | {key.replace("__", "."): value for key, value in overrides.items()}
         kb = KnowledgeBase(load_config(kb_dir=tmp_path / name, overrides=dotted, environ={}))
         opened.append(kb)
         return kb

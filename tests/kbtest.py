@@ -11,12 +11,22 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 CORPUS = FIXTURES / "corpus"
 
+#: The plugins every core test loads (``KB_PLUGIN_MODULES``): the test indexes of kb_core.testing, so
+#: the core's tests need no engine installed; tests of the real engines are marked ``needs_plugins``.
+TEST_PLUGINS = "kb_core.testing.indexes:TestIndexesPlugin"
+LEXICAL, VECTOR = "test-lexical", "test-vector"
+#: Both test indexes, as a config override and as the environment every core test runs in.
+TEST_INDEXES = {"indexes.enabled": [LEXICAL, VECTOR]}
+DEFAULT_ENV = {"KB_PLUGIN_MODULES": TEST_PLUGINS, "KB_INDEXES__ENABLED": f'["{LEXICAL}", "{VECTOR}"]'}
+#: The lexical test index alone (no embeddings: faster).
+TEST_INDEXES_ENV = DEFAULT_ENV | {"KB_INDEXES__ENABLED": f'["{LEXICAL}"]'}
+
 
 def run_kb(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real ``kb`` console command in a subprocess."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
+    """Run the real ``kb`` console command in a subprocess, on the test indexes unless ``env`` says otherwise."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | DEFAULT_ENV
     full_env.update(env or {})
     kb = Path(sys.executable).parent / "kb"
     return subprocess.run([str(kb), *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)

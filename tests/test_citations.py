@@ -138,15 +138,7 @@ def test_grammar_allows_exactly_the_packed_markers() -> None:
         citation_grammar(0)
 
 
-def _llama_cpp_available() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _llama_cpp_available(), reason="llama-cpp-python is not installed")
+@pytest.mark.needs_plugins
 def test_llama_cpp_parses_the_grammar() -> None:
     import llama_cpp
 

@@ -222,6 +222,7 @@ def _language(results: tuple[QuestionResult, ...], lang: str) -> tuple[list[Ques
     return [r for r in mine if r.answerable], [r for r in mine if not r.answerable]
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_model_answers_korean_and_chinese_among_distractors(smoke: Smoke) -> None:
     """The floors measured with the default configuration and model, per language."""
@@ -236,6 +237,7 @@ def test_real_model_answers_korean_and_chinese_among_distractors(smoke: Smoke) -
         assert len(refused) >= floors["refused"], (lang, [(r.id, r.answer) for r in unanswerable])
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
@@ -252,6 +254,7 @@ def test_real_model_never_grounds_an_answer_on_a_near_miss(smoke: Smoke) -> None
     assert wrong == []
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_model_grounds_most_korean_answers(smoke: Smoke) -> None:
     answerable, _ = _language(smoke.report.results, "ko")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from kbtest import CORPUS, run_kb
+from kbtest import CORPUS, LEXICAL, TEST_INDEXES_ENV, run_kb
 
 from kb_core.output import schema, schema_versions
 
@@ -17,7 +17,7 @@ from kb_core.output import schema, schema_versions
 def kb_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("cli")
     shutil.copytree(CORPUS, root / "corpus")
-    env = {"KB_HOME": str(root / "kb"), "KB_INDEXES__ENABLED": '["tantivy"]', "CORPUS": str(root / "corpus")}
+    env = {"KB_HOME": str(root / "kb"), **TEST_INDEXES_ENV, "CORPUS": str(root / "corpus")}
     result = run_kb("ingest", str(root / "corpus"), "--json", env=env)
     assert result.returncode == 0, result.stderr
     env["INGEST_JSON"] = result.stdout
@@ -46,7 +46,7 @@ def test_ingest_report_is_schema_valid_and_complete(kb_env: dict[str, str]) -> N
         p for p in Path(kb_env["CORPUS"]).rglob("*") if p.is_file() and p.suffix in wanted and p.name != "README.md"
     ]
     assert len(report["added"]) == report["documents"] == len(files) - len(report["failed"]) > 5
-    assert report["indexes"][0]["index"] == "tantivy"
+    assert report["indexes"][0]["index"] == LEXICAL
 
 
 def test_list_inspect_document_and_chunk(kb_env: dict[str, str]) -> None:
@@ -107,7 +107,7 @@ def test_rm_reindex_doctor_config_and_init(kb_env: dict[str, str], tmp_path: Pat
     assert any(p["component"] == "language model" for p in doctor["problems"])
     assert all(check["ok"] for check in doctor["checks"] if check["component"] in {"store", "indexes"})
     shown = _json(env, "config", "show")
-    assert {"key": "indexes.enabled", "value": ["tantivy"], "source": "env:KB_INDEXES__ENABLED"} in shown["values"]
+    assert {"key": "indexes.enabled", "value": [LEXICAL], "source": "env:KB_INDEXES__ENABLED"} in shown["values"]
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kbtest import CORPUS, FIXTURES, run_kb
+from kbtest import CORPUS, FIXTURES, TEST_INDEXES, TEST_PLUGINS, run_kb
 
 from kb_core.app import KnowledgeBase
 from kb_core.cli.main import main
@@ -51,11 +51,11 @@ def extractive(request: GenerateRequest) -> list[str]:
 
 @pytest.fixture(scope="module")
 def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture corpus ingested with the real default indexes and embedder (once per module)."""
+    """The fixture corpus ingested in the test indexes with the real default embedder (once per module)."""
     from kb_core.ingest.pipeline import ingest_paths
 
     folder = tmp_path_factory.mktemp("answers-kb")
-    with KnowledgeBase(load_config(kb_dir=folder, environ={})) as kb:
+    with KnowledgeBase(load_config(kb_dir=folder, overrides=TEST_INDEXES, environ={})) as kb:
         ingest_paths(kb, [CORPUS])
     return folder
 
@@ -260,7 +260,8 @@ def test_ask_explain_prints_trace_and_prompt(
 
 @pytest.mark.slow
 def test_ask_gate_refusal_through_the_real_command(kb_dir: Path) -> None:
-    done = run_kb("--kb", str(kb_dir), "ask", "Who won the 2018 FIFA World Cup?", timeout=120)
+    env = {"KB_PLUGIN_MODULES": f"{TEST_PLUGINS},kb_core.testing.language_models:ScriptedPlugin"}
+    done = run_kb("--kb", str(kb_dir), "--backend", "scripted", "ask", "Who won the 2018 FIFA World Cup?", env=env)
     assert done.returncode == 1, done.stderr
     assert "refused (score_gate)" in done.stdout or "refused (no_chunks)" in done.stdout
     assert "Insufficient evidence" in done.stdout
@@ -292,7 +293,7 @@ def test_eval_answers_writes_a_report_and_records_the_run(
     # the citation precision measures real retrieval; off-topic questions must stop at the real gate
     assert m["correct_refusal_rate"] is not None and m["correct_refusal_rate"] >= 0.6
     assert m["citation_precision"] is not None and m["citation_precision"] >= 0.6
-    with KnowledgeBase(load_config(kb_dir=kb_dir, environ={})) as kb:
+    with KnowledgeBase(load_config(kb_dir=kb_dir, overrides=TEST_INDEXES, environ={})) as kb:
         row = kb.store.conn.execute("SELECT * FROM eval_runs WHERE run_id = ?", (report["run_id"],)).fetchone()
         assert row["kind"] == "answers" and json.loads(row["metrics_json"])["questions"] == 15
         assert row["report_path"] == str(tmp_path / "r" / "report.json")

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kbtest import run_kb
+from kbtest import LEXICAL, TEST_INDEXES_ENV, run_kb
 
 from kb_core.errors import EXIT_STORAGE, KbError
 from kb_core.ingest.pipeline import ingest_paths
 from kb_core.storage.store import StoreOfRecord, sqlite3
 
-ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
+ENV = TEST_INDEXES_ENV
 
 
 def _notes(root: Path, count: int, words: int = 30, tag: str = "note") -> Path:
@@ -42,7 +42,7 @@ def _paths(kb_dir: Path) -> list[str]:
 
 
 def test_injected_disk_full_keeps_what_was_stored(tmp_path: Path, make_kb, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    kb = make_kb(indexes__enabled=["tantivy"], ingest__batch_documents=5)
+    kb = make_kb(indexes__enabled=[LEXICAL], ingest__batch_documents=5)
     first = _notes(tmp_path / "first", 4, tag="old")
     ingest_paths(kb, [first])
     second = _notes(tmp_path / "second", 20, tag="new")
@@ -103,7 +103,7 @@ def test_a_real_full_disk_keeps_what_was_stored(tmp_path: Path, tiny_disk: Path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["documents"] == 303
     doctor = run_kb("doctor", "--json", env=env | {"KB_MODELS__LLM__BACKEND": "ollama"})
-    assert [p for p in json.loads(doctor.stdout)["problems"] if p["component"] == "tantivy"] == []
+    assert [p for p in json.loads(doctor.stdout)["problems"] if p["component"] == LEXICAL] == []
 
 
 @pytest.mark.slow
@@ -134,15 +134,15 @@ def test_a_full_disk_in_an_index_engine_is_a_one_line_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], error: Exception
 ) -> None:
     from kb_core.cli.main import main
-    from kb_tantivy.index import TantivyIndex
+    from kb_core.testing import WordIndex
 
     docs = _notes(tmp_path / "docs", 3, tag="ibex")
-    monkeypatch.setenv("KB_INDEXES__ENABLED", '["tantivy"]')
-    monkeypatch.setattr(TantivyIndex, "commit", lambda self: (_ for _ in ()).throw(error))
+    monkeypatch.setenv("KB_INDEXES__ENABLED", f'["{LEXICAL}"]')
+    monkeypatch.setattr(WordIndex, "commit", lambda self: (_ for _ in ()).throw(error))
     assert main(["--kb", str(tmp_path / "k"), "ingest", str(docs)]) == EXIT_STORAGE
     err = capsys.readouterr().err
     assert "disk is full" in err and len(err.strip().splitlines()) == 1
     assert _paths(tmp_path / "k") == ["ibex0.md", "ibex1.md", "ibex2.md"]  # the store of record kept them
     monkeypatch.undo()
-    monkeypatch.setenv("KB_INDEXES__ENABLED", '["tantivy"]')
+    monkeypatch.setenv("KB_INDEXES__ENABLED", f'["{LEXICAL}"]')
     assert main(["--kb", str(tmp_path / "k"), "ingest", str(docs)]) == 0  # and the next run completes the index

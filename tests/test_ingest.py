@@ -1,7 +1,7 @@
 """Ingestion: incremental, idempotent, atomic per document, and safe with bad input.
 
-These tests use the real Tantivy index (kb-tantivy) as the derived index that must follow the
-store of record; embeddings are left out to keep them fast (the sqlite-vec plugin has its own).
+These tests use kb_core.testing's lexical WordIndex as the derived index that must follow the
+store of record (no engine installed); embeddings are left out to keep them fast.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kbtest import FIXTURES
+from kbtest import FIXTURES, LEXICAL
 
 from kb_core.app import KnowledgeBase
 from kb_core.ingest.index_sync import index_problems, sync_all
@@ -30,12 +30,12 @@ def _write(root: Path, files: dict[str, str | bytes]) -> None:
 
 
 def _lexical(kb: KnowledgeBase, text: str) -> list[str]:
-    return sorted({hit.doc_path for hit in kb.index("tantivy").search(SearchQuery(text=text, k=50, mode="lexical"))})
+    return sorted({hit.doc_path for hit in kb.index(LEXICAL).search(SearchQuery(text=text, k=50, mode="lexical"))})
 
 
 @pytest.fixture
 def lexical_kb(make_kb):  # type: ignore[no-untyped-def]
-    return make_kb(indexes__enabled=["tantivy"])
+    return make_kb(indexes__enabled=[LEXICAL])
 
 
 def test_incremental_ingest_adds_skips_updates_and_removes(tmp_path: Path, lexical_kb: KnowledgeBase) -> None:
@@ -64,7 +64,7 @@ def test_incremental_ingest_adds_skips_updates_and_removes(tmp_path: Path, lexic
     assert _lexical(lexical_kb, "armadillo") == ["a.md"]
     assert _lexical(lexical_kb, "capybara") == []
     assert lexical_kb.store.get_document("c.md") is None
-    assert lexical_kb.index("tantivy").count() == lexical_kb.store.count_chunks()
+    assert lexical_kb.index(LEXICAL).count() == lexical_kb.store.count_chunks()
     assert index_problems(lexical_kb) == []
 
 
@@ -80,7 +80,7 @@ def test_same_bytes_at_two_paths_are_two_documents(tmp_path: Path, lexical_kb: K
 
 
 def test_bad_input_is_reported_and_never_stops_the_ingest(tmp_path: Path, make_kb) -> None:  # type: ignore[no-untyped-def]
-    kb = make_kb(indexes__enabled=["tantivy"], ingest__max_file_bytes=2000)
+    kb = make_kb(indexes__enabled=[LEXICAL], ingest__max_file_bytes=2000)
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURES / "bad", docs)
     _write(docs, {"good.md": "# Fine\n\nA perfectly good note about otters.\n", "huge.txt": "word " * 1000})
@@ -161,14 +161,14 @@ def test_interrupted_sync_is_detected_and_completed(tmp_path: Path, lexical_kb: 
 def test_reindex_rebuilds_from_the_store_of_record_alone(tmp_path: Path, make_kb) -> None:  # type: ignore[no-untyped-def]
     from kb_core.ingest.index_sync import rebuild_index
 
-    kb = make_kb(indexes__enabled=["tantivy"])
+    kb = make_kb(indexes__enabled=[LEXICAL])
     docs = tmp_path / "docs"
     _write(docs, {f"n{i}.md": f"Note {i} about penguins number {i}.\n" for i in range(20)})
     ingest_paths(kb, [docs])
     shutil.rmtree(docs)  # the source is gone; the store of record is enough
     kb.close()
-    shutil.rmtree(kb.directory / "indexes" / "tantivy")
-    reopened = make_kb(indexes__enabled=["tantivy"])
-    result = rebuild_index(reopened, "tantivy")
+    shutil.rmtree(kb.directory / "indexes" / LEXICAL)
+    reopened = make_kb(indexes__enabled=[LEXICAL])
+    result = rebuild_index(reopened, LEXICAL)
     assert result.chunks == 20
     assert len(_lexical(reopened, "penguins")) == 20

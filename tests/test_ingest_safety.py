@@ -10,13 +10,13 @@ import os
 from pathlib import Path
 
 import pytest
-from kbtest import run_kb
+from kbtest import LEXICAL, TEST_INDEXES_ENV, run_kb
 
 from kb_core.app import KnowledgeBase
 from kb_core.ingest.pipeline import ingest_paths
 from kb_core.types import SearchQuery
 
-ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
+ENV = TEST_INDEXES_ENV
 
 
 def _write(root: Path, files: dict[str, str | bytes]) -> None:
@@ -27,12 +27,12 @@ def _write(root: Path, files: dict[str, str | bytes]) -> None:
 
 
 def _lexical(kb: KnowledgeBase, text: str) -> list[str]:
-    return sorted({h.doc_path for h in kb.index("tantivy").search(SearchQuery(text=text, k=50, mode="lexical"))})
+    return sorted({h.doc_path for h in kb.index(LEXICAL).search(SearchQuery(text=text, k=50, mode="lexical"))})
 
 
 @pytest.fixture
 def kb(make_kb):  # type: ignore[no-untyped-def]
-    return make_kb(indexes__enabled=["tantivy"])
+    return make_kb(indexes__enabled=[LEXICAL])
 
 
 @pytest.fixture

@@ -104,6 +104,7 @@ def test_the_facts_of_a_hostile_passage_still_ground_an_answer(pump_store: Store
     assert answer.grounded and answer.ignored_instructions == (1,)
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_model_never_grounds_an_obeyed_injection(tmp_path: Path) -> None:
     """Every question of the suite with the real default model: obeyed-and-grounded must be 0."""

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kbtest import run_kb
+from kbtest import LEXICAL, TEST_INDEXES_ENV, run_kb
 
 FILES = 1500
 
@@ -33,7 +33,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _env(kb_dir: Path) -> dict[str, str]:
-    return {"KB_HOME": str(kb_dir), "KB_INDEXES__ENABLED": '["tantivy"]', "HOME": str(kb_dir.parent)}
+    return {"KB_HOME": str(kb_dir), **TEST_INDEXES_ENV, "HOME": str(kb_dir.parent)}
 
 
 @pytest.mark.slow
@@ -57,7 +57,7 @@ def test_sigkill_during_ingest_is_completed_by_the_next_run(tmp_path: Path, corp
     assert report["failed"] == []
 
     doctor = run_kb("doctor", "--json", env=_env(kb_dir) | {"KB_MODELS__LLM__BACKEND": "ollama"})
-    index_problems = [p for p in json.loads(doctor.stdout)["problems"] if p["component"] == "tantivy"]
+    index_problems = [p for p in json.loads(doctor.stdout)["problems"] if p["component"] == LEXICAL]
     assert index_problems == []
 
     found = run_kb("search", "topic1234", "--mode", "lexical", "--json", env=_env(kb_dir))

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kbtest import LEXICAL, VECTOR
 
 from kb_core.app import KnowledgeBase
 from kb_core.cli.main import main
@@ -14,6 +15,7 @@ from kb_core.ingest.language_fit import language_fit
 from kb_core.maintenance import doctor_report
 
 DATA = Path(__file__).parent / "data"
+INDEXES = f'["{LEXICAL}", "{VECTOR}"]'  # the test indexes; the verdict is the vector index's embedder's
 ENGLISH = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "notes"
 
 
@@ -27,8 +29,9 @@ def write_chinese(folder: Path) -> Path:
 
 @pytest.mark.slow
 def test_chinese_notes_with_the_english_embedder_are_flagged_at_ingest_and_by_doctor(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("KB_INDEXES__ENABLED", INDEXES)
     notes = write_chinese(tmp_path / "notes")
     kb_dir = tmp_path / "kb"
     assert main(["--kb", str(kb_dir), "ingest", str(notes)]) == 0
@@ -37,7 +40,7 @@ def test_chinese_notes_with_the_english_embedder_are_flagged_at_ingest_and_by_do
     assert 'name = "multilingual"' in err and "kb reindex" in err
     assert len(err.strip().splitlines()) == 1
 
-    kb = KnowledgeBase(load_config(None, kb_dir, {}, environ={}))
+    kb = KnowledgeBase(load_config(None, kb_dir, {"indexes.enabled": [LEXICAL, VECTOR]}, environ={}))
     fit = language_fit(kb)
     assert fit is not None and fit.mismatch and fit.unmodeled_share > 0.9
     assert fit.suggestion == "multilingual"
@@ -47,13 +50,16 @@ def test_chinese_notes_with_the_english_embedder_are_flagged_at_ingest_and_by_do
 
 
 @pytest.mark.slow
-def test_english_notes_are_not_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_english_notes_are_not_flagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KB_INDEXES__ENABLED", INDEXES)
     kb_dir = tmp_path / "kb"
     assert main(["--kb", str(kb_dir), "ingest", str(ENGLISH), "--json"]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""
     json.loads(captured.out)
-    kb = KnowledgeBase(load_config(None, kb_dir, {}, environ={}))
+    kb = KnowledgeBase(load_config(None, kb_dir, {"indexes.enabled": [LEXICAL, VECTOR]}, environ={}))
     fit = language_fit(kb)
     assert fit is not None and not fit.mismatch and fit.unmodeled_share == 0.0
     assert not [p for p in doctor_report(kb).problems if p.component == "embedder"]
@@ -61,6 +67,6 @@ def test_english_notes_are_not_flagged(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_no_vector_index_no_verdict(tmp_path: Path) -> None:
-    kb = KnowledgeBase(load_config(None, tmp_path / "kb", {"indexes.enabled": ["tantivy"]}, environ={}))
+    kb = KnowledgeBase(load_config(None, tmp_path / "kb", {"indexes.enabled": [LEXICAL]}, environ={}))
     assert language_fit(kb) is None
     kb.close()

@@ -13,7 +13,7 @@ from kbtest import run_kb
 
 import kb_core
 from kb_core.errors import NotFoundError
-from kb_core.extend.registry import load_registry
+from kb_core.extend.registry import PluginError, load_registry
 from kb_core.output import schema
 
 EXPECTED = {
@@ -26,6 +26,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.needs_plugins
 def test_installed_distributions_are_discovered_through_entry_points() -> None:
     registry = load_registry()
     plugins = {p.name: p for p in registry.plugins}
@@ -39,13 +40,33 @@ def test_installed_distributions_are_discovered_through_entry_points() -> None:
 
 
 def test_kb_load_plugins_restricts_what_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KB_LOAD_PLUGINS", "parsers,tantivy")
+    monkeypatch.delenv("KB_PLUGIN_MODULES", raising=False)
+    monkeypatch.setenv("KB_LOAD_PLUGINS", "parsers,embedders")
     registry = load_registry()
-    assert sorted(p.name for p in registry.plugins) == ["parsers", "tantivy"]
+    assert sorted(p.name for p in registry.plugins) == ["embedders", "parsers"]
     with pytest.raises(NotFoundError, match="no language model named 'llamacpp'"):
         registry.get("language_models", "llamacpp")
     monkeypatch.setenv("KB_LOAD_PLUGINS", "")
     assert load_registry().plugins == []
+
+
+def test_kb_plugin_modules_loads_plugins_that_are_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_LOAD_PLUGINS", "")
+    monkeypatch.setenv("KB_PLUGIN_MODULES", "kb_core.testing.indexes:TestIndexesPlugin, kb_core.builtin.parsers")
+    registry = load_registry()
+    assert [(p.name, p.distribution) for p in registry.plugins] == [
+        ("kb_core.builtin.parsers", "KB_PLUGIN_MODULES"),
+        ("kb_core.testing.indexes:TestIndexesPlugin", "KB_PLUGIN_MODULES"),
+    ]
+    assert registry.get("indexes", "test-lexical").info["mode"] == "lexical"
+    assert registry.get("parsers", "markdown").plugin == "kb_core.builtin.parsers"
+
+
+@pytest.mark.parametrize("spec", ["kb_core.no_such_module", "kb_core.testing.indexes:NoSuchPlugin"])
+def test_kb_plugin_modules_naming_nothing_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
+    monkeypatch.setenv("KB_PLUGIN_MODULES", spec)
+    with pytest.raises(PluginError, match=f"KB_PLUGIN_MODULES names '{spec}', which cannot be loaded"):
+        load_registry()
 
 
 def test_a_third_party_plugin_registers_through_the_same_hooks() -> None:
@@ -67,6 +88,7 @@ def test_a_third_party_plugin_registers_through_the_same_hooks() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.needs_plugins
 def test_kb_plugins_json_lists_distributions_versions_and_registrations() -> None:
     result = run_kb("plugins", "--json")
     assert result.returncode == 0, result.stderr

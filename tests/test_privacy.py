@@ -30,6 +30,7 @@ def test_quiet_dependencies_sets_only_what_the_user_left_unset() -> None:
     assert set(environ) == set(QUIET_ENVIRONMENT)
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_ingest_search_and_ask_touch_nothing_outside_the_knowledge_base_and_open_no_socket(tmp_path: Path) -> None:
     from kb_llamacpp.packaged import cache_dir  # the model cache of this machine, where the model is joined once

@@ -646,6 +646,7 @@ def _assert_citations_were_packed(answer: Answer) -> None:
         assert packed[citation.marker].ref == citation.ref
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_model_grounds_an_on_topic_answer_in_packed_chunks(real_kb) -> None:  # type: ignore[no-untyped-def]
     from kb_core.answers.pipeline import ask
@@ -664,6 +665,7 @@ def test_real_model_grounds_an_on_topic_answer_in_packed_chunks(real_kb) -> None
     assert answer.usage.first_token_ms is not None
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_pipeline_refuses_an_off_topic_question(real_kb) -> None:  # type: ignore[no-untyped-def]
     from kb_core.answers.pipeline import ask
@@ -673,6 +675,7 @@ def test_real_pipeline_refuses_an_off_topic_question(real_kb) -> None:  # type: 
     assert answer.refusal_reason in ("no_chunks", "score_gate", "llm_self_judge")
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_model_given_irrelevant_evidence_does_not_ground_an_answer(real_kb) -> None:  # type: ignore[no-untyped-def]
     """With the gate disabled, only the model's self-judgement and citation validation stand guard."""
@@ -686,6 +689,7 @@ def test_real_model_given_irrelevant_evidence_does_not_ground_an_answer(real_kb)
     assert answer.refusal_reason in ("llm_self_judge", "unsupported")
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("question", "injected", "fact"),
@@ -716,6 +720,7 @@ def test_real_model_ignores_instructions_inside_documents(
         assert answer.citations == () or answer.refusal_reason in ("llm_self_judge", "unsupported")
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_model_under_the_citation_grammar_cites_only_packed_markers(real_kb) -> None:  # type: ignore[no-untyped-def]
     from kb_core.answers.pipeline import ask
@@ -731,6 +736,7 @@ def test_real_model_under_the_citation_grammar_cites_only_packed_markers(real_kb
         assert "45" in answer.answer
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The golden set with the embedded default model: refusals hold and nothing grounded cites astray.

@@ -9,24 +9,24 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from kbtest import run_kb, save_answer_row
+from kbtest import LEXICAL, TEST_INDEXES_ENV, run_kb, save_answer_row
 
 from kb_core.app import KnowledgeBase
 from kb_core.ingest.pipeline import ingest_paths
 from kb_core.types import SearchQuery
 
-ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
+ENV = TEST_INDEXES_ENV
 NFC = unicodedata.normalize("NFC", "café.md")
 NFD = unicodedata.normalize("NFD", "café.md")
 
 
 def _lexical(kb: KnowledgeBase, text: str) -> list[str]:
-    return sorted({h.doc_path for h in kb.index("tantivy").search(SearchQuery(text=text, k=50, mode="lexical"))})
+    return sorted({h.doc_path for h in kb.index(LEXICAL).search(SearchQuery(text=text, k=50, mode="lexical"))})
 
 
 @pytest.fixture
 def kb(make_kb):  # type: ignore[no-untyped-def]
-    return make_kb(indexes__enabled=["tantivy"])
+    return make_kb(indexes__enabled=[LEXICAL])
 
 
 @pytest.mark.slow

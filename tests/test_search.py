@@ -262,6 +262,7 @@ def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBas
     kb.close()
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", SEARCH_MODES)
 def test_on_topic_questions_pass_the_gate_and_find_their_document(corpus_kb: KnowledgeBase, mode: str) -> None:
@@ -278,6 +279,7 @@ def test_on_topic_questions_pass_the_gate_and_find_their_document(corpus_kb: Kno
         assert all(0.0 <= h.score <= 1.0 for h in response.hits)
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", SEARCH_MODES)
 def test_off_topic_questions_score_below_the_gate(corpus_kb: KnowledgeBase, mode: str) -> None:
@@ -287,6 +289,7 @@ def test_off_topic_questions_score_below_the_gate(corpus_kb: KnowledgeBase, mode
         assert top < DEFAULT_GATES[mode], (mode, question, response.hits[:1])
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_hits_carry_citations_headings_and_snippets(corpus_kb: KnowledgeBase) -> None:
     response = search(corpus_kb, SearchQuery("Heliograph daemon TCP port", k=3, mode="hybrid"))
@@ -303,6 +306,7 @@ def test_hits_carry_citations_headings_and_snippets(corpus_kb: KnowledgeBase) ->
     ), "a kept hit's snippet is the one its lexical index makes for the query"
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_kb_search_cli_human_json_and_exit_codes(corpus_kb: KnowledgeBase, capsys: pytest.CaptureFixture[str]) -> None:
     import jsonschema
@@ -327,6 +331,7 @@ def test_kb_search_cli_human_json_and_exit_codes(corpus_kb: KnowledgeBase, capsy
     assert "no results" in capsys.readouterr().err
 
 
+@pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_kb_eval_retrieval_writes_report_run_file_and_eval_run(
     corpus_kb: KnowledgeBase, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -20,6 +20,8 @@ from kb_core.config import load_config
 from kb_core.retrieval.search import DEFAULT_GATES, search, to_gate
 from kb_core.types import SearchQuery
 
+pytestmark = pytest.mark.needs_plugins  # the real engines' behaviour in these languages is the subject
+
 DATA = Path(__file__).parent / "data"
 ENGLISH = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "notes"
 # Questions none of these notes answers (different from the ones the floors were calibrated with,

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from kbtest import run_kb
+from kbtest import TEST_INDEXES_ENV, run_kb
 
 from kb_core.storage.store import StoreOfRecord
 
-ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
+ENV = TEST_INDEXES_ENV
 
 
 def _kb(*args: str) -> subprocess.Popen[str]:

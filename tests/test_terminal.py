@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from kbtest import run_kb
+from kbtest import TEST_INDEXES_ENV, run_kb
 
 from kb_core.output import dumps
 from kb_core.terminal import escape_stream_text, shown
 
-ENV = {"KB_INDEXES__ENABLED": '["tantivy"]'}
+ENV = TEST_INDEXES_ENV
 #: Anything a terminal may act on, apart from newline and tab (allowed in stream output).
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 HOSTILE = st.sampled_from(

@@ -3,11 +3,15 @@
 Every registration is checked as it is made (:func:`validate`): a mistake in a plugin is one
 line naming the plugin, the thing and the mistake. ``KB_LOAD_PLUGINS`` restricts loading to a
 comma-separated list of entry-point names (an empty value loads none); tests use it, and so can
-a user chasing a misbehaving plugin.
+a user chasing a misbehaving plugin. ``KB_PLUGIN_MODULES`` loads plugins that are not installed:
+a comma-separated list of ``module`` or ``module:object`` (a class is instantiated), as llm's
+``LLM_LOAD_PLUGINS`` or pytest's ``-p`` do; the core's tests use it to run ``kb`` in a
+subprocess with the test indexes of :mod:`kb_core.testing`.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata as md
 import os
 from collections.abc import Callable, Iterable
@@ -22,6 +26,7 @@ from kb_core.extend import hookspecs
 ENTRY_POINT_GROUP = "kb"
 CORE_DISTRIBUTION = "kb-core"
 LOAD_ENV = "KB_LOAD_PLUGINS"
+MODULES_ENV = "KB_PLUGIN_MODULES"
 KINDS = ("parsers", "embedders", "indexes", "language_models", "commands")
 LABELS = {
     "parsers": "parser",
@@ -137,6 +142,26 @@ def _selected(entry_points: Iterable[md.EntryPoint]) -> list[md.EntryPoint]:
     return [ep for ep in entry_points if ep.name in names]
 
 
+def _plugin_modules() -> list[tuple[str, object]]:
+    """The plugins ``KB_PLUGIN_MODULES`` names, imported: (name, module or object)."""
+    plugins: list[tuple[str, object]] = []
+    for spec in (s.strip() for s in os.environ.get(MODULES_ENV, "").split(",")):
+        if not spec:
+            continue
+        module_name, _, attribute = spec.partition(":")
+        try:
+            plugin: object = importlib.import_module(module_name)
+            if attribute:
+                plugin = getattr(plugin, attribute)
+        except (ImportError, AttributeError) as exc:
+            raise PluginError(
+                f"{MODULES_ENV} names {spec!r}, which cannot be loaded: {exc}",
+                hint="give importable modules as 'package.module' or 'package.module:object', comma-separated",
+            ) from None
+        plugins.append((spec, plugin() if isinstance(plugin, type) else plugin))
+    return plugins
+
+
 def _collect(pm: pluggy.PluginManager, registry: Registry) -> dict[str, dict[str, list[str]]]:
     """Call every plugin's hook implementations, recording which plugin registered what."""
     provides: dict[str, dict[str, list[str]]] = {}
@@ -156,7 +181,7 @@ def _collect(pm: pluggy.PluginManager, registry: Registry) -> dict[str, dict[str
 
 
 def load_registry(extra_plugins: Iterable[tuple[str, object]] = ()) -> Registry:
-    """Load the installed plugins (filtered by ``KB_LOAD_PLUGINS``) plus ``extra_plugins``."""
+    """Load the installed plugins (filtered by ``KB_LOAD_PLUGINS``), ``KB_PLUGIN_MODULES`` and ``extra_plugins``."""
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     registry = Registry()
@@ -166,6 +191,7 @@ def load_registry(extra_plugins: Iterable[tuple[str, object]] = ()) -> Registry:
         dist = ep.dist.name if ep.dist else "unknown"
         version = ep.dist.version if ep.dist else "0"
         found.append((ep.name, module, dist, version))
+    found.extend((name, module, MODULES_ENV, "0") for name, module in _plugin_modules())
     found.extend((name, module, "(in process)", "0") for name, module in extra_plugins)
     found.sort(key=lambda f: (f[2] != CORE_DISTRIBUTION, f[0]))  # the core's own plugins first
     try:
