@@ -87,6 +87,7 @@ from kb_core.types import (
     SearchQuery,
     StreamEvent,
     Token,
+    VerdictOpening,
 )
 
 quiet_dependencies()  # engines load lazily, after this: none of them phones home
@@ -145,6 +146,7 @@ __all__ = [
     "StreamEvent",
     "Token",
     "TokenStartsEmbedder",
+    "VerdictOpening",
     "WriterBusyError",
     "ask",
     "doctor_report",

@@ -154,11 +154,28 @@ class Hit:
 
 
 @attrs.frozen
+class VerdictOpening:
+    """How the reply to a yes/no question opens, when the model opens it with ``yes`` or ``no``.
+
+    The reply opens with ``no`` when P(no) / (P(yes) + P(no)) for its first token is at least
+    ``no_share``, else with ``yes``: 0.5 is the model's own choice; a model that leans to "yes"
+    whatever the evidence says needs less. A first token that is neither (a refusal, "Mixed") is
+    left as the model chose it.
+    """
+
+    yes: str
+    no: str
+    no_share: float
+
+
+@attrs.frozen
 class GenerateRequest:
     """What a language model is asked to do.
 
     ``examples`` are (user, assistant) turns shown between the system message and ``user``:
     worked examples of the task, the same for every question (so a backend may cache them).
+    ``verdict``, for a yes/no question, decides its first word (a backend without token
+    probabilities ignores it).
     """
 
     system: str
@@ -169,6 +186,7 @@ class GenerateRequest:
     seed: int | None = None
     grammar: str | None = None
     examples: tuple[tuple[str, str], ...] = ()
+    verdict: VerdictOpening | None = None
 
 
 @attrs.frozen

@@ -56,6 +56,7 @@ from kb_core.types import (
     RetrievalSummary,
     SearchQuery,
     TokenUsage,
+    VerdictOpening,
 )
 
 if TYPE_CHECKING:
@@ -289,8 +290,16 @@ class RagPipeline:
             seed=llm_cfg.seed if run.options.seed is None else run.options.seed,
             grammar=prompt.grammar,
             examples=run.template.examples,
+            verdict=self._verdict_opening(run),
         )
         return prompt, request
+
+    def _verdict_opening(self, run: _Run) -> VerdictOpening | None:
+        """For a yes/no question, how its first word is decided (``[rag] verdict_no_share``); else None."""
+        words, share = run.template.verdict_words, self.config.rag.verdict_no_share
+        if words is None or share == 0.5 or not is_yes_no_question(run.question):
+            return None
+        return VerdictOpening(words[0], words[1], share)
 
     def _judged(
         self, llm: LanguageModel, run: _Run, entries: list[str], verdict: Verdict

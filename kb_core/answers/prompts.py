@@ -51,6 +51,7 @@ class PromptTemplate:
     judge: JudgePrompt | None = None  # the answer check, asked after a grounded answer; None = no check
     unanswered_refusal: str = ""  # what a refusal by the answer check says
     examples: tuple[tuple[str, str], ...] = ()  # worked (user, assistant) turns before the question
+    verdict_words: tuple[str, str] | None = None  # the words a yes/no answer opens with: (yes, no)
 
 
 RAG_V1 = PromptTemplate(
@@ -187,6 +188,7 @@ RAG_V2 = PromptTemplate(
     entry_header=_V2_ENTRY,
     unanswered_refusal="Insufficient evidence: the passages found are about the question but do not state the answer.",
     examples=_examples("Evidence:\n{packed_chunks}\n\nQuestion: {query}", _EXAMPLES_EN),
+    verdict_words=("Yes", "No"),
 )
 
 RAG_V2_KO = attrs.evolve(
@@ -208,6 +210,7 @@ RAG_V2_KO = attrs.evolve(
     no_chunks_refusal=RAG_V1.no_chunks_refusal,
     unanswered_refusal="근거 부족. 찾은 문서가 질문과 관련은 있지만 답이 나와 있지 않다.",
     examples=_examples("근거:\n{packed_chunks}\n\n질문: {query}", _EXAMPLES_KO),
+    verdict_words=("예", "아니오"),
 )
 
 RAG_V2_ZH = attrs.evolve(
@@ -228,6 +231,7 @@ RAG_V2_ZH = attrs.evolve(
     no_chunks_refusal="证据不足：知识库中没有与问题匹配的内容。",
     unanswered_refusal="证据不足：找到的段落与问题相关，但没有写明答案。",
     examples=_examples("证据：\n{packed_chunks}\n\n问题：{query}", _EXAMPLES_ZH),
+    verdict_words=("是", "否"),
 )
 
 RAG_V3 = attrs.evolve(

@@ -38,6 +38,7 @@ from kb_core import (
 from kb_llamacpp.packaged import PackagedModel, cache_dir, is_available, materialize
 from kb_llamacpp.prefix_cache import PrefixCache
 from kb_llamacpp.stops import StopScanner
+from kb_llamacpp.verdicts import OpenWithVerdict, spellings
 
 GGUF_MAGIC = b"GGUF"
 
@@ -228,6 +229,7 @@ class LlamaCppModel:
                     min_p=self.settings.min_p,
                     repeat_penalty=self.settings.repeat_penalty,
                     grammar=grammar,
+                    logits_processor=self._verdict_processor(request),
                 ):
                     if llama_cpp.llama_vocab_is_eog(vocab, token):
                         finish = "stop"
@@ -287,6 +289,18 @@ class LlamaCppModel:
         p_yes = float(np.exp(logits[list(yes)] - top).sum())
         p_no = float(np.exp(logits[list(no)] - top).sum())
         return p_yes / (p_yes + p_no)
+
+    def _verdict_processor(self, request: GenerateRequest) -> Any:
+        """The logits processors that open a yes/no answer as ``request.verdict`` says (None without one)."""
+        if request.verdict is None:
+            return None
+        import llama_cpp
+
+        verdict = request.verdict
+        opening = OpenWithVerdict(
+            verdict, self._first_tokens(spellings(verdict.yes)), self._first_tokens(spellings(verdict.no))
+        )
+        return llama_cpp.LogitsProcessorList([opening])
 
     def _first_tokens(self, words: tuple[str, ...]) -> set[int]:
         return {self._llama.tokenize(w.encode("utf-8"), add_bos=False, special=False)[0] for w in words}

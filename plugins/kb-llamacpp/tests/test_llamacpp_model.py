@@ -12,7 +12,7 @@ from kb_core.config import load_config
 from kb_core.errors import KbError
 from kb_core.extend.contracts import FactoryContext, LanguageModel
 from kb_core.extend.registry import load_registry
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core.types import Done, GenerateRequest, Token, VerdictOpening
 from kb_llamacpp import DEFAULT_MODEL, make_model
 from kb_llamacpp.model import LlamaCppModel
 
@@ -215,3 +215,27 @@ def test_the_answer_check_tells_an_answering_passage_from_one_that_is_not(model:
     tokens, (done,), _ = _collect(model, answer)
     assert "".join(t.text for t in tokens) == before and done.cached_tokens > 0
     assert "7341" in before
+
+
+def test_a_verdict_opening_decides_yes_or_no_and_leaves_the_rest_to_the_model(model: LlamaCppModel) -> None:
+    evidence = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
+    plain = GenerateRequest(
+        system="Answer from the evidence only, citing it like [#1]. Begin a yes/no answer with Yes. or No.",
+        user=f"Evidence:\n[#1] {evidence}\n\nQuestion: Does daily coffee raise blood pressure?",
+        max_tokens=32,
+    )
+
+    def opened(share: float) -> str:
+        return "".join(
+            t.text for t in _collect(model, attrs.evolve(plain, verdict=VerdictOpening("Yes", "No", share)))[0]
+        )
+
+    own = "".join(t.text for t in _collect(model, plain)[0])
+    assert own.startswith("Yes")
+    assert opened(0.5) == own  # 0.5 is the model's own choice
+    assert opened(0.9999) == own
+    assert opened(0.0001).startswith("No")  # any P(No) at all: "No", then the model's own words
+    off_topic = attrs.evolve(plain, user="Evidence:\n[#1] The garden gate is green.\n\nQuestion: What is 2 + 2?")
+    as_is = "".join(t.text for t in _collect(model, off_topic)[0])
+    decided = attrs.evolve(off_topic, verdict=VerdictOpening("Yes", "No", 0.0001))
+    assert "".join(t.text for t in _collect(model, decided)[0]) == as_is  # a first token that is no verdict stays

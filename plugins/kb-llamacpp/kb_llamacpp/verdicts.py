@@ -1,0 +1,51 @@
+"""The first word of an answer to a yes/no question, decided by a threshold on P(no) (``VerdictOpening``).
+
+Small models open nearly every such answer with "Yes" whatever the evidence reports, though the
+probability they give "No" still tells the two apart. :class:`OpenWithVerdict` is a llama-cpp-python
+logits processor for the first sampled token only: when the model's most likely first token opens
+the yes word or the no word, the no word is chosen when P(no) / (P(yes) + P(no)) reaches
+``no_share``, else the yes word. Any other first token (a refusal, "Mixed") is left alone, and
+every later token is the model's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kb_core import VerdictOpening
+
+
+def spellings(word: str) -> tuple[str, ...]:
+    """The ways a reply may open with ``word``: as written, lower and upper case, after a space."""
+    return tuple(dict.fromkeys((word, word.lower(), word.upper(), " " + word, " " + word.lower())))
+
+
+class OpenWithVerdict:
+    """A logits processor deciding the first token between the yes and the no word (see the module)."""
+
+    def __init__(self, verdict: VerdictOpening, yes_tokens: set[int], no_tokens: set[int]) -> None:
+        self.no_share = verdict.no_share
+        self.yes_tokens = sorted(yes_tokens - no_tokens)
+        self.no_tokens = sorted(no_tokens - yes_tokens)
+        self.chosen: str | None = None  # "yes" or "no" once decided; None when the rule did not apply
+        self._first = True
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """``scores`` with the first token decided; later calls return them unchanged."""
+        if not self._first:
+            return scores
+        self._first = False
+        best = int(np.argmax(scores))
+        if not self.yes_tokens or not self.no_tokens or best not in {*self.yes_tokens, *self.no_tokens}:
+            return scores
+        top = float(scores[best])
+        p_yes = float(np.exp(scores[self.yes_tokens] - top).sum())
+        p_no = float(np.exp(scores[self.no_tokens] - top).sum())
+        self.chosen = "no" if p_no / (p_yes + p_no) >= self.no_share else "yes"
+        pool = self.no_tokens if self.chosen == "no" else self.yes_tokens
+        pick = max(pool, key=lambda token: float(scores[token]))
+        decided = np.array(scores, copy=True)
+        decided[pick] = top + 1.0  # the most likely token now: greedy decoding takes it
+        return decided
