@@ -38,11 +38,13 @@ def _fit_prefix(text: str, fits: Callable[[str], bool]) -> str:
 
 
 def select(hits: Sequence[Hit], max_chunks: int, min_relative_score: float) -> list[Hit]:
-    """The hits worth packing: the first, then those within ``min_relative_score`` of it, at most ``max_chunks``."""
+    """The hits worth packing, at most ``max_chunks``: the first; then those within ``min_relative_score``
+    of it, or from the first hit's own document (its other retrieved sections, whatever their score)."""
     if not hits:
         return []
     floor = hits[0].score * min_relative_score
-    return [hits[0], *(h for h in hits[1:] if h.score >= floor)][: max(1, max_chunks)]
+    first = hits[0].doc_path
+    return [hits[0], *(h for h in hits[1:] if h.score >= floor or h.doc_path == first)][: max(1, max_chunks)]
 
 
 def pack(
