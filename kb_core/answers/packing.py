@@ -1,9 +1,11 @@
 """Packing: which retrieved chunks the model reads, under which markers, within a token budget.
 
 Every packed token costs the user time before the first word (prefill), so only hits that can
-matter are packed: the first hit always; a later one only while fewer than ``max_chunks`` are
-packed and its score is at least ``min_relative_score`` of the top hit's. A hit far behind the
-first adds reading, not evidence.
+matter are packed: the first hit always; a later one while fewer than ``max_chunks`` are packed,
+when its score is at least ``min_relative_score`` of the top hit's or it is another section of the
+top hit's document. A hit far behind the first from elsewhere adds reading, not evidence; the
+rest of the document the question is about often holds what its best-matching section does not
+(a study's results, beside the methods that restate the question).
 """
 
 from __future__ import annotations
