@@ -97,7 +97,7 @@ class RagConfig:
     constrained: bool = False
     max_chunks: int = 3  # evidence entries packed at most
     min_relative_score: float = 0.75  # a hit behind the first is packed when it scores this share of the top
-    # (or is from the first hit's document)
+    # (or, for a yes/no question, is from the first hit's document)
     answer_check: float = 0.62  # the least P("the passages state the answer") the judge gives an answer; 0 = off
     verdict_no_share: float = 0.1  # a yes/no answer opens "No." when P(No)/(P(Yes)+P(No)) >= this; 0.5 = as the model
     unsupported_claims: str = "refuse"  # "refuse" the answer, or "drop" the unsupported sentences with a note

@@ -291,15 +291,24 @@ def test_only_hits_close_to_the_top_are_packed(store: StoreOfRecord) -> None:
     assert [p.chunk_id for p in alone.packed] == ["docs/paris.md#0"]
 
 
-def test_the_first_hits_document_is_packed_whole_as_retrieved(store: StoreOfRecord) -> None:
-    """A section far behind the top hit is still packed when it is from the top hit's own document."""
+@pytest.mark.parametrize(
+    ("question", "packed"),
+    [
+        ("Is the Eiffel Tower in Paris?", ["docs/paris.md#0", "docs/paris.md#1"]),
+        ("How tall is the Eiffel Tower?", ["docs/paris.md#0"]),
+    ],
+)
+def test_a_yes_no_question_gets_the_first_hits_document_as_retrieved(
+    store: StoreOfRecord, question: str, packed: list[str]
+) -> None:
+    """For a yes/no question, a section far behind the top hit is packed when it is from the top hit's document."""
     answer = Harness(
         store,
         hits_for((0, 0.9), (2, 0.5), (1, 0.2)),
-        ScriptedLanguageModel(["Paris [#1]"]),
+        ScriptedLanguageModel(["Yes. Paris [#1]."]),
         overrides={"rag.max_chunks": 3, "rag.min_relative_score": 0.75},
-    ).ask(explain=True)
-    assert [p.chunk_id for p in answer.packed] == ["docs/paris.md#0", "docs/paris.md#1"]
+    ).ask(question, explain=True)
+    assert [p.chunk_id for p in answer.packed] == packed
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
 """Packing: which retrieved chunks the model reads, under which markers, within a token budget.
 
 Every packed token costs the user time before the first word (prefill), so only hits that can
-matter are packed: the first hit always; a later one while fewer than ``max_chunks`` are packed,
-when its score is at least ``min_relative_score`` of the top hit's or it is another section of the
-top hit's document. A hit far behind the first from elsewhere adds reading, not evidence; the
-rest of the document the question is about often holds what its best-matching section does not
-(a study's results, beside the methods that restate the question).
+matter are packed: the first hit always; a later one while fewer than ``max_chunks`` are packed
+and its score is at least ``min_relative_score`` of the top hit's. A hit far behind the first
+adds reading, not evidence, with one exception: a yes/no question is judged on what its document
+reports as a whole (a study's results, beside the methods that restate the question), so for it
+the top hit's other retrieved sections are packed whatever their score.
 """
 
 from __future__ import annotations
@@ -39,14 +39,15 @@ def _fit_prefix(text: str, fits: Callable[[str], bool]) -> str:
     return prefix[:line_end] if line_end > len(prefix) // 2 else prefix
 
 
-def select(hits: Sequence[Hit], max_chunks: int, min_relative_score: float) -> list[Hit]:
+def select(hits: Sequence[Hit], max_chunks: int, min_relative_score: float, whole_document: bool = False) -> list[Hit]:
     """The hits worth packing, at most ``max_chunks``: the first; then those within ``min_relative_score``
-    of it, or from the first hit's own document (its other retrieved sections, whatever their score)."""
+    of it, and with ``whole_document`` those from the first hit's own document whatever their score."""
     if not hits:
         return []
     floor = hits[0].score * min_relative_score
     first = hits[0].doc_path
-    return [hits[0], *(h for h in hits[1:] if h.score >= floor or h.doc_path == first)][: max(1, max_chunks)]
+    kept = (h for h in hits[1:] if h.score >= floor or (whole_document and h.doc_path == first))
+    return [hits[0], *kept][: max(1, max_chunks)]
 
 
 def pack(

@@ -205,7 +205,8 @@ class RagPipeline:
     def _generate(self, run: _Run, on_token: TokenCallback | None) -> Answer:
         llm = self.language_model()
         rag = self.config.rag
-        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score)
+        yes_no = is_yes_no_question(run.question)
+        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=yes_no)
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])
         packed = pack(chosen, chunks, self._budget(llm, run), llm.count_tokens, run.template)
         if not packed:
@@ -222,7 +223,6 @@ class RagPipeline:
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
         raw, done, first_token_ms, generation_ms = stream_answer(llm, request, on_token, run.started)
-        yes_no = is_yes_no_question(run.question)
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
