@@ -227,6 +227,7 @@ def test_gate_mapping_is_monotone_and_lands_the_gate(value: float, source: float
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "fixtures" / "corpus"
 GOLDEN = REPO / "fixtures" / "golden" / "answers.jsonl"
+REAL_INDEXES = '["tantivy", "sqlitevec"]'  # the CLI's indexes for the tests of the real ones (not the test indexes)
 OFF_TOPIC_EN = [
     "Who won the 2018 FIFA World Cup?",
     "How do I bake sourdough bread?",
@@ -308,8 +309,12 @@ def test_hits_carry_citations_headings_and_snippets(corpus_kb: KnowledgeBase) ->
 
 @pytest.mark.needs_plugins
 @pytest.mark.slow
-def test_kb_search_cli_human_json_and_exit_codes(corpus_kb: KnowledgeBase, capsys: pytest.CaptureFixture[str]) -> None:
+def test_kb_search_cli_human_json_and_exit_codes(
+    corpus_kb: KnowledgeBase, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import jsonschema
+
+    monkeypatch.setenv("KB_INDEXES__ENABLED", REAL_INDEXES)
 
     from kb_core.cli.main import main
     from kb_core.output import schema
@@ -334,9 +339,11 @@ def test_kb_search_cli_human_json_and_exit_codes(corpus_kb: KnowledgeBase, capsy
 @pytest.mark.needs_plugins
 @pytest.mark.slow
 def test_kb_eval_retrieval_writes_report_run_file_and_eval_run(
-    corpus_kb: KnowledgeBase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus_kb: KnowledgeBase, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import jsonschema
+
+    monkeypatch.setenv("KB_INDEXES__ENABLED", REAL_INDEXES)
 
     from kb_core.cli.main import main
     from kb_core.output import schema
