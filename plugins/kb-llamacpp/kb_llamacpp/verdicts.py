@@ -10,9 +10,8 @@ every later token is the model's own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 from kb_core import VerdictOpening
 
@@ -20,6 +19,18 @@ from kb_core import VerdictOpening
 def spellings(word: str) -> tuple[str, ...]:
     """The ways a reply may open with ``word``: as written, lower and upper case, after a space."""
     return tuple(dict.fromkeys((word, word.lower(), word.upper(), " " + word, " " + word.lower())))
+
+
+def yes_no_mass(scores: Any, yes_tokens: Sequence[int], no_tokens: Sequence[int]) -> tuple[float, float]:
+    """P(yes) and P(no) of a first token, up to one common factor, from its logits ``scores``.
+
+    Their ratio is what the answer check (P(yes) share) and the verdict opening (P(no) share) read.
+    """
+    import numpy as np  # here, not at import: kb loads this plugin on every start
+
+    logits = np.asarray(scores, dtype=np.float64)
+    top = logits[[*yes_tokens, *no_tokens]].max()
+    return float(np.exp(logits[list(yes_tokens)] - top).sum()), float(np.exp(logits[list(no_tokens)] - top).sum())
 
 
 class OpenWithVerdict:
@@ -37,15 +48,15 @@ class OpenWithVerdict:
         if not self._first:
             return scores
         self._first = False
+        import numpy as np
+
         best = int(np.argmax(scores))
         if not self.yes_tokens or not self.no_tokens or best not in {*self.yes_tokens, *self.no_tokens}:
             return scores
-        top = float(scores[best])
-        p_yes = float(np.exp(scores[self.yes_tokens] - top).sum())
-        p_no = float(np.exp(scores[self.no_tokens] - top).sum())
+        p_yes, p_no = yes_no_mass(scores, self.yes_tokens, self.no_tokens)
         self.chosen = "no" if p_no / (p_yes + p_no) >= self.no_share else "yes"
         pool = self.no_tokens if self.chosen == "no" else self.yes_tokens
         pick = max(pool, key=lambda token: float(scores[token]))
         decided = np.array(scores, copy=True)
-        decided[pick] = top + 1.0  # the most likely token now: greedy decoding takes it
+        decided[pick] = float(scores[best]) + 1.0  # the most likely token now: greedy decoding takes it
         return decided
