@@ -38,7 +38,7 @@ from kb_core import (
 from kb_llamacpp.packaged import PackagedModel, cache_dir, is_available, materialize
 from kb_llamacpp.prefix_cache import PrefixCache
 from kb_llamacpp.stops import StopScanner
-from kb_llamacpp.verdicts import OpenWithVerdict, spellings
+from kb_llamacpp.verdicts import OpenWithVerdict, spellings, yes_no_mass
 
 GGUF_MAGIC = b"GGUF"
 
@@ -282,12 +282,10 @@ class LlamaCppModel:
         self._start_from_prefix(llama, request, tokens)
         llama.n_tokens = _common_length(llama._input_ids.tolist(), tokens[:-1])
         llama.eval(tokens[llama.n_tokens :])
-        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
         yes = self._first_tokens(("Yes", "yes", " Yes", "YES"))
         no = self._first_tokens(("No", "no", " No", "NO"))
-        top = max(logits[list(yes | no)])
-        p_yes = float(np.exp(logits[list(yes)] - top).sum())
-        p_no = float(np.exp(logits[list(no)] - top).sum())
+        p_yes, p_no = yes_no_mass(logits, sorted(yes), sorted(no))
         return p_yes / (p_yes + p_no)
 
     def _verdict_processor(self, request: GenerateRequest) -> Any:
