@@ -104,6 +104,7 @@ class _Run:
     k: int
     started: float
     trace_id: str
+    yes_no: bool  # a question answered by yes or no: its verdict opens the answer
     hits: list[Hit] = attrs.field(factory=list)
     retrieval_ms: float = 0.0
 
@@ -153,7 +154,7 @@ class RagPipeline:
             )
         template = choose_template(options.template_version or self.config.rag.prompt_template_version, question)
         trace_id = f"ret_{secrets.token_hex(4)}"
-        return _Run(question, options, template, mode, k, time.perf_counter(), trace_id)
+        return _Run(question, options, template, mode, k, time.perf_counter(), trace_id, is_yes_no_question(question))
 
     def _retrieve(self, run: _Run) -> list[Hit]:
         began = time.perf_counter()
@@ -205,8 +206,7 @@ class RagPipeline:
     def _generate(self, run: _Run, on_token: TokenCallback | None) -> Answer:
         llm = self.language_model()
         rag = self.config.rag
-        yes_no = is_yes_no_question(run.question)
-        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=yes_no)
+        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.yes_no)
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])
         packed = pack(chosen, chunks, self._budget(llm, run), llm.count_tokens, run.template)
         if not packed:
@@ -239,7 +239,7 @@ class RagPipeline:
             )
         else:
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
-            verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=yes_no)
+            verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.yes_no)
         verdict, check, check_ms = self._judged(llm, run, entries, verdict)
         hit_of = {h.chunk_id: h for h in run.hits}
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
@@ -254,7 +254,7 @@ class RagPipeline:
             done.cached_tokens,
             check_ms,
         )
-        verdict_word = verdict_of(verdict.text) if yes_no else None
+        verdict_word = verdict_of(verdict.text) if run.yes_no else None
         ignored = tuple(m for m, chunk in packed_chunks.items() if passages[m] != chunk.text)
         return self._answer(
             run,
@@ -297,7 +297,7 @@ class RagPipeline:
     def _verdict_opening(self, run: _Run) -> VerdictOpening | None:
         """For a yes/no question, how its first word is decided (``[rag] verdict_no_share``); else None."""
         words, share = run.template.verdict_words, self.config.rag.verdict_no_share
-        if words is None or share == 0.5 or not is_yes_no_question(run.question):
+        if words is None or share == 0.5 or not run.yes_no:
             return None
         return VerdictOpening(words[0], words[1], share)
 
