@@ -58,14 +58,19 @@ def fake_ollama() -> tuple[Any, ThreadingHTTPServer]:
     return fake, server
 
 
+def fresh_environment(work: Path) -> tuple[Path, dict[str, str]]:
+    """A new virtual environment under ``work``: its bin folder, and an environment without kb's variables."""
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    return venv / "bin", {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "PYTHON", "VIRTUAL_ENV"))}
+
+
 def main(dist: Path) -> None:
     fake, server = fake_ollama()
     with tempfile.TemporaryDirectory(prefix="kb-ecosystem-") as tmp:
         work = Path(tmp)
-        venv = work / "venv"
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        pip, kb = [str(venv / "bin" / "python"), "-m", "pip"], str(venv / "bin" / "kb")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "PYTHON", "VIRTUAL_ENV"))}
+        bin_dir, env = fresh_environment(work)
+        pip, kb = [str(bin_dir / "python"), "-m", "pip"], str(bin_dir / "kb")
         env |= {"KB_HOME": str(work / "kb"), "KB_INDEXES__ENABLED": '["tantivy"]', "KB_OLLAMA_URL": fake.url}
         env["KB_BACKENDS__OLLAMA__MODEL"] = fake.model
         find = ["--quiet", "--find-links", str(dist)]
@@ -115,10 +120,8 @@ def core_tests_alone(dist: Path) -> None:
     """Step 3: the core's tests in a fresh environment holding kb-core and no plugin."""
     with tempfile.TemporaryDirectory(prefix="kb-core-alone-") as tmp:
         work = Path(tmp)
-        venv = work / "venv"
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        python = str(venv / "bin" / "python")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_", "PYTHON", "VIRTUAL_ENV"))}
+        bin_dir, env = fresh_environment(work)
+        python = str(bin_dir / "python")
         step(
             'pip install --find-links dist "kb-core[test,multilingual]"',
             [python, "-m", "pip", "install", "--quiet", "--find-links", str(dist), "kb-core[test,multilingual]"],
