@@ -222,7 +222,12 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> None:
     data = clustered(n)
     queries, sources = near_queries(data, args.queries)
     embedder = TableEmbedder(data, queries)
-    options = AnnOptions(expansion=args.expansion, oversample=args.oversample, exact_threshold=min(n, 20_000))
+    options = AnnOptions(
+        expansion=args.expansion,
+        oversample=args.oversample,
+        connectivity=args.connectivity,
+        exact_threshold=min(n, 20_000),
+    )
     index, seconds = build(work / f"n{n}", embedder, options)
     assert index.last_plan == "" and index.count() == n
     brute = SqliteVecIndex(work / f"n{n}", embedder, NoStore(), options=AnnOptions(exact_threshold=10**12))  # type: ignore[arg-type]
@@ -286,6 +291,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--expansion", type=int, default=AnnOptions().expansion)
     parser.add_argument("--oversample", type=int, default=AnnOptions().oversample)
+    parser.add_argument("--connectivity", type=int, default=AnnOptions().connectivity, help="HNSW links per node (M)")
     parser.add_argument("--binary-oversample", type=int, default=40)
     parser.add_argument("--expansions", default="", help="also time the graph at these search breadths (ef)")
     parser.add_argument("--hybrid", action="store_true", help="also build kb-tantivy and time hybrid search")

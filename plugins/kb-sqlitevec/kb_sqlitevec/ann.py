@@ -56,7 +56,7 @@ class AnnOptions:
     exact_threshold: int = 20_000  # below this many chunks, search scans every vector exactly
     expansion: int = 512  # HNSW search breadth (ef); more = better recall, slower (see the README's figures)
     oversample: int = 4  # filtered searches ask the graph for k * oversample * (chunks / matching chunks)
-    connectivity: int = 16  # HNSW links per node (M); only applies when the graph is (re)built
+    connectivity: int = 32  # HNSW links per node (M): 16 tops out near 0.95 recall@10 at 1M chunks; (re)builds only
 
     @classmethod
     def from_config(cls, options: Mapping[str, Any]) -> AnnOptions:
