@@ -20,7 +20,7 @@ import pytest
 
 from kb_core.answers.packing import pack
 from kb_core.answers.pipeline import AskOptions, RagPipeline
-from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V3, RAG_V3_ZH, choose_template
+from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V4, RAG_V4_ZH, choose_template
 from kb_core.answers.validation import judge
 from kb_core.config import load_config
 from kb_core.errors import KbError
@@ -146,7 +146,7 @@ def test_gate_refusal_text_follows_the_question_language(store: StoreOfRecord) -
     h = Harness(store, hits_for((2, 0.1)), ScriptedLanguageModel())
     answer = h.ask("대한민국의 수도는 어디인가?")
     assert answer.answer.startswith("근거 부족. KB 에 해당 내용 없음.")
-    assert answer.prompt_template_version == "rag-v3-ko"
+    assert answer.prompt_template_version == "rag-v4-ko"
 
 
 def test_score_exactly_at_the_gate_passes(store: StoreOfRecord) -> None:
@@ -419,14 +419,14 @@ def test_template_follows_the_question_language(store: StoreOfRecord) -> None:
     h = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
     answer = h.ask("대한민국의 수도는?")
     request = h.llm.requests[0]
-    assert answer.prompt_template_version == "rag-v3-ko"
+    assert answer.prompt_template_version == "rag-v4-ko"
     assert request.system == RAG_V2_KO.system
     assert (
         request.user
         == "근거:\n[#1] docs/seoul.md > Guide > Part 0\n서울은 대한민국의 수도이다.\n\n질문: 대한민국의 수도는?"
     )
-    assert choose_template("auto", "北京是中国的首都吗?") is RAG_V3_ZH
-    assert choose_template("auto", "What does 서울 mean?") is RAG_V3
+    assert choose_template("auto", "北京是中国的首都吗?") is RAG_V4_ZH
+    assert choose_template("auto", "What does 서울 mean?") is RAG_V4
     # the seed's rag-v1 stays selectable, with its own format
     v1 = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
     assert v1.ask("대한민국의 수도는?", template_version="rag-v1").prompt_template_version == "rag-v1"
@@ -437,6 +437,17 @@ def test_template_follows_the_question_language(store: StoreOfRecord) -> None:
     assert choose_template("rag-v1", "English question") is RAG_V1
     with pytest.raises(KbError):
         choose_template("rag-v9", "x")
+
+
+@pytest.mark.parametrize("language", ["", "-ko", "-zh"])
+def test_rag_v4_is_rag_v3_with_one_worked_example(language: str) -> None:
+    v3, v4 = choose_template("rag-v3" + language, "x"), choose_template("rag-v4" + language, "x")
+    assert attrs.evolve(v4, version=v3.version, examples=v3.examples) == v3  # only the examples differ
+    [(user, answer)] = v4.examples
+    # the example is in the template's own message format, and cites the one entry of two that answers
+    assert user.startswith(v4.user.split("{packed_chunks}")[0]) and "[#1]" in user and "[#2]" in user
+    assert answer.rstrip("。.").endswith("[#1]") and "[#2]" not in answer
+    assert len(user) + len(answer) < len(v3.examples[0][0]) + len(v3.examples[0][1])
 
 
 def test_rag_v1_system_prompt_is_the_seed_text() -> None:

@@ -10,8 +10,10 @@ answers with a marker after every sentence, puts the question after the evidence
 verdict first on yes/no questions. ``rag-v3`` (``-ko``, ``-zh``) answers as ``rag-v2`` and adds a
 judge (:class:`JudgePrompt`): a separate short prompt, asked after a grounded answer, whether the
 passages state the answer to the question at all ("Yes" or "No"; see ``[rag] answer_check``).
-``auto`` picks ``rag-v3`` in the question's language: mostly Hangul -> ``rag-v3-ko``, mostly Han
-(Chinese, Japanese) -> ``rag-v3-zh``, otherwise ``rag-v3``.
+``rag-v4`` (``-ko``, ``-zh``) is ``rag-v3`` with one short worked example (an answer citing the
+one entry of two that holds it) in place of four: the same refusals and grounded answers with about
+200 fewer prompt tokens. ``auto`` picks ``rag-v4`` in the question's language: mostly Hangul ->
+``rag-v4-ko``, mostly Han (Chinese, Japanese) -> ``rag-v4-zh``, otherwise ``rag-v4``.
 """
 
 from __future__ import annotations
@@ -260,8 +262,40 @@ RAG_V3_ZH = attrs.evolve(
     ),
 )
 
+_SHORT_EXAMPLE_EN = (
+    "[#1] notes/garden.md > Roses\nPrune roses in late winter.\n\n[#2] notes/garden.md > Lawn\nMow the lawn weekly.",
+    "When should roses be pruned?",
+    "Roses should be pruned in late winter [#1].",
+)
+_SHORT_EXAMPLE_KO = (
+    "[#1] notes/정원.md > 장미\n장미는 늦겨울에 가지치기한다.\n\n[#2] notes/정원.md > 잔디\n잔디는 매주 깎는다.",
+    "장미는 언제 가지치기하나요?",
+    "장미는 늦겨울에 가지치기한다 [#1].",
+)
+_SHORT_EXAMPLE_ZH = (
+    "[#1] notes/花园.md > 玫瑰\n玫瑰在晚冬修剪。\n\n[#2] notes/花园.md > 草坪\n每周修剪一次草坪。",
+    "玫瑰应该什么时候修剪？",
+    "玫瑰应在晚冬修剪[#1]。",
+)
+
+
+def _with_one_example(template: PromptTemplate, version: str, example: tuple[str, str, str]) -> PromptTemplate:
+    """``template`` under a new version name, with ``example`` as its only worked example."""
+    return attrs.evolve(template, version=version, examples=_examples(template.user, (example,)))
+
+
+RAG_V4 = _with_one_example(RAG_V3, "rag-v4", _SHORT_EXAMPLE_EN)
+RAG_V4_KO = _with_one_example(RAG_V3_KO, "rag-v4-ko", _SHORT_EXAMPLE_KO)
+RAG_V4_ZH = _with_one_example(RAG_V3_ZH, "rag-v4-zh", _SHORT_EXAMPLE_ZH)
+
 TEMPLATES: dict[str, PromptTemplate] = {
-    t.version: t for t in (RAG_V1, RAG_V1_EN, RAG_V2, RAG_V2_KO, RAG_V2_ZH, RAG_V3, RAG_V3_KO, RAG_V3_ZH)
+    t.version: t
+    for t in (
+        *(RAG_V1, RAG_V1_EN),
+        *(RAG_V2, RAG_V2_KO, RAG_V2_ZH),
+        *(RAG_V3, RAG_V3_KO, RAG_V3_ZH),
+        *(RAG_V4, RAG_V4_KO, RAG_V4_ZH),
+    )
 }
 AUTO = "auto"
 
@@ -284,9 +318,9 @@ def question_script(question: str) -> str:
 
 
 def choose_template(version: str, question: str) -> PromptTemplate:
-    """The template named ``version``, or for ``auto`` the rag-v3 template in the question's language."""
+    """The template named ``version``, or for ``auto`` the rag-v4 template in the question's language."""
     if version == AUTO:
-        return {"hangul": RAG_V3_KO, "han": RAG_V3_ZH}.get(question_script(question), RAG_V3)
+        return {"hangul": RAG_V4_KO, "han": RAG_V4_ZH}.get(question_script(question), RAG_V4)
     try:
         return TEMPLATES[version]
     except KeyError:
