@@ -11,9 +11,10 @@ verdict first on yes/no questions. ``rag-v3`` (``-ko``, ``-zh``) answers as ``ra
 judge (:class:`JudgePrompt`): a separate short prompt, asked after a grounded answer, whether the
 passages state the answer to the question at all ("Yes" or "No"; see ``[rag] answer_check``).
 ``rag-v4`` (``-ko``, ``-zh``) is ``rag-v3`` with one short worked example (an answer citing the
-one entry of two that holds it) in place of four: the same refusals and grounded answers with about
-200 fewer prompt tokens. ``auto`` picks ``rag-v4`` in the question's language: mostly Hangul ->
-``rag-v4-ko``, mostly Han (Chinese, Japanese) -> ``rag-v4-zh``, otherwise ``rag-v4``.
+one entry of two that holds it) in place of four: about 240 fewer prompt tokens, measured with the
+same refusals (see the README, "Answers, measured"). ``auto`` picks ``rag-v4`` in the question's
+language: mostly Hangul -> ``rag-v4-ko``, mostly Han (Chinese, Japanese) -> ``rag-v4-zh``,
+otherwise ``rag-v4``.
 """
 
 from __future__ import annotations
