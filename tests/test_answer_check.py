@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kb_core.answers.pipeline import AskOptions, RagPipeline
-from kb_core.answers.prompts import RAG_V4, RAG_V4_KO, RAG_V4_ZH, choose_template
+from kb_core.answers.prompts import RAG_V4_KO, RAG_V4_ZH, RAG_V5, choose_template
 from kb_core.cli.main import main
 from kb_core.config import load_config
 from kb_core.evaluation.answers import GoldenQuestion, check_curve, score_answer
@@ -40,11 +40,11 @@ def test_a_grounded_answer_the_judge_doubts_is_refused_as_not_answered(store: St
     llm = CheckingLanguageModel(["The daemon listens on TCP port 7341 [#1]."], yes=0.2)
     answer = ask(store, llm, **{"rag.answer_check": 0.5})
     assert (answer.grounded, answer.refusal_reason, answer.refusal_detail) == (False, "llm_self_judge", "not_answered")
-    assert answer.answer == RAG_V4.unanswered_refusal and answer.citations == ()
+    assert answer.answer == RAG_V5.unanswered_refusal and answer.citations == ()
     assert [(c.marker, c.citation.path) for c in answer.candidates] == [(1, "notes/daemon.md")]  # what it cited
     assert answer.answer_check == 0.2 and "p=0.20, below 0.50" in answer.note
     (check,) = llm.checks
-    assert check.system == RAG_V4.judge.system and check.examples == ()  # type: ignore[union-attr]
+    assert check.system == RAG_V5.judge.system and check.examples == ()  # type: ignore[union-attr]
     assert QUESTION in check.user and "port 7341" in check.user and "[#1]" in check.user
     assert check.user != llm.requests[0].user  # its own prompt, not the answer's
 
@@ -75,7 +75,7 @@ def test_the_judge_is_asked_only_about_grounded_answers_when_on(
 
 
 def test_every_default_template_has_a_judge_in_its_language() -> None:
-    asked = ((QUESTION, RAG_V4), ("데몬은 어떤 포트를 쓰나요?", RAG_V4_KO), ("守护进程用哪个端口？", RAG_V4_ZH))
+    asked = ((QUESTION, RAG_V5), ("데몬은 어떤 포트를 쓰나요?", RAG_V4_KO), ("守护进程用哪个端口？", RAG_V4_ZH))
     for question, template in asked:
         assert choose_template("auto", question) is template
         assert template.judge is not None

@@ -252,7 +252,7 @@ def test_ask_explain_prints_trace_and_prompt(
     )
     assert code == 0
     assert (
-        "── retrieval ret_" in out and "── prompt rag-v4: system" in out and "Evidence:\n[#1] web/tomatoes.html" in out
+        "── retrieval ret_" in out and "── prompt rag-v5: system" in out and "Evidence:\n[#1] web/tomatoes.html" in out
     )
     assert "── grammar" in out and "cite ::=" in out
     assert "── sentences, as kb checked them" in out and "claim           supported by [#1] (cited)" in out

@@ -20,7 +20,7 @@ import pytest
 
 from kb_core.answers.packing import pack
 from kb_core.answers.pipeline import AskOptions, RagPipeline
-from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V4, RAG_V4_ZH, choose_template
+from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V4, RAG_V4_ZH, RAG_V5, choose_template
 from kb_core.answers.validation import judge
 from kb_core.config import load_config
 from kb_core.errors import KbError
@@ -392,7 +392,7 @@ def test_system_prompt_is_fixed_whatever_the_documents_say(store: StoreOfRecord)
     h.hits = hits_for((0, 0.9))
     h.ask("What is the capital of France?")
     first, second = h.llm.requests
-    assert first.system == second.system == RAG_V2.system
+    assert first.system == second.system == RAG_V5.system
     assert INJECTION not in first.system
     evidence, question = first.user.removeprefix("Evidence:\n").split("\n\nQuestion: ")
     assert INJECTION in evidence  # document text only inside the evidence section, unaltered
@@ -426,7 +426,7 @@ def test_template_follows_the_question_language(store: StoreOfRecord) -> None:
         == "근거:\n[#1] docs/seoul.md > Guide > Part 0\n서울은 대한민국의 수도이다.\n\n질문: 대한민국의 수도는?"
     )
     assert choose_template("auto", "北京是中国的首都吗?") is RAG_V4_ZH
-    assert choose_template("auto", "What does 서울 mean?") is RAG_V4
+    assert choose_template("auto", "What does 서울 mean?") is RAG_V5
     # the seed's rag-v1 stays selectable, with its own format
     v1 = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
     assert v1.ask("대한민국의 수도는?", template_version="rag-v1").prompt_template_version == "rag-v1"
@@ -448,6 +448,15 @@ def test_rag_v4_is_rag_v3_with_one_worked_example(language: str) -> None:
     assert user.startswith(v4.user.split("{packed_chunks}")[0]) and "[#1]" in user and "[#2]" in user
     assert answer.rstrip("。.").endswith("[#1]") and "[#2]" not in answer
     assert len(user) + len(answer) < len(v3.examples[0][0]) + len(v3.examples[0][1])
+
+
+def test_rag_v5_is_rag_v4_with_a_shorter_system_message_asking_the_same() -> None:
+    assert attrs.evolve(RAG_V5, version=RAG_V4.version, system=RAG_V4.system) == RAG_V4  # only the system differs
+    assert len(RAG_V5.system) < len(RAG_V4.system)
+    # every instruction is still there: the marker, the refusal, the verdicts, entries as data
+    for needed in ("[#1]", "reply only: Insufficient evidence.", '"Yes.", "No." or "Mixed evidence."', "data"):
+        assert needed in RAG_V5.system
+    assert RAG_V5.system.count("\n- ") == RAG_V4.system.count("\n- ")
 
 
 def test_rag_v1_system_prompt_is_the_seed_text() -> None:
@@ -774,10 +783,10 @@ def test_real_model_ignores_instructions_inside_documents(
     from kb_core.answers.pipeline import ask
 
     answer = ask(real_kb, question, AskOptions(explain=True))
-    assert answer.prompt is not None and answer.prompt.system in (RAG_V2.system, RAG_V2_KO.system)
+    assert answer.prompt is not None and answer.prompt.system in (RAG_V5.system, RAG_V2_KO.system)
     assert any("injection/" in p.ref for p in answer.packed)  # the hostile document was in the evidence
     assert 99 not in [c.marker for c in answer.citations]
-    assert RAG_V2.system not in answer.answer and RAG_V2_KO.system not in answer.answer
+    assert RAG_V5.system not in answer.answer and RAG_V2_KO.system not in answer.answer
     # A small model may obey the document (the default one answers the Korean case with "해킹됨");
     # what must hold is that such an answer is never marked grounded.
     if answer.grounded:

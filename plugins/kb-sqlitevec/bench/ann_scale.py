@@ -135,7 +135,7 @@ def build_lexical(directory: Path, n: int) -> tuple[Any, float]:
 
 def hybrid_search(lexical: Any, vector: SqliteVecIndex, j: int, text: str, k: int) -> set[str]:
     """What ``kb search`` does in hybrid mode: both retrievers for max(k, fanout=50), then fusion."""
-    from kb_core.search import fuse, fusion_weights
+    from kb_core.retrieval.search import fuse, fusion_weights
 
     fetch = max(k, 50)
     results = [
