@@ -155,17 +155,20 @@ class Hit:
 
 @attrs.frozen
 class VerdictOpening:
-    """How the reply to a yes/no question opens, when the model opens it with ``yes`` or ``no``.
+    """How the reply to a yes/no question opens: with ``yes`` or ``no``, decided by ``no_share``.
 
     The reply opens with ``no`` when P(no) / (P(yes) + P(no)) for its first token is at least
     ``no_share``, else with ``yes``: 0.5 is the model's own choice; a model that leans to "yes"
-    whatever the evidence says needs less. A first token that is neither (a refusal, "Mixed") is
-    left as the model chose it.
+    whatever the evidence says needs less. ``alternatives`` are the other openings the model may
+    choose (a refusal, "Mixed"): a first token that opens one of them is left as the model chose it,
+    and any other first token (the model starting to explain before its verdict) is replaced by the
+    verdict. ``None`` decides only when the model opens with yes or no itself.
     """
 
     yes: str
     no: str
     no_share: float
+    alternatives: tuple[str, ...] | None = None
 
 
 @attrs.frozen

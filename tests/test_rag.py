@@ -329,9 +329,9 @@ def test_yes_no_questions_record_the_opening_verdict(
 @pytest.mark.parametrize(
     ("question", "share", "expected"),
     [
-        ("Is Paris the capital of France?", 0.2, VerdictOpening("Yes", "No", 0.2)),
-        ("파리는 프랑스의 수도입니까?", 0.2, VerdictOpening("예", "아니오", 0.2)),
-        ("巴黎是法国的首都吗？", 0.2, VerdictOpening("是", "否", 0.2)),
+        ("Is Paris the capital of France?", 0.2, VerdictOpening("Yes", "No", 0.2, ("Mixed", "Insufficient"))),
+        ("파리는 프랑스의 수도입니까?", 0.2, VerdictOpening("예", "아니오", 0.2, ("근거",))),
+        ("巴黎是法国的首都吗？", 0.2, VerdictOpening("是", "否", 0.2, ("证据",))),
         ("What is the capital of France?", 0.2, None),  # not a yes/no question
         ("Is Paris the capital of France?", 0.5, None),  # 0.5: the model's own choice, nothing to ask
     ],
@@ -848,6 +848,10 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
         ("Fournier's gangrene: still dangerous?", True),
         ("What is the capital of France?", False),
         ("how far apart should cordon tomatoes be planted", False),
+        ("Are children who sleep less at risk of obesity?", True),  # "who" is a relative pronoun here
+        ("Does pruning in winter help when roses are young?", True),
+        ('"Should we ban cars from the centre?', True),
+        ("Can you tell me how the backup works?", False),  # a wh-question asked politely
         ("김치찌개에 두부가 들어가나요?", True),
         ("서울 지하철 1호선은 언제 개통되었나요?", False),
         ("北京是中国的首都吗？", True),

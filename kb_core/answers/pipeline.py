@@ -299,7 +299,7 @@ class RagPipeline:
         words, share = run.template.verdict_words, self.config.rag.verdict_no_share
         if words is None or share == 0.5 or not run.yes_no:
             return None
-        return VerdictOpening(words[0], words[1], share)
+        return VerdictOpening(words[0], words[1], share, run.template.verdict_alternatives)
 
     def _judged(
         self, llm: LanguageModel, run: _Run, entries: list[str], verdict: Verdict

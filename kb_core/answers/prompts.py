@@ -56,6 +56,7 @@ class PromptTemplate:
     unanswered_refusal: str = ""  # what a refusal by the answer check says
     examples: tuple[tuple[str, str], ...] = ()  # worked (user, assistant) turns before the question
     verdict_words: tuple[str, str] | None = None  # the words a yes/no answer opens with: (yes, no)
+    verdict_alternatives: tuple[str, ...] | None = None  # a yes/no answer's other openings (VerdictOpening)
 
 
 RAG_V1 = PromptTemplate(
@@ -193,6 +194,7 @@ RAG_V2 = PromptTemplate(
     unanswered_refusal="Insufficient evidence: the passages found are about the question but do not state the answer.",
     examples=_examples("Evidence:\n{packed_chunks}\n\nQuestion: {query}", _EXAMPLES_EN),
     verdict_words=("Yes", "No"),
+    verdict_alternatives=("Mixed", "Insufficient"),
 )
 
 RAG_V2_KO = attrs.evolve(
@@ -215,6 +217,7 @@ RAG_V2_KO = attrs.evolve(
     unanswered_refusal="근거 부족. 찾은 문서가 질문과 관련은 있지만 답이 나와 있지 않다.",
     examples=_examples("근거:\n{packed_chunks}\n\n질문: {query}", _EXAMPLES_KO),
     verdict_words=("예", "아니오"),
+    verdict_alternatives=("근거",),  # "근거가 엇갈린다", "근거가 부족하다"
 )
 
 RAG_V2_ZH = attrs.evolve(
@@ -236,6 +239,7 @@ RAG_V2_ZH = attrs.evolve(
     unanswered_refusal="证据不足：找到的段落与问题相关，但没有写明答案。",
     examples=_examples("证据：\n{packed_chunks}\n\n问题：{query}", _EXAMPLES_ZH),
     verdict_words=("是", "否"),
+    verdict_alternatives=("证据",),  # "证据不一", "证据不足"
 )
 
 RAG_V3 = attrs.evolve(
@@ -366,6 +370,13 @@ _YES_NO_EN = regex.compile(
     regex.IGNORECASE,
 )
 _WH_EN = regex.compile(r"\b(?:what|which|who|whom|whose|where|when|how|why)\b", regex.IGNORECASE)
+# "Are people who ... at risk?", "Does X help when ...?": opening with a verb and its subject, any later
+# wh-word is a relative one. Not "Can you tell me how ...?", a wh-question asked politely.
+_OPENS_YES_NO_EN = regex.compile(
+    r"^\W*(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|might|must|shall)\s+"
+    r"(?!(?:not\s+)?(?:you|what|which|who|whom|whose|where|when|how|why)\b)\w",
+    regex.IGNORECASE,
+)
 _YES_NO_KO = regex.compile(r"(?:까|나요|니|가요|죠|지요|ㅂ니까)\s*\??\s*$")
 _WH_KO = regex.compile(r"언제|어디|누구|무엇|뭐|왜|어떻게|몇|얼마|어느|무슨|어떤")
 _YES_NO_ZH = regex.compile(r"[吗嗎么麼]\s*[？?]?\s*$|是否|是不是|有没有|有沒有|能否|可否|会不会|會不會")
@@ -381,6 +392,8 @@ def is_yes_no_question(question: str) -> bool:
         return bool(_YES_NO_ZH.search(question)) and not _WH_ZH.search(question)
     # "Is X ...?", "X: is it safe?", or a question mark with no wh-word ("Fournier's gangrene: still dangerous?")
     asked = question.strip()
+    if _OPENS_YES_NO_EN.match(asked):
+        return True
     return (bool(_YES_NO_EN.search(asked)) or asked.endswith("?")) and not _WH_EN.search(asked)
 
 

@@ -295,8 +295,12 @@ class LlamaCppModel:
         import llama_cpp
 
         verdict = request.verdict
+        alternatives = verdict.alternatives
         opening = OpenWithVerdict(
-            verdict, self._first_tokens(spellings(verdict.yes)), self._first_tokens(spellings(verdict.no))
+            verdict,
+            self._first_tokens(spellings(verdict.yes)),
+            self._first_tokens(spellings(verdict.no)),
+            None if alternatives is None else self._first_tokens(tuple(s for w in alternatives for s in spellings(w))),
         )
         return llama_cpp.LogitsProcessorList([opening])
 

@@ -4,8 +4,10 @@ Small models open nearly every such answer with "Yes" whatever the evidence repo
 probability they give "No" still tells the two apart. :class:`OpenWithVerdict` is a llama-cpp-python
 logits processor for the first sampled token only: when the model's most likely first token opens
 the yes word or the no word, the no word is chosen when P(no) / (P(yes) + P(no)) reaches
-``no_share``, else the yes word. Any other first token (a refusal, "Mixed") is left alone, and
-every later token is the model's own.
+``no_share``, else the yes word. A first token that opens one of the other allowed openings (a
+refusal, "Mixed") is left alone; any other one (the model explaining before its verdict) is replaced
+by the decided word, or, without allowed openings given, left alone too. Every later token is the
+model's own.
 """
 
 from __future__ import annotations
@@ -34,12 +36,23 @@ def yes_no_mass(scores: Any, yes_tokens: Sequence[int], no_tokens: Sequence[int]
 
 
 class OpenWithVerdict:
-    """A logits processor deciding the first token between the yes and the no word (see the module)."""
+    """A logits processor deciding the first token between the yes and the no word (see the module).
 
-    def __init__(self, verdict: VerdictOpening, yes_tokens: set[int], no_tokens: set[int]) -> None:
+    ``alternative_tokens`` are the first tokens of the other openings the model may choose
+    (``VerdictOpening.alternatives``); ``None`` decides only when the model opens with yes or no.
+    """
+
+    def __init__(
+        self,
+        verdict: VerdictOpening,
+        yes_tokens: set[int],
+        no_tokens: set[int],
+        alternative_tokens: set[int] | None = None,
+    ) -> None:
         self.no_share = verdict.no_share
         self.yes_tokens = sorted(yes_tokens - no_tokens)
         self.no_tokens = sorted(no_tokens - yes_tokens)
+        self.alternative_tokens = alternative_tokens
         self.chosen: str | None = None  # "yes" or "no" once decided; None when the rule did not apply
         self._first = True
 
@@ -51,7 +64,7 @@ class OpenWithVerdict:
         import numpy as np
 
         best = int(np.argmax(scores))
-        if not self.yes_tokens or not self.no_tokens or best not in {*self.yes_tokens, *self.no_tokens}:
+        if not self.yes_tokens or not self.no_tokens or not self._decides(best):
             return scores
         p_yes, p_no = yes_no_mass(scores, self.yes_tokens, self.no_tokens)
         self.chosen = "no" if p_no / (p_yes + p_no) >= self.no_share else "yes"
@@ -60,3 +73,9 @@ class OpenWithVerdict:
         decided = np.array(scores, copy=True)
         decided[pick] = float(scores[best]) + 1.0  # the most likely token now: greedy decoding takes it
         return decided
+
+    def _decides(self, best: int) -> bool:
+        """Whether a reply whose most likely first token is ``best`` opens with the decided verdict."""
+        if best in self.yes_tokens or best in self.no_tokens:
+            return True
+        return self.alternative_tokens is not None and best not in self.alternative_tokens

@@ -239,3 +239,29 @@ def test_a_verdict_opening_decides_yes_or_no_and_leaves_the_rest_to_the_model(mo
     as_is = "".join(t.text for t in _collect(model, off_topic)[0])
     decided = attrs.evolve(off_topic, verdict=VerdictOpening("Yes", "No", 0.0001))
     assert "".join(t.text for t in _collect(model, decided)[0]) == as_is  # a first token that is no verdict stays
+
+
+def test_a_verdict_replaces_an_opening_that_is_not_an_allowed_alternative(model: LlamaCppModel) -> None:
+    evidence = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
+    system = (
+        "Answer from the evidence only, citing it like [#1]. "
+        "If the evidence does not say, reply only: Insufficient evidence."
+    )
+
+    def reply(question: str, evidence: str, alternatives: tuple[str, ...] | None) -> str:
+        request = GenerateRequest(
+            system=system,
+            user=f"Evidence:\n[#1] {evidence}\n\nQuestion: {question}",
+            max_tokens=24,
+            verdict=VerdictOpening("Yes", "No", 0.0001, alternatives),
+        )
+        return "".join(t.text for t in _collect(model, request)[0])
+
+    unanswered = ("Is the garden gate open?", "The garden gate is green.")
+    allowed = ("Insufficient", "Mixed")
+    assert reply(*unanswered, allowed).startswith("Insufficient evidence")  # an allowed opening stays
+    assert reply(*unanswered, None).startswith("Insufficient evidence")
+    assert reply(*unanswered, ()).startswith("No")  # no opening allowed but the verdict
+    explained_first = ("Does daily coffee raise blood pressure? Start with the number of adults.", evidence)
+    assert reply(*explained_first, None).startswith("300")  # the model explains before any verdict
+    assert reply(*explained_first, allowed).startswith("No")  # the verdict first, then the model's own words
