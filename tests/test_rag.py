@@ -327,12 +327,30 @@ def test_yes_no_questions_record_the_opening_verdict(
 
 
 @pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Is the meeting on Monday or Tuesday?", True),
+        ("is the cabin in the north or south valley", True),
+        ("Should roses be pruned in winter or not?", False),
+        ("Does rain or frost harm young roses?", False),  # "or" inside the subject
+        ("Does the pressure reading differ depending on whether a doctor takes it or a nurse?", False),  # long
+        ("Is Paris the capital of France?", False),
+    ],
+)
+def test_choice_questions_are_told_from_yes_no_ones(question: str, expected: bool) -> None:
+    from kb_core.answers.prompts import is_choice_question
+
+    assert is_choice_question(question) is expected
+
+
+@pytest.mark.parametrize(
     ("question", "share", "expected"),
     [
         ("Is Paris the capital of France?", 0.2, VerdictOpening("Yes", "No", 0.2, ("Mixed", "Insufficient"))),
         ("파리는 프랑스의 수도입니까?", 0.2, VerdictOpening("예", "아니오", 0.2, ("근거",))),
         ("巴黎是法国的首都吗？", 0.2, VerdictOpening("是", "否", 0.2, ("证据",))),
         ("What is the capital of France?", 0.2, None),  # not a yes/no question
+        ("Is the meeting on Monday or Tuesday?", 0.2, None),  # a choice: "Yes." does not answer it
         ("Is Paris the capital of France?", 0.5, None),  # 0.5: the model's own choice, nothing to ask
     ],
 )

@@ -35,7 +35,14 @@ import attrs
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.packing import pack, select
-from kb_core.answers.prompts import PromptTemplate, choose_template, is_yes_no_question, render_user, verdict_of
+from kb_core.answers.prompts import (
+    PromptTemplate,
+    choose_template,
+    is_choice_question,
+    is_yes_no_question,
+    render_user,
+    verdict_of,
+)
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.config import Config
@@ -295,9 +302,12 @@ class RagPipeline:
         return prompt, request
 
     def _verdict_opening(self, run: _Run) -> VerdictOpening | None:
-        """For a yes/no question, how its first word is decided (``[rag] verdict_no_share``); else None."""
+        """For a yes/no question, how its first word is decided (``[rag] verdict_no_share``); else None.
+
+        A choice question ("... north or south island?") is answered like a yes/no one, but gets no verdict.
+        """
         words, share = run.template.verdict_words, self.config.rag.verdict_no_share
-        if words is None or share == 0.5 or not run.yes_no:
+        if words is None or share == 0.5 or not run.yes_no or is_choice_question(run.question):
             return None
         return VerdictOpening(words[0], words[1], share, run.template.verdict_alternatives)
 

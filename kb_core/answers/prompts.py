@@ -397,6 +397,22 @@ def is_yes_no_question(question: str) -> bool:
     return (bool(_YES_NO_EN.search(asked)) or asked.endswith("?")) and not _WH_EN.search(asked)
 
 
+# A short question ending "... north or south island?" asks to choose ("... or not?" does not); in a
+# long one the "or" is more often inside a noun phrase ("... measured by a physician or a nurse?").
+_CHOICE_EN = regex.compile(r"\bor\s+(?!not\b)\w+(?:\s+\w+)?\W*$", regex.IGNORECASE)
+_CHOICE_MAX_WORDS = 12
+
+
+def is_choice_question(question: str) -> bool:
+    """True for a short English question that asks to choose ("Is it in the north or south island?").
+
+    It is answered like a yes/no question (from the top document, restating the question) but
+    without a verdict: "Yes." does not answer it.
+    """
+    asked = question.strip()
+    return bool(_CHOICE_EN.search(asked)) and len(asked.split()) <= _CHOICE_MAX_WORDS
+
+
 _VERDICTS = (
     ("mixed", regex.compile(r"^\W*(?:mixed evidence|the evidence is mixed|근거가 엇갈|证据不一)", regex.IGNORECASE)),
     ("yes", regex.compile(r"^\W*(?:yes\b|예\b|네\b|是[。，,.的]|是$)", regex.IGNORECASE)),
