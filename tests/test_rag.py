@@ -338,7 +338,7 @@ def test_yes_no_questions_record_the_opening_verdict(
     ],
 )
 def test_choice_questions_are_told_from_yes_no_ones(question: str, expected: bool) -> None:
-    from kb_core.answers.prompts import is_choice_question
+    from kb_core.answers.questions import is_choice_question
 
     assert is_choice_question(question) is expected
 
@@ -877,6 +877,6 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
     ],
 )
 def test_yes_no_questions_are_recognised_in_every_language(question: str, expected: bool) -> None:
-    from kb_core.answers.prompts import is_yes_no_question
+    from kb_core.answers.questions import is_yes_no_question
 
     assert is_yes_no_question(question) is expected

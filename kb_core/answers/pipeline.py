@@ -35,14 +35,8 @@ import attrs
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.packing import pack, select
-from kb_core.answers.prompts import (
-    PromptTemplate,
-    choose_template,
-    is_choice_question,
-    is_yes_no_question,
-    render_user,
-    verdict_of,
-)
+from kb_core.answers.prompts import PromptTemplate, choose_template, render_user
+from kb_core.answers.questions import is_choice_question, is_yes_no_question, verdict_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.config import Config

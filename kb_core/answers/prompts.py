@@ -23,10 +23,9 @@ from __future__ import annotations
 import re
 
 import attrs
-import regex
 
+from kb_core.answers.questions import question_script
 from kb_core.errors import KbError
-from kb_core.writing_systems import dominant_script, script_profile
 
 
 @attrs.frozen
@@ -334,12 +333,6 @@ REFUSAL_PATTERN = re.compile(
 _SLOT = re.compile(r"\{(query|packed_chunks)\}")
 
 
-def question_script(question: str) -> str:
-    """``hangul``, ``han`` (Chinese or Japanese) or ``latin``: the script most of the question's words are in."""
-    script = dominant_script(script_profile(question))
-    return {"hangul": "hangul", "han": "han", "kana": "han"}.get(script or "", "latin")
-
-
 def choose_template(version: str, question: str) -> PromptTemplate:
     """The template named ``version``, or for ``auto`` the default template in the question's language."""
     if version == AUTO:
@@ -362,67 +355,3 @@ def render_user(template: PromptTemplate | JudgePrompt, query: str, packed_chunk
 def is_refusal(text: str) -> bool:
     """True when ``text`` contains a refusal phrase (Korean, English or Chinese)."""
     return REFUSAL_PATTERN.search(text) is not None
-
-
-_YES_NO_EN = regex.compile(
-    r"(?:^|[:;,—–-]\s*|\b(?:and|or|but)\s+)(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|"
-    r"may|might|must|shall)\b(?!\s*(?:not\s+)?(?:what|which|who|where|when|how|why)\b)",
-    regex.IGNORECASE,
-)
-_WH_EN = regex.compile(r"\b(?:what|which|who|whom|whose|where|when|how|why)\b", regex.IGNORECASE)
-# "Are people who ... at risk?", "Does X help when ...?": opening with a verb and its subject, any later
-# wh-word is a relative one. Not "Can you tell me how ...?", a wh-question asked politely.
-_OPENS_YES_NO_EN = regex.compile(
-    r"^\W*(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|might|must|shall)\s+"
-    r"(?!(?:not\s+)?(?:you|what|which|who|whom|whose|where|when|how|why)\b)\w",
-    regex.IGNORECASE,
-)
-_YES_NO_KO = regex.compile(r"(?:까|나요|니|가요|죠|지요|ㅂ니까)\s*\??\s*$")
-_WH_KO = regex.compile(r"언제|어디|누구|무엇|뭐|왜|어떻게|몇|얼마|어느|무슨|어떤")
-_YES_NO_ZH = regex.compile(r"[吗嗎么麼]\s*[？?]?\s*$|是否|是不是|有没有|有沒有|能否|可否|会不会|會不會")
-_WH_ZH = regex.compile(r"什么|什麼|谁|誰|哪|何|几|幾|多少|怎么|怎麼|为什么|為什麼|如何")
-
-
-def is_yes_no_question(question: str) -> bool:
-    """True for a question answered by yes or no ("Is X ...?", "X: is it safe?", "...입니까?", "...吗？")."""
-    script = question_script(question)
-    if script == "hangul":
-        return bool(_YES_NO_KO.search(question)) and not _WH_KO.search(question)
-    if script == "han":
-        return bool(_YES_NO_ZH.search(question)) and not _WH_ZH.search(question)
-    # "Is X ...?", "X: is it safe?", or a question mark with no wh-word ("Fournier's gangrene: still dangerous?")
-    asked = question.strip()
-    if _OPENS_YES_NO_EN.match(asked):
-        return True
-    return (bool(_YES_NO_EN.search(asked)) or asked.endswith("?")) and not _WH_EN.search(asked)
-
-
-# A short question ending "... north or south island?" asks to choose ("... or not?" does not); in a
-# long one the "or" is more often inside a noun phrase ("... measured by a physician or a nurse?").
-_CHOICE_EN = regex.compile(r"\bor\s+(?!not\b)\w+(?:\s+\w+)?\W*$", regex.IGNORECASE)
-_CHOICE_MAX_WORDS = 12
-
-
-def is_choice_question(question: str) -> bool:
-    """True for a short English question that asks to choose ("Is it in the north or south island?").
-
-    It is answered like a yes/no question (from the top document, restating the question) but
-    without a verdict: "Yes." does not answer it.
-    """
-    asked = question.strip()
-    return bool(_CHOICE_EN.search(asked)) and len(asked.split()) <= _CHOICE_MAX_WORDS
-
-
-_VERDICTS = (
-    ("mixed", regex.compile(r"^\W*(?:mixed evidence|the evidence is mixed|근거가 엇갈|证据不一)", regex.IGNORECASE)),
-    ("yes", regex.compile(r"^\W*(?:yes\b|예\b|네\b|是[。，,.的]|是$)", regex.IGNORECASE)),
-    ("no", regex.compile(r"^\W*(?:no\b|아니(?:요|오)\b|否|不是)", regex.IGNORECASE)),
-)
-
-
-def verdict_of(answer: str) -> str | None:
-    """``yes``, ``no`` or ``mixed`` when the answer opens with that verdict, else None."""
-    for name, pattern in _VERDICTS:
-        if pattern.search(answer):
-            return name
-    return None
