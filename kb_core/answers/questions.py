@@ -19,19 +19,15 @@ def question_script(question: str) -> str:
     return {"hangul": "hangul", "han": "han", "kana": "han"}.get(script or "", "latin")
 
 
+_AUXILIARY_EN = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|might|must|shall)"
+_WH_WORD_EN = r"(?:what|which|who|whom|whose|where|when|how|why)"
 _YES_NO_EN = regex.compile(
-    r"(?:^|[:;,—–-]\s*|\b(?:and|or|but)\s+)(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|"
-    r"may|might|must|shall)\b(?!\s*(?:not\s+)?(?:what|which|who|where|when|how|why)\b)",
-    regex.IGNORECASE,
+    rf"(?:^|[:;,—–-]\s*|\b(?:and|or|but)\s+){_AUXILIARY_EN}\b(?!\s*(?:not\s+)?{_WH_WORD_EN}\b)", regex.IGNORECASE
 )
-_WH_EN = regex.compile(r"\b(?:what|which|who|whom|whose|where|when|how|why)\b", regex.IGNORECASE)
+_WH_EN = regex.compile(rf"\b{_WH_WORD_EN}\b", regex.IGNORECASE)
 # "Are people who ... at risk?", "Does X help when ...?": opening with a verb and its subject, any later
 # wh-word is a relative one. Not "Can you tell me how ...?", a wh-question asked politely.
-_OPENS_YES_NO_EN = regex.compile(
-    r"^\W*(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|might|must|shall)\s+"
-    r"(?!(?:not\s+)?(?:you|what|which|who|whom|whose|where|when|how|why)\b)\w",
-    regex.IGNORECASE,
-)
+_OPENS_YES_NO_EN = regex.compile(rf"^\W*{_AUXILIARY_EN}\s+(?!(?:not\s+)?(?:you|{_WH_WORD_EN})\b)\w", regex.IGNORECASE)
 _YES_NO_KO = regex.compile(r"(?:까|나요|니|가요|죠|지요|ㅂ니까)\s*\??\s*$")
 _WH_KO = regex.compile(r"언제|어디|누구|무엇|뭐|왜|어떻게|몇|얼마|어느|무슨|어떤")
 _YES_NO_ZH = regex.compile(r"[吗嗎么麼]\s*[？?]?\s*$|是否|是不是|有没有|有沒有|能否|可否|会不会|會不會")
