@@ -32,7 +32,7 @@ from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.config import Config, load_config
-from kb_core.errors import ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
+from kb_core.errors import Cancelled, ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
 from kb_core.extend.contracts import (
     AnswerChecker,
     ArrayEmbedder,
@@ -62,6 +62,7 @@ from kb_core.extend.hookspecs import (
 )
 from kb_core.extend.registry import PluginError, Registry, load_registry
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
+from kb_core.limits import LIMITS, Limits, check_k, check_text
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
 from kb_core.privacy import quiet_dependencies
@@ -101,6 +102,7 @@ __all__ = [
     "AskOptions",
     "Block",
     "BytesParser",
+    "Cancelled",
     "Chunk",
     "Citation",
     "Config",
@@ -119,7 +121,9 @@ __all__ = [
     "IngestWarning",
     "KbError",
     "KnowledgeBase",
+    "LIMITS",
     "LanguageModel",
+    "Limits",
     "ModelContext",
     "ModelRef",
     "ModelUnavailableError",
@@ -149,6 +153,8 @@ __all__ = [
     "VerdictOpening",
     "WriterBusyError",
     "ask",
+    "check_k",
+    "check_text",
     "doctor_report",
     "dumps",
     "emit",

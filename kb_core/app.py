@@ -14,6 +14,7 @@ from kb_core.errors import KbError
 from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel
 from kb_core.extend.registry import Registry
 from kb_core.extend.registry import registry as default_registry
+from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import StoreOfRecord
 from kb_core.storage.view import ReadOnlyStore
 from kb_core.types import Progress
@@ -71,7 +72,7 @@ class KnowledgeBase:
                 store=ReadOnlyStore(self.store),
                 embedder=self.embedder() if needs_embedder else None,
             )
-            context.directory.mkdir(parents=True, exist_ok=True)
+            make_private_dir(context.directory)
             self._indexes[name] = registration.factory(context)
         return self._indexes[name]
 

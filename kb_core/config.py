@@ -9,6 +9,7 @@ for ``kb config show``.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
@@ -273,3 +274,13 @@ def effective_values(config: Config) -> list[tuple[str, Any, str]]:
     data.pop("sources")
     flat = sorted(_flatten(data).items())
     return [(key, _shown_value(key, value), config.sources.get(key, "default")) for key, value in flat]
+
+
+def config_to_json(config: Config) -> str:
+    """``config`` as JSON, for a child process (:func:`config_from_json` reads it back)."""
+    return json.dumps(_converter.unstructure(config))
+
+
+def config_from_json(text: str) -> Config:
+    """The configuration :func:`config_to_json` wrote."""
+    return _converter.structure(json.loads(text), Config)

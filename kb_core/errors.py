@@ -8,6 +8,7 @@ EXIT_USAGE = 2  # bad arguments, bad input, bad configuration
 EXIT_UNHEALTHY = 3  # kb doctor found problems
 EXIT_PARTIAL = 4  # an ingest finished, but some files failed (each reported on stderr)
 EXIT_STORAGE = 5  # the knowledge base cannot be written: disk full, read-only, or busy
+EXIT_INTERRUPTED = 130  # Ctrl-C, or a caller that stopped an answer
 
 
 class KbError(Exception):
@@ -40,3 +41,12 @@ class WriterBusyError(KbError):
 
 class ModelUnavailableError(KbError):
     """A model file, package or server could not be reached. Never triggers a download."""
+
+
+class Cancelled(KbError):
+    """Raised by a token callback to stop the answer being generated (a client left, Stop, Ctrl-C).
+
+    The model's stream is closed at once and nothing is stored for the question.
+    """
+
+    exit_code = EXIT_INTERRUPTED

@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 
 from kb_core.app import KnowledgeBase
+from kb_core.crashes import last_crash, probe_generation
 from kb_core.errors import KbError, NotFoundError
 from kb_core.ingest.index_sync import index_problems
 from kb_core.ingest.language_fit import mismatch_problem
@@ -65,8 +66,12 @@ def _component_check(component: str, probe: Any) -> tuple[Check, list[Problem]]:
     return Check(component, not problems, detail), problems
 
 
-def doctor_report(kb: KnowledgeBase) -> DoctorReport:
-    """Check the store, the plugins, the models and the indexes."""
+def doctor_report(kb: KnowledgeBase, *, generate: bool = True) -> DoctorReport:
+    """Check the store, the plugins, the models and the indexes.
+
+    ``generate``: also run a short generation with the language model in a child process, so that a
+    model that crashes the process is reported (one problem naming the backend, model and fix).
+    """
     checks: list[Check] = []
     problems: list[Problem] = []
 
@@ -82,8 +87,17 @@ def doctor_report(kb: KnowledgeBase) -> DoctorReport:
         return detail, [mismatch] if mismatch else []
 
     def language_model() -> tuple[str, list[Problem]]:
+        backend = kb.config.models.llm.backend
         model = kb.language_model()
-        return f"{kb.config.models.llm.backend} ({model.model_ref.id})", list(model.check())
+        found = list(model.check())
+        crashed = last_crash()
+        if crashed:
+            found.append(Problem("language model", crashed, "run 'kb doctor' again after changing the model settings"))
+        if generate and not found:
+            hint = str(getattr(model, "crash_hint", ""))  # an engine that can crash says what to try
+            problem = probe_generation(kb.config, backend, model.model_ref, hint)
+            found += [problem] if problem else []
+        return f"{backend} ({model.model_ref.id})", found
 
     def indexes() -> tuple[str, list[Problem]]:
         names = kb.enabled_index_names()

@@ -18,7 +18,8 @@ to the question. Everything else is a refusal with a reason:
 
 Every answer, refusals included, is written to the ``answers`` table. The token loop runs on
 the calling thread; ``on_token`` receives the answer's text as it is generated (special tokens
-removed), and an ``on_token`` that fails is dropped without stopping the generation.
+removed), and an ``on_token`` that fails is dropped without stopping the generation, unless it
+raises :class:`~kb_core.errors.Cancelled`: then the model stops and nothing is stored.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from kb_core.answers.questions import is_choice_question, is_yes_no_question, ve
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.config import Config
+from kb_core.crashes import inside_model
 from kb_core.errors import KbError
 from kb_core.extend.contracts import AnswerChecker, LanguageModel
+from kb_core.limits import check_text
 from kb_core.retrieval.search import check_mode_and_k, search
 from kb_core.storage.answers import save_answer
 from kb_core.storage.store import StoreOfRecord, now_iso
@@ -135,16 +138,17 @@ class RagPipeline:
         """Answer ``question`` from the knowledge base, or refuse; the answer is always persisted."""
         run = self._start(question, options)
         run.hits = self._retrieve(run)
-        answer = self._gate(run) or self._generate(run, on_token)
+        answer = self._gate(run)
+        if answer is None:
+            with inside_model(self.language_model().model_ref):  # a native crash is reported by the next run
+                answer = self._generate(run, on_token)
         save_answer(self.store, answer)
         return answer
 
     # -- stages ---------------------------------------------------------------------------------
 
     def _start(self, question: str, options: AskOptions) -> _Run:
-        question = question.strip()
-        if not question:
-            raise KbError("the question is empty", hint='ask something: kb ask "what does X do?"')
+        question = check_text(question, "question")
         mode = options.mode or self.config.search.mode
         check_mode_and_k(mode, options.k)
         k = max(options.k or 0, self.config.search.default_k)

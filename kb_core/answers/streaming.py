@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 from kb_core.answers.citations import SpecialTokenFilter
+from kb_core.errors import Cancelled
 from kb_core.extend.contracts import LanguageModel
 from kb_core.types import Done, GenerateRequest, Token
 
@@ -29,8 +30,9 @@ def stream_answer(
 ) -> tuple[str, Done, float | None, float]:
     """Run the model's stream on this thread: (answer text, Done, time to first token, generation ms).
 
-    ``on_token`` receives the text as it comes; one that fails is dropped and generation goes on.
-    The time to first token is counted from ``started`` (the question's start).
+    ``on_token`` receives the text as it comes; one that fails is dropped and generation goes on,
+    but one that raises :class:`~kb_core.errors.Cancelled` stops it: the model's stream is closed
+    and the exception propagates. The time to first token is counted from ``started``.
     """
     began = time.perf_counter()
     cleaner = SpecialTokenFilter()
@@ -45,18 +47,26 @@ def stream_answer(
         if sink is not None and text:
             try:
                 sink(text)
+            except Cancelled:
+                raise
             except Exception as exc:  # a closed terminal or a cancelled caller: keep generating
                 log.info("token callback failed (%s); generation continues", exc)
                 sink = None
 
-    for event in llm.generate_stream(request):
-        if isinstance(event, Token):
-            if first_token_ms is None:
-                first_token_ms = elapsed_ms(started)
-            show(cleaner.feed(event.text))
-        elif isinstance(event, Done):
-            done = event
-            break
+    stream = llm.generate_stream(request)
+    try:
+        for event in stream:
+            if isinstance(event, Token):
+                if first_token_ms is None:
+                    first_token_ms = elapsed_ms(started)
+                show(cleaner.feed(event.text))
+            elif isinstance(event, Done):
+                done = event
+                break
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:  # a generator: stop the model now, not when it is collected
+            close()
     show(cleaner.flush())
     if done is None:
         done = Done("error", error="the model's stream ended without a Done event")

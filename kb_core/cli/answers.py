@@ -8,7 +8,8 @@ import click
 
 from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
-from kb_core.cli.checks import check_query
+from kb_core.cli.checks import K_RANGE, check_query
+from kb_core.crashes import last_crash
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.terminal import shown
 from kb_core.types import NOT_ANSWERED, SEARCH_MODES, Answer
@@ -106,7 +107,7 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
 @click.command("ask")
 @click.argument("question", callback=check_query)
 @click.option("--backend", help="Language model backend for this question (default: [models.llm] backend).")
-@click.option("--k", "k", type=click.IntRange(min=1), help="Chunks to retrieve (at least [search] default_k).")
+@click.option("--k", "k", type=K_RANGE, help="Chunks to retrieve (at least [search] default_k).")
 @click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode, normally hybrid).")
 @click.option("--temperature", type=click.FloatRange(min=0.0), help="Sampling temperature (default: config, 0).")
 @click.option("--seed", type=int, help="Sampling seed (default: [models.llm] seed).")
@@ -139,6 +140,9 @@ def ask_command(
     """
     from kb_core.answers.pipeline import AskOptions, ask
 
+    crashed = last_crash()
+    if crashed:
+        click.echo(f"kb: warning: {crashed}", err=True)
     options = AskOptions(
         k=k, mode=mode, temperature=temperature, seed=seed, explain=explain, constrained=constrained, backend=backend
     )

@@ -150,11 +150,17 @@ def reindex_command(session: Session, stores: tuple[str, ...], as_json: bool) ->
 
 
 @click.command("doctor")
+@click.option(
+    "--no-generate", is_flag=True, help="Skip the short generation with the language model (run in a child process)."
+)
 @json_option
 @pass_session
-def doctor_command(session: Session, as_json: bool) -> int:
-    """Check plugins, models and index consistency; each problem comes with the command that fixes it."""
-    report = doctor_report(session.kb())
+def doctor_command(session: Session, no_generate: bool, as_json: bool) -> int:
+    """Check plugins, models and index consistency; each problem comes with the command that fixes it.
+
+    A short generation runs in a child process, so a model that crashes the process is found too.
+    """
+    report = doctor_report(session.kb(), generate=not no_generate)
 
     def human() -> None:
         for check in report.checks:

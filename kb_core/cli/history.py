@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import datetime
 
 import click
 
@@ -52,9 +52,8 @@ def answers_purge_command(
         raise KbError(
             "say what to purge: answer ids, --before YYYY-MM-DD, or --all (exactly one)", hint="see 'kb answers list'"
         )
-    if before is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", before):
-        raise KbError(f"--before wants a date like 2026-01-31, got {shortened(before, 40)}")
-    deleted = purge_answers(session.kb().store, ids, before=before, everything=everything)
+    day = None if before is None else parse_day(before)
+    deleted = purge_answers(session.kb().store, ids, before=day, everything=everything)
     emit(
         as_json,
         "answers_purged.v1",
@@ -64,6 +63,14 @@ def answers_purge_command(
             + (f": {shown(', '.join(deleted[:5]))}{' …' if len(deleted) > 5 else ''}" if deleted else "")
         ),
     )
+
+
+def parse_day(text: str) -> datetime.date:
+    """The calendar day ``text`` names (YYYY-MM-DD); a one-line KbError for anything else (2026-13-45)."""
+    try:
+        return datetime.datetime.strptime(text, "%Y-%m-%d").date()
+    except ValueError:
+        raise KbError(f"--before wants a real date like 2026-01-31, got {shortened(text, 40)}") from None
 
 
 COMMANDS = (answers_group,)

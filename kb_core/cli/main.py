@@ -16,6 +16,7 @@ import click
 
 from kb_core.cli import answers, documents, history, search
 from kb_core.cli.base import CONTEXT_SETTINGS, Session, error_line
+from kb_core.crashes import enable_fault_reports
 from kb_core.errors import KbError
 from kb_core.extend.registry import CORE_DISTRIBUTION, registry
 from kb_core.storage.sqlite_files import storage_error
@@ -97,6 +98,7 @@ def _register_plugin_commands() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with terminal-safe output streams; map errors to one line and a documented exit code."""
+    enable_fault_reports()  # a crash in a model engine prints the Python stack, never a bare "Segmentation fault"
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
     try:

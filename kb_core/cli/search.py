@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
-from kb_core.cli.checks import check_glob, check_query
+from kb_core.cli.checks import K_RANGE, check_glob, check_query
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.terminal import shortened, shown
 from kb_core.types import SEARCH_MODES, SearchQuery
@@ -63,7 +63,7 @@ def _print_hits(response: SearchResponse, explain: bool) -> None:
 @click.command("search")
 @click.argument("query", callback=check_query)
 @click.option("--mode", type=MODE_CHOICE, help="Search mode (default: [search] mode, normally hybrid).")
-@click.option("--k", "k", type=click.IntRange(min=1), help="How many hits (default: [search] default_k).")
+@click.option("--k", "k", type=K_RANGE, help="How many hits (default: [search] default_k).")
 @click.option(
     "--path",
     "path_glob",

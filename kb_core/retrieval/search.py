@@ -63,6 +63,7 @@ import attrs
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
 from kb_core.errors import KbError
 from kb_core.extend.contracts import SnippetMaker
+from kb_core.limits import LIMITS, check_k, check_text
 from kb_core.retrieval.vectors import make_snippet
 from kb_core.types import SEARCH_MODES, Hit, SearchQuery
 
@@ -313,16 +314,18 @@ def glob_problem(pattern: str) -> str:
 
 
 def check_mode_and_k(mode: str, k: int | None) -> None:
-    """Raise a one-line KbError for a search mode kb does not know or a ``k`` below 1 (None: not given)."""
+    """Raise a one-line KbError for a search mode kb does not know or a ``k`` out of bounds (None: not given)."""
     if mode not in SEARCH_MODES:
         raise KbError(f"unknown search mode {mode!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
-    if k is not None and k < 1:
-        raise KbError(f"k must be at least 1 (got {k})")
+    check_k(k)
 
 
 def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
     """Search the knowledge base in ``query.mode``; hits are ranked 1..k with scores in [0, 1]."""
     check_mode_and_k(query.mode, query.k)
+    check_text(query.text, "query")
+    if query.path_glob is not None and len(query.path_glob) > LIMITS.path_chars:
+        raise KbError(f"the path glob is longer than {LIMITS.path_chars} characters", hint="shorten it")
     start = time.perf_counter()
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)

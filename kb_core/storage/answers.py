@@ -6,6 +6,7 @@ truncates the write-ahead log, so the text of a purged question does not linger 
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Sequence
 
@@ -82,13 +83,14 @@ def list_answers(store: StoreOfRecord, limit: int | None = None) -> tuple[list[S
 
 
 def purge_answers(
-    store: StoreOfRecord, ids: Sequence[str] = (), *, before: str | None = None, everything: bool = False
+    store: StoreOfRecord, ids: Sequence[str] = (), *, before: datetime.date | None = None, everything: bool = False
 ) -> list[str]:
-    """Delete stored answers (by id, older than an ISO date, or all); returns the ids deleted."""
+    """Delete stored answers (by id, stored before the day ``before``, or all); returns the ids deleted."""
     if everything:
         chosen = [r[0] for r in store.conn.execute("SELECT answer_id FROM answers")]
     elif before is not None:
-        chosen = [r[0] for r in store.conn.execute("SELECT answer_id FROM answers WHERE created_at < ?", (before,))]
+        rows = store.conn.execute("SELECT answer_id FROM answers WHERE created_at < ?", (before.isoformat(),))
+        chosen = [r[0] for r in rows]
     else:
         chosen = []
         for answer_id in ids:

@@ -36,10 +36,16 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
 
 
 def make_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) with the new folder readable by its owner only (0700)."""
-    if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(path, 0o700)
+    """Make ``path`` (creating it and its parents) a folder only its owner can enter (0700).
+
+    An existing folder of ours that others may read or enter (``mkdir -m 755``) is made 0700 too:
+    the files kb and the index engines write inside are then private whatever their own modes.
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    status = path.stat()
+    if status.st_mode & 0o077 and status.st_uid == os.getuid():
+        with contextlib.suppress(OSError):  # read-only media: nothing is written there either
+            os.chmod(path, 0o700)
 
 
 def create_private_file(path: Path) -> None:

@@ -109,6 +109,7 @@ def isolate_environment(monkeypatch: Any, home: Path, keep: Sequence[str] = ()) 
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
 
 
 def default_ctrl_c() -> None:

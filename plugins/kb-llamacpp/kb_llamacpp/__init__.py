@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kb_core import FactoryContext, RegisterLanguageModel, hookimpl
+from kb_llamacpp.loading import weight_repacking
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
 from kb_llamacpp.packaged import PackagedModel, materialize, target_path
 
@@ -37,6 +38,7 @@ def make_model(ctx: FactoryContext) -> LlamaCppModel:
     """The llama.cpp language model the configuration asks for."""
     llm = ctx.config.models.llm
     chosen = llm.model or str(ctx.options.get("model", "") or "")
+    repacking = weight_repacking(ctx.options.get("weight_repacking", "auto"))
     if chosen:
         path = Path(chosen).expanduser()
         return LlamaCppModel(
@@ -46,6 +48,7 @@ def make_model(ctx: FactoryContext) -> LlamaCppModel:
                 context_tokens=llm.context_tokens,
                 threads=llm.threads,
                 progress=ctx.progress,
+                weight_repacking=repacking,
             )
         )
     return LlamaCppModel(
@@ -56,6 +59,7 @@ def make_model(ctx: FactoryContext) -> LlamaCppModel:
             threads=llm.threads,
             packaged=DEFAULT_MODEL,
             progress=ctx.progress,
+            weight_repacking=repacking,
         )
     )
 

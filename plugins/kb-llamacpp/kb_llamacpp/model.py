@@ -12,6 +12,7 @@ context) with ``"length"``.
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import contextlib
 import importlib.util
@@ -35,6 +36,7 @@ from kb_core import (
     StreamEvent,
     Token,
 )
+from kb_llamacpp.loading import CRASH_HINT, WeightRepacking, model_parameters, use_extra_buffers
 from kb_llamacpp.packaged import PackagedModel, cache_dir, is_available, materialize
 from kb_llamacpp.prefix_cache import PrefixCache
 from kb_llamacpp.stops import StopScanner
@@ -59,6 +61,7 @@ class LlamaSettings:
     packaged: PackagedModel | None = None
     progress: Progress | None = attrs.field(default=None, eq=False)  # (stage, done, total) while joining and loading
     state_dir: Path | None = None  # where prompt-prefix states are saved (default: the model cache)
+    weight_repacking: WeightRepacking = "auto"  # see kb_llamacpp.loading
 
 
 def _check_file(path: Path) -> str | None:
@@ -72,10 +75,13 @@ def _check_file(path: Path) -> str | None:
 
 
 class LlamaCppModel:
-    """A GGUF model loaded on first use and kept for the life of the process.
+    """A GGUF model loaded on first use and kept until :meth:`close` (at the latest, when the process exits).
 
     One generation at a time: consume (or drop) a stream before starting the next.
     """
+
+    #: What to try when generating crashes the process (``kb doctor`` shows it).
+    crash_hint = CRASH_HINT
 
     def __init__(self, settings: LlamaSettings) -> None:
         problem = self._problem(settings)
@@ -109,15 +115,17 @@ class LlamaCppModel:
             report("loading the model", 0, 1)
 
             threads = self.settings.threads or os.cpu_count() or 1
+            repack = use_extra_buffers(self.settings.weight_repacking)
             try:
-                llama = llama_cpp.Llama(
-                    model_path=str(self.settings.path),
-                    n_ctx=self.settings.context_tokens,
-                    n_batch=self.settings.batch_tokens,
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    verbose=False,
-                )
+                with model_parameters(repack):
+                    llama = llama_cpp.Llama(
+                        model_path=str(self.settings.path),
+                        n_ctx=self.settings.context_tokens,
+                        n_batch=self.settings.batch_tokens,
+                        n_threads=threads,
+                        n_threads_batch=threads,
+                        verbose=False,
+                    )
             except (ValueError, RuntimeError) as exc:
                 raise ModelUnavailableError(
                     f"llama.cpp could not load {self.settings.path}: {exc}",
@@ -138,10 +146,19 @@ class LlamaCppModel:
                 add_generation_prompt=True,
             )
             self._llama = llama
+            atexit.register(self.close)  # freed now, not by llama-cpp-python's finalizers at shutdown
             report("loading the model", 1, 1)
-            key = f"ctx={self.settings.context_tokens} batch={self.settings.batch_tokens} threads={threads}"
+            settings = self.settings
+            key = f"ctx={settings.context_tokens} batch={settings.batch_tokens} threads={threads} repack={repack}"
             self._prefixes = PrefixCache(self.settings.state_dir or cache_dir(), self.settings.path, key)
         return self._llama
+
+    def close(self) -> None:
+        """Free the model and its context (it loads again on next use)."""
+        llama, self._llama = self._llama, None
+        if llama is not None:
+            atexit.unregister(self.close)
+            llama.close()
 
     # -- tokens -------------------------------------------------------------------------------
 

@@ -1,0 +1,69 @@
+"""The limits every interface shares: the library, the CLI, ``kb serve`` and ``kb mcp`` refuse the same
+requests with the same one-line message (CLI exit 2, HTTP 400 or 413, an MCP tool error).
+
+Each limit is far above what a person asks for and far below what would hurt the process: a ``k`` of
+two billion made Tantivy ask for 32 GB at once.
+
+>>> from kb_core import LIMITS, check_k
+>>> LIMITS.k
+1000
+>>> check_k(5000)
+Traceback (most recent call last):
+    ...
+kb_core.errors.KbError: k must be at most 1000 (got 5000) (ask for fewer hits)
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kb_core.errors import KbError
+
+
+@attrs.frozen
+class Limits:
+    """The bounds of one request.
+
+    ``k``: hits one search or question may ask for. ``query_chars``: characters of a query or question.
+    ``json_body_bytes``: bytes of a JSON request body. ``upload_bytes``: bytes of one upload request
+    (all its files). ``path_chars`` / ``path_part_chars``: characters of a stored document path and of
+    one of its parts (a folder or file name).
+    """
+
+    k: int = 1000
+    query_chars: int = 4000
+    json_body_bytes: int = 1_000_000
+    upload_bytes: int = 64_000_000
+    path_chars: int = 1024
+    path_part_chars: int = 255
+
+
+#: The limits in force.
+LIMITS = Limits()
+
+
+def check_k(k: int | None) -> None:
+    """Raise a one-line KbError for a ``k`` below 1 or above ``LIMITS.k`` (None: not given, fine)."""
+    if k is None:
+        return
+    if k < 1:
+        raise KbError(f"k must be at least 1 (got {k})")
+    if k > LIMITS.k:
+        raise KbError(f"k must be at most {LIMITS.k} (got {str(k)[:24]})", hint="ask for fewer hits")
+
+
+def check_text(text: str, what: str = "query") -> str:
+    """``text`` stripped; a one-line KbError when it is empty or longer than ``LIMITS.query_chars``.
+
+    ``what`` names it in the message: "query" or "question".
+    """
+    stripped = text.strip()
+    if not stripped:
+        verb = "ask" if what == "question" else "search for"
+        raise KbError(f"the {what} is empty", hint=f"give some words to {verb}")
+    if len(stripped) > LIMITS.query_chars:
+        raise KbError(
+            f"the {what} is {len(stripped)} characters long; at most {LIMITS.query_chars} are accepted",
+            hint=f"shorten the {what}",
+        )
+    return stripped
