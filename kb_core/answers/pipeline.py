@@ -140,8 +140,9 @@ class RagPipeline:
         run.hits = self._retrieve(run)
         answer = self._gate(run)
         if answer is None:
-            with inside_model(self.language_model().model_ref):  # a native crash is reported by the next run
-                answer = self._generate(run, on_token)
+            llm = self.language_model()
+            with inside_model(llm.model_ref):  # a native crash is reported by the next run
+                answer = self._generate(run, llm, on_token)
         save_answer(self.store, answer)
         return answer
 
@@ -208,8 +209,7 @@ class RagPipeline:
             )
         return min(self.config.rag.max_context_tokens, room)
 
-    def _generate(self, run: _Run, on_token: TokenCallback | None) -> Answer:
-        llm = self.language_model()
+    def _generate(self, run: _Run, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
         chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.yes_no)
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])

@@ -118,6 +118,10 @@ def _run(argv: list[str] | None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
+    except click.UsageError as exc:  # one line, like every other mistake, with where to read more
+        command = exc.ctx.command_path if exc.ctx is not None else "kb"
+        click.echo(f"kb: error: {exc.format_message()} (see '{command} --help')", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

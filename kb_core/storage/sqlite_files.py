@@ -36,12 +36,14 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
 
 
 def make_private_dir(path: Path) -> None:
-    """Make ``path`` (creating it and its parents) a folder only its owner can enter (0700).
+    """Make ``path`` a folder only its owner can enter (0700), creating it and missing parents so.
 
     An existing folder of ours that others may read or enter (``mkdir -m 755``) is made 0700 too:
     the files kb and the index engines write inside are then private whatever their own modes.
     """
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for folder in reversed([path, *path.parents]):
+        if not folder.is_dir():
+            folder.mkdir(mode=0o700, exist_ok=True)
     status = path.stat()
     if status.st_mode & 0o077 and status.st_uid == os.getuid():
         with contextlib.suppress(OSError):  # read-only media: nothing is written there either
