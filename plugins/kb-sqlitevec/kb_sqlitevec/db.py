@@ -82,7 +82,7 @@ def connect(path: Path) -> sqlite3.Connection:
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
     except AttributeError:
-        raise KbError("this SQLite cannot load extensions", hint="pip install pysqlite3-binary") from None
+        raise KbError("this SQLite cannot load extensions", hint="pip install --force-reinstall pysqlite3") from None
     except (OSError, sqlite3.Error) as exc:
         raise KbError(f"cannot open the vector index at {path}: {exc}") from None
     conn.execute("PRAGMA journal_mode=WAL")

