@@ -348,7 +348,7 @@ class Answer:
     question: str
     answer: str
     grounded: bool
-    refusal_reason: str | None
+    refusal_reason: RefusalReason | None
     citations: tuple[AnswerCitation, ...]
     candidates: tuple[AnswerCitation, ...]
     invalid_markers: tuple[int, ...]

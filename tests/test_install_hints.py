@@ -1,5 +1,5 @@
 """Every ``pip install`` kb prints or documents names a distribution of this repository or a dependency one
-of them declares: on PyPI, ``kb`` is somebody else's project, so ``pip install 'kb[multilingual]'`` would
+of them declares: on PyPI, ``kb`` is somebody else's project, so installing ``kb`` with an extra would
 install their code."""
 
 from __future__ import annotations

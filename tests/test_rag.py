@@ -21,6 +21,7 @@ import pytest
 from kb_core.answers.packing import pack
 from kb_core.answers.pipeline import AskOptions, RagPipeline
 from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V4, RAG_V4_ZH, RAG_V5, choose_template
+from kb_core.answers.questions import kind_of
 from kb_core.answers.validation import judge
 from kb_core.config import load_config
 from kb_core.errors import KbError
@@ -443,8 +444,8 @@ def test_template_follows_the_question_language(store: StoreOfRecord) -> None:
         request.user
         == "근거:\n[#1] docs/seoul.md > Guide > Part 0\n서울은 대한민국의 수도이다.\n\n질문: 대한민국의 수도는?"
     )
-    assert choose_template("auto", "北京是中国的首都吗?") is RAG_V4_ZH
-    assert choose_template("auto", "What does 서울 mean?") is RAG_V5
+    assert choose_template("auto", kind_of("北京是中国的首都吗?")) is RAG_V4_ZH
+    assert choose_template("auto", kind_of("What does 서울 mean?")) is RAG_V5
     # the seed's rag-v1 stays selectable, with its own format
     v1 = Harness(store, hits_for((2, 0.9)), ScriptedLanguageModel(["서울 [#1]"]))
     assert v1.ask("대한민국의 수도는?", template_version="rag-v1").prompt_template_version == "rag-v1"
@@ -452,14 +453,14 @@ def test_template_follows_the_question_language(store: StoreOfRecord) -> None:
         "[질문]\n대한민국의 수도는?\n\n[근거]\n[#1 doc=docs/seoul.md heading=Guide > Part 0 span=L1-L1]\n"
     )
     assert v1.llm.requests[0].stop == ("\n\n[질문]",)
-    assert choose_template("rag-v1", "English question") is RAG_V1
+    assert choose_template("rag-v1", kind_of("English question")) is RAG_V1
     with pytest.raises(KbError):
-        choose_template("rag-v9", "x")
+        choose_template("rag-v9", kind_of("x"))
 
 
 @pytest.mark.parametrize("language", ["", "-ko", "-zh"])
 def test_rag_v4_is_rag_v3_with_one_worked_example(language: str) -> None:
-    v3, v4 = choose_template("rag-v3" + language, "x"), choose_template("rag-v4" + language, "x")
+    v3, v4 = choose_template("rag-v3" + language, kind_of("x")), choose_template("rag-v4" + language, kind_of("x"))
     assert attrs.evolve(v4, version=v3.version, examples=v3.examples) == v3  # only the examples differ
     [(user, answer)] = v4.examples
     # the example is in the template's own message format, and cites the one entry of two that answers

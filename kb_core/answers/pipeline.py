@@ -37,7 +37,7 @@ from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.packing import pack, select
 from kb_core.answers.prompts import PromptTemplate, choose_template, render_user
-from kb_core.answers.questions import is_choice_question, is_yes_no_question, verdict_of
+from kb_core.answers.questions import QuestionKind, kind_of, verdict_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.config import Config
@@ -56,6 +56,7 @@ from kb_core.types import (
     Hit,
     ModelRef,
     PackedChunk,
+    RefusalReason,
     RenderedPrompt,
     RetrievalSummary,
     SearchQuery,
@@ -108,7 +109,7 @@ class _Run:
     k: int
     started: float
     trace_id: str
-    yes_no: bool  # a question answered by yes or no: its verdict opens the answer
+    kind: QuestionKind  # decided once, here; every later stage reads it
     hits: list[Hit] = attrs.field(factory=list)
     retrieval_ms: float = 0.0
 
@@ -158,9 +159,10 @@ class RagPipeline:
                 f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
                 hint=f"use one of: {', '.join(UNSUPPORTED_POLICIES)}",
             )
-        template = choose_template(options.template_version or self.config.rag.prompt_template_version, question)
+        kind = kind_of(question)
+        template = choose_template(options.template_version or self.config.rag.prompt_template_version, kind)
         trace_id = f"ret_{secrets.token_hex(4)}"
-        return _Run(question, options, template, mode, k, time.perf_counter(), trace_id, is_yes_no_question(question))
+        return _Run(question, options, template, mode, k, time.perf_counter(), trace_id, kind)
 
     def _retrieve(self, run: _Run) -> list[Hit]:
         began = time.perf_counter()
@@ -211,7 +213,7 @@ class RagPipeline:
 
     def _generate(self, run: _Run, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
-        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.yes_no)
+        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])
         packed = pack(chosen, chunks, self._budget(llm, run), llm.count_tokens, run.template)
         if not packed:
@@ -233,33 +235,30 @@ class RagPipeline:
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
         if done.finish_reason == "error":
             verdict = Verdict(
-                False,
-                "generation_error",
-                (),
-                (),
-                f"generation failed: {done.error or 'unknown error'}",
-                raw,
-                (),
-                "generation_error",
+                grounded=False,
+                refusal_reason="generation_error",
+                note=f"generation failed: {done.error or 'unknown error'}",
+                text=raw,
+                refusal_detail="generation_error",
             )
         else:
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
-            verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.yes_no)
+            verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.kind.yes_no)
         verdict, check, check_ms = self._judged(llm, run, entries, verdict)
         hit_of = {h.chunk_id: h for h in run.hits}
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
         cited = verdict.cited if verdict.grounded or withdrawn else ()
         citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited)
         usage = TokenUsage(
-            done.prompt_tokens,
-            done.completion_tokens,
-            elapsed_ms(run.started),
-            first_token_ms,
-            generation_ms,
-            done.cached_tokens,
-            check_ms,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            latency_ms=elapsed_ms(run.started),
+            first_token_ms=first_token_ms,
+            generation_ms=generation_ms,
+            cached_prompt_tokens=done.cached_tokens,
+            check_ms=check_ms,
         )
-        verdict_word = verdict_of(verdict.text) if run.yes_no else None
+        verdict_word = verdict_of(verdict.text) if run.kind.yes_no else None
         ignored = tuple(m for m, chunk in packed_chunks.items() if passages[m] != chunk.text)
         return self._answer(
             run,
@@ -305,7 +304,7 @@ class RagPipeline:
         A choice question ("... north or south island?") is answered like a yes/no one, but gets no verdict.
         """
         words, share = run.template.verdict_words, self.config.rag.verdict_no_share
-        if words is None or share == 0.5 or not run.yes_no or is_choice_question(run.question):
+        if words is None or share == 0.5 or not run.kind.wants_verdict:
             return None
         return VerdictOpening(words[0], words[1], share, run.template.verdict_alternatives)
 
@@ -342,8 +341,8 @@ class RagPipeline:
 
     # -- building and keeping answers -------------------------------------------------------------
 
-    def _refusal(self, run: _Run, reason: str, text: str, note: str) -> Answer:
-        verdict = Verdict(False, reason, (), (), note, text, (), reason)
+    def _refusal(self, run: _Run, reason: RefusalReason, text: str, note: str) -> Answer:
+        verdict = Verdict(grounded=False, refusal_reason=reason, note=note, text=text, refusal_detail=reason)
         return self._answer(run, text, verdict, (), TokenUsage(latency_ms=elapsed_ms(run.started)))
 
     def _answer(

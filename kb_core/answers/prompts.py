@@ -24,7 +24,7 @@ import re
 
 import attrs
 
-from kb_core.answers.questions import question_script
+from kb_core.answers.questions import QuestionKind
 from kb_core.errors import KbError
 
 
@@ -318,7 +318,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
     )
 }
 AUTO = "auto"
-#: What ``auto`` answers with, by :func:`question_script`: the one place the defaults are chosen.
+#: What ``auto`` answers with, by the question's script: the one place the defaults are chosen.
 AUTO_TEMPLATES: dict[str, PromptTemplate] = {"hangul": RAG_V4_KO, "han": RAG_V4_ZH, "latin": RAG_V5}
 
 #: A model refusing in its own words, in the phrases the templates teach (and Chinese ones).
@@ -333,10 +333,10 @@ REFUSAL_PATTERN = re.compile(
 _SLOT = re.compile(r"\{(query|packed_chunks)\}")
 
 
-def choose_template(version: str, question: str) -> PromptTemplate:
+def choose_template(version: str, kind: QuestionKind) -> PromptTemplate:
     """The template named ``version``, or for ``auto`` the default template in the question's language."""
     if version == AUTO:
-        return AUTO_TEMPLATES[question_script(question)]
+        return AUTO_TEMPLATES[kind.script]
     try:
         return TEMPLATES[version]
     except KeyError:

@@ -1,22 +1,52 @@
 """What kind of question is asked, and which verdict opens an answer.
 
-The answer pipeline reads the question's script (to pick the template in its language), whether
-it is answered by yes or no (the top document is packed whole, the verdict opens the answer and is
-recorded) and whether it asks to choose between two things (answered like a yes/no question,
-without a verdict). Patterns use the ``regex`` package, for Unicode scripts.
+:func:`kind_of` decides it once, when an answer starts, as one :class:`QuestionKind`: the
+question's script (the template in its language), whether it is answered by yes or no (the top
+document is packed whole, the verdict opens the answer and is recorded) and whether it asks to
+choose between two things (answered like a yes/no question, without a verdict). Patterns use the
+``regex`` package, for Unicode scripts.
+
+>>> kind_of("Is Wellington in the north or south island?")
+QuestionKind(script='latin', yes_no=True, choice=True)
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+import attrs
 import regex
 
 from kb_core.writing_systems import dominant_script, script_profile
 
+#: The scripts kb has templates for: Korean, Chinese (or Japanese), and the rest.
+QuestionScript = Literal["hangul", "han", "latin"]
 
-def question_script(question: str) -> str:
+
+@attrs.frozen
+class QuestionKind:
+    """What kind of question was asked, decided once per answer by :func:`kind_of`."""
+
+    script: QuestionScript
+    yes_no: bool  # answered by yes or no: the top document is packed whole and the verdict recorded
+    choice: bool  # asks to choose ("... north or south island?"): a yes/no answer opens with no verdict
+
+    @property
+    def wants_verdict(self) -> bool:
+        """Whether the answer should open with a verdict ("Yes."/"No.")."""
+        return self.yes_no and not self.choice
+
+
+def kind_of(question: str) -> QuestionKind:
+    """The kind of ``question``."""
+    script = question_script(question)
+    return QuestionKind(script, _is_yes_no(question, script), is_choice_question(question))
+
+
+def question_script(question: str) -> QuestionScript:
     """``hangul``, ``han`` (Chinese or Japanese) or ``latin``: the script most of the question's words are in."""
     script = dominant_script(script_profile(question))
-    return {"hangul": "hangul", "han": "han", "kana": "han"}.get(script or "", "latin")
+    return "hangul" if script == "hangul" else "han" if script in ("han", "kana") else "latin"
 
 
 _AUXILIARY_EN = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|might|must|shall)"
@@ -36,7 +66,10 @@ _WH_ZH = regex.compile(r"什么|什麼|谁|誰|哪|何|几|幾|多少|怎么|怎
 
 def is_yes_no_question(question: str) -> bool:
     """True for a question answered by yes or no ("Is X ...?", "X: is it safe?", "...입니까?", "...吗？")."""
-    script = question_script(question)
+    return _is_yes_no(question, question_script(question))
+
+
+def _is_yes_no(question: str, script: QuestionScript) -> bool:
     if script == "hangul":
         return bool(_YES_NO_KO.search(question)) and not _WH_KO.search(question)
     if script == "han":

@@ -25,21 +25,21 @@ import attrs
 from kb_core.answers.attribution import attribute
 from kb_core.answers.citations import MARKER_PATTERN, CitableSource, cited_markers, repair_citations
 from kb_core.answers.prompts import is_refusal
-from kb_core.types import SentenceSupport
+from kb_core.types import RefusalReason, SentenceSupport
 
 _SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or digit outside the citation markers
 UNSUPPORTED_POLICIES = ("refuse", "drop")
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class Verdict:
-    """What validation concluded about a generated answer."""
+    """What validation concluded about a generated answer (built with keywords)."""
 
     grounded: bool
-    refusal_reason: str | None
-    cited: tuple[int, ...]
-    invalid: tuple[int, ...]
-    note: str
+    refusal_reason: RefusalReason | None = None
+    cited: tuple[int, ...] = ()
+    invalid: tuple[int, ...] = ()
+    note: str = ""
     text: str = ""
     sentences: tuple[SentenceSupport, ...] = ()
     refusal_detail: str | None = None
@@ -53,7 +53,15 @@ def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
     invalid = tuple(m for m in markers if m not in available)
 
     def refuse(detail: str, note: str) -> Verdict:
-        return Verdict(False, "llm_self_judge", cited, invalid, note, text, (), detail)
+        return Verdict(
+            grounded=False,
+            refusal_reason="llm_self_judge",
+            cited=cited,
+            invalid=invalid,
+            note=note,
+            text=text,
+            refusal_detail=detail,
+        )
 
     if not text.strip():
         return refuse("empty", "the model gave an empty answer")
@@ -68,7 +76,7 @@ def judge(text: str, packed_markers: Iterable[int]) -> Verdict:
         return refuse("model_refused", "the model said the evidence is insufficient")
     if not cited:
         return refuse("no_citation", "the answer cites no evidence with [#n]")
-    return Verdict(True, None, cited, invalid, "", text)
+    return Verdict(grounded=True, cited=cited, invalid=invalid, text=text)
 
 
 def validate(
@@ -97,32 +105,32 @@ def validate(
         first = unsupported[0]
         share = f"{first.support:.0%}" if first.support is not None else "none"
         return Verdict(
-            False,
-            "unsupported",
-            marked.cited,
-            marked.invalid,
-            f'no packed passage supports "{_short(first.text)}" (best support {share})',
-            text,
-            sentences,
-            "unsupported_claim",
+            grounded=False,
+            refusal_reason="unsupported",
+            cited=marked.cited,
+            invalid=marked.invalid,
+            note=f'no packed passage supports "{_short(first.text)}" (best support {share})',
+            text=text,
+            sentences=sentences,
+            refusal_detail="unsupported_claim",
         )
     if not claims:
         return Verdict(
-            False,
-            "llm_self_judge",
-            marked.cited,
-            marked.invalid,
-            "the answer says nothing beyond the question",
-            text,
-            sentences,
-            "no_claim",
+            grounded=False,
+            refusal_reason="llm_self_judge",
+            cited=marked.cited,
+            invalid=marked.invalid,
+            note="the answer says nothing beyond the question",
+            text=text,
+            sentences=sentences,
+            refusal_detail="no_claim",
         )
     return _grounded(text, sentences, marked.invalid)
 
 
 def _grounded(text: str, sentences: tuple[SentenceSupport, ...], invalid: tuple[int, ...]) -> Verdict:
     cited = tuple(dict.fromkeys(m for s in sentences for m in s.supported_by))
-    return Verdict(True, None, cited, invalid, "", text, sentences)
+    return Verdict(grounded=True, cited=cited, invalid=invalid, text=text, sentences=sentences)
 
 
 def _short(text: str, limit: int = 80) -> str:
