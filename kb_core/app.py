@@ -11,7 +11,7 @@ from typing import Any
 
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
-from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel
+from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, SearchIndex
 from kb_core.extend.registry import Registry
 from kb_core.extend.registry import registry as default_registry
 from kb_core.storage.sqlite_files import make_private_dir
@@ -29,7 +29,7 @@ class KnowledgeBase:
         self._create = create
         self._store: StoreOfRecord | None = None
         self._embedder: Embedder | None = None
-        self._indexes: dict[str, Any] = {}
+        self._indexes: dict[str, SearchIndex] = {}
         self._llms: dict[str, LanguageModel] = {}
         #: Where models report long first-use work (set by the CLI to a terminal progress bar).
         self.progress: Progress | None = None
@@ -50,7 +50,7 @@ class KnowledgeBase:
         """The configured embedder, made on first use."""
         if self._embedder is None:
             name = self.config.models.embedding.name
-            factory = self.registry.get("embedders", name).factory
+            factory = self.registry.embedder_factory(name)
             self._embedder = factory(FactoryContext(self.config, progress=self.progress))
         return self._embedder
 
@@ -58,8 +58,8 @@ class KnowledgeBase:
         """``"lexical"`` or ``"vector"``: what kind of index ``name`` is."""
         return str(self.registry.get("indexes", name).info.get("mode", "lexical"))
 
-    def index(self, name: str) -> Any:
-        """The index ``name`` (a Store that is also a Retriever), opened on first use."""
+    def index(self, name: str) -> SearchIndex:
+        """The index ``name`` (an index that is also a retriever of its mode), opened on first use."""
         if name not in self._indexes:
             registration = self.registry.get("indexes", name)
             needs_embedder = registration.info.get("mode") == "vector"
@@ -73,7 +73,7 @@ class KnowledgeBase:
                 embedder=self.embedder() if needs_embedder else None,
             )
             make_private_dir(context.directory)
-            self._indexes[name] = registration.factory(context)
+            self._indexes[name] = self.registry.index_factory(name)(context)
         return self._indexes[name]
 
     def enabled_index_names(self) -> list[str]:
@@ -83,7 +83,7 @@ class KnowledgeBase:
             self.registry.get("indexes", name)
         return names
 
-    def retrievers(self, mode: str) -> list[Any]:
+    def retrievers(self, mode: str) -> list[SearchIndex]:
         """The enabled indexes that serve ``mode`` (hybrid: all of them)."""
         wanted = ("lexical", "vector") if mode == "hybrid" else (mode,)
         chosen = [self.index(n) for n in self.enabled_index_names() if self.index_mode(n) in wanted]
@@ -98,7 +98,7 @@ class KnowledgeBase:
         """The language model of ``backend`` (default: the configured one), made on first use."""
         name = backend or self.config.models.llm.backend
         if name not in self._llms:
-            factory = self.registry.get("language_models", name).factory
+            factory = self.registry.language_model_factory(name)
             self._llms[name] = factory(FactoryContext(self.config, self.config.backend_options(name), self.progress))
         return self._llms[name]
 

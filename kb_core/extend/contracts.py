@@ -225,8 +225,9 @@ class AnswerChecker(Protocol):
     def yes_probability(self, request: GenerateRequest) -> float: ...
 
 
-#: The name of :class:`Index` before 0.2; kept so that plugins written against it still load.
-Store = Index
+@runtime_checkable
+class SearchIndex(Index, Retriever, Protocol):
+    """An index that is also a retriever of its mode: what an index factory returns."""
 
 
 @runtime_checkable

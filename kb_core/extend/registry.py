@@ -15,7 +15,7 @@ import importlib
 import importlib.metadata as md
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 import pluggy
@@ -23,11 +23,16 @@ import pluggy
 from kb_core.errors import KbError, NotFoundError
 from kb_core.extend import hookspecs
 
+if TYPE_CHECKING:
+    from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, SearchIndex
+
 ENTRY_POINT_GROUP = "kb"
 CORE_DISTRIBUTION = "kb-core"
 LOAD_ENV = "KB_LOAD_PLUGINS"
 MODULES_ENV = "KB_PLUGIN_MODULES"
-KINDS = ("parsers", "embedders", "indexes", "language_models", "commands")
+#: The kinds of thing a plugin registers.
+Kind = Literal["parsers", "embedders", "indexes", "language_models", "commands"]
+KINDS: tuple[Kind, ...] = ("parsers", "embedders", "indexes", "language_models", "commands")
 LABELS = {
     "parsers": "parser",
     "embedders": "embedder",
@@ -116,7 +121,7 @@ class Registry:
     plugins: list[PluginInfo] = attrs.field(factory=list)
     items: dict[str, dict[str, Registration]] = attrs.field(factory=lambda: {k: {} for k in KINDS})
 
-    def get(self, kind: str, name: str) -> Registration:
+    def get(self, kind: Kind, name: str) -> Registration:
         """The registration ``name`` of ``kind``, or a NotFoundError naming what exists."""
         try:
             return self.items[kind][name]
@@ -129,9 +134,21 @@ class Registry:
             )
             raise NotFoundError(f"no {LABELS[kind]} named {name!r} (available: {known})", hint=hint) from None
 
-    def names(self, kind: str) -> list[str]:
+    def names(self, kind: Kind) -> list[str]:
         """The registered names of ``kind``, sorted."""
         return sorted(self.items[kind])
+
+    def index_factory(self, name: str) -> Callable[[IndexContext], SearchIndex]:
+        """The factory of the index ``name`` (a NotFoundError naming what exists when there is none)."""
+        return cast("Callable[[IndexContext], SearchIndex]", self.get("indexes", name).factory)
+
+    def embedder_factory(self, name: str) -> Callable[[FactoryContext], Embedder]:
+        """The factory of the embedder ``name``."""
+        return cast("Callable[[FactoryContext], Embedder]", self.get("embedders", name).factory)
+
+    def language_model_factory(self, name: str) -> Callable[[FactoryContext], LanguageModel]:
+        """The factory of the language model backend ``name``."""
+        return cast("Callable[[FactoryContext], LanguageModel]", self.get("language_models", name).factory)
 
 
 def _selected(entry_points: Iterable[md.EntryPoint]) -> list[md.EntryPoint]:
@@ -227,7 +244,7 @@ def reset_registry(new: Registry | None = None) -> None:
     _cached = new
 
 
-def make(kind: str, name: str, *args: Any, **kwargs: Any) -> Any:
+def make(kind: Kind, name: str, *args: Any, **kwargs: Any) -> Any:
     """Instantiate the registered ``kind`` named ``name`` with its factory."""
     factory: Callable[..., Any] = registry().get(kind, name).factory
     return factory(*args, **kwargs)

@@ -57,7 +57,7 @@ def collection_name(prefix: str, model_id: str, dimensions: int) -> str:
 
 
 class QdrantIndex:
-    """A Store and vector Retriever on Qdrant (see the module docstring)."""
+    """An index that is also a vector retriever, on Qdrant (see the module docstring)."""
 
     mode = "vector"
 
@@ -192,7 +192,7 @@ class QdrantIndex:
             fresh = {text: row.tolist() for text, row in zip(missing, array)}
         return [stored[c.chunk_id] if c.chunk_id in stored else fresh[c.text] for c in chunks]
 
-    # -- Store --------------------------------------------------------------------------------
+    # -- Index --------------------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[Chunk]) -> None:
         """Insert or replace chunks by chunk id (applied at ``commit``)."""

@@ -11,7 +11,7 @@ import pytest
 from kb_core import make_snippet, similarity_to_score
 from kb_core.config import load_config
 from kb_core.errors import KbError
-from kb_core.extend.contracts import IndexContext, Retriever, Store
+from kb_core.extend.contracts import IndexContext, SearchIndex
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, SearchQuery
@@ -34,7 +34,7 @@ def paths(hits: list[Any]) -> set[str]:
 
 
 def test_satisfies_store_and_retriever(index: QdrantIndex) -> None:
-    assert isinstance(index, Store) and isinstance(index, Retriever)
+    assert isinstance(index, SearchIndex)
     assert index.mode == "vector" and index.name == "qdrant"
 
 

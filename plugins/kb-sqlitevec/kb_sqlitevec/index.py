@@ -78,7 +78,7 @@ REINDEX_HINT = "run 'kb reindex --store sqlitevec'"
 
 
 class SqliteVecIndex:
-    """A Store and vector Retriever on sqlite-vec (see the module docstring)."""
+    """An index that is also a vector retriever, on sqlite-vec (see the module docstring)."""
 
     mode = "vector"
 
@@ -198,7 +198,7 @@ class SqliteVecIndex:
                 fresh.append((str(key), h, vector.tobytes()))
         return np.stack([found[h] for h in hashes]), fresh
 
-    # -- Store --------------------------------------------------------------------------------
+    # -- Index --------------------------------------------------------------------------------
 
     def _begin(self) -> None:
         if not self.conn.in_transaction:

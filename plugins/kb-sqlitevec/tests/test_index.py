@@ -16,7 +16,7 @@ from kb_core import make_snippet, similarity_to_score
 from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
-from kb_core.extend.contracts import FactoryContext, Retriever, Store
+from kb_core.extend.contracts import FactoryContext, SearchIndex
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.testing import store_document
@@ -132,7 +132,7 @@ def index(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> 
 
 
 def test_satisfies_store_and_retriever(index: SqliteVecIndex) -> None:
-    assert isinstance(index, Store) and isinstance(index, Retriever)
+    assert isinstance(index, SearchIndex)
     assert index.mode == "vector" and index.name == "sqlitevec"
 
 

@@ -1,4 +1,4 @@
-"""The Tantivy index: a :class:`kb_core.extend.contracts.Store` that is also a lexical Retriever.
+"""The Tantivy index: a :class:`kb_core.SearchIndex`: an index that is also a lexical retriever.
 
 Files live in ``<ctx.directory>/index`` (Tantivy's own) next to ``kb-tantivy.json``, which records
 the fingerprint the index was built with. Only one process may write at a time (Tantivy's
@@ -176,7 +176,7 @@ class TantivyIndex:
             writer.rollback()
             writer.wait_merging_threads()
 
-    # -- Store ----------------------------------------------------------------------------------
+    # -- Index ----------------------------------------------------------------------------------
 
     def delete(self, doc_paths: Sequence[str]) -> None:
         """Remove every chunk of the given documents (durable at ``commit``)."""

@@ -1,4 +1,4 @@
-"""The Tantivy index as a Store and a Retriever, on real indexes in temporary directories."""
+"""The Tantivy index as an index and a retriever, on real indexes in temporary directories."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kb_core.config import Config
 from kb_core.errors import KbError
-from kb_core.extend.contracts import IndexContext, Retriever, SnippetMaker, Store
+from kb_core.extend.contracts import IndexContext, SearchIndex, SnippetMaker
 from kb_core.extend.registry import load_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Chunk, Document, SearchQuery
@@ -84,7 +84,7 @@ B = [chunk("notes/b.md", 0, "Quarterly budget review for the finance team.")]
 def test_the_plugin_registers_a_lexical_index_satisfying_both_protocols(index: TantivyIndex) -> None:
     registration = load_registry().get("indexes", "tantivy")
     assert registration.info["mode"] == "lexical"
-    assert isinstance(index, Store) and isinstance(index, Retriever)
+    assert isinstance(index, SearchIndex)
     assert index.mode == "lexical" and index.name == "tantivy"
 
 
