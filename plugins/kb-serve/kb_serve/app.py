@@ -9,6 +9,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -17,42 +18,31 @@ import anyio
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import kb_core
-from kb_core import Config, KbError, ModelUnavailableError, NotFoundError, SearchQuery
+from kb_core import LIMITS, Config, KbError, SearchQuery
+from kb_core.types import SEARCH_MODES
 from kb_serve import openapi
-from kb_serve.asking import ask_options, ask_response
+from kb_serve.asking import CLIENT_LEFT, ask_options, ask_response
+from kb_serve.errors import ApiError, error_response, status_of
+from kb_serve.guards import HostPolicy, RequestGuard, is_json_media_type
 from kb_serve.service import KbService
-from kb_serve.settings import ApiError, ServeSettings
+from kb_serve.settings import ServeSettings
+
+__all__ = ["create_app", "error_response", "status_of"]
 
 log = logging.getLogger("kb_serve")
 T = TypeVar("T")
 #: Files and form fields one upload may carry.
 MAX_FILES = 1000
-EXIT_STORAGE = 5
-
-
-def status_of(exc: KbError) -> int:
-    """The HTTP status of a kb error."""
-    if isinstance(exc, ApiError):
-        return exc.status
-    if isinstance(exc, NotFoundError):
-        return 404
-    if isinstance(exc, ModelUnavailableError):
-        return 503
-    if exc.exit_code == EXIT_STORAGE:
-        return 507
-    return 400
-
-
-def error_response(status: int, message: str, hint: str = "") -> JSONResponse:
-    """The error body every failure uses."""
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse({"error": message, "hint": hint}, status_code=status, headers=headers)
+UPLOAD_HINT = "send fewer or smaller files, or start kb serve with larger --max-upload-bytes/--max-file-bytes"
+JSON_HINT = f"send at most {LIMITS.json_body_bytes} bytes of JSON"
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+MAX_DIGITS = 30
 
 
 def json_response(schema_version: str, payload: Any, status: int = 200) -> Response:
@@ -80,7 +70,11 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def _limited(receive: Receive, limit: int) -> Receive:
+def _too_large(limit: int, what: str = "the upload", hint: str = UPLOAD_HINT) -> ApiError:
+    return ApiError(413, f"{what} is larger than {limit} bytes", hint=hint)
+
+
+def _limited(receive: Receive, limit: int, what: str = "the upload", hint: str = UPLOAD_HINT) -> Receive:
     """``receive`` that fails with a 413 once the request body exceeds ``limit`` bytes."""
     seen = 0
 
@@ -90,28 +84,51 @@ def _limited(receive: Receive, limit: int) -> Receive:
         if message["type"] == "http.request":
             seen += len(message.get("body", b""))
             if seen > limit:
-                raise _too_large(limit)
+                raise _too_large(limit, what, hint)
         return message
 
     return wrapped
 
 
-def _too_large(limit: int, what: str = "the upload") -> ApiError:
-    return ApiError(
-        413,
-        f"{what} is larger than {limit} bytes",
-        hint="send fewer or smaller files, or start kb serve with larger --max-upload-bytes/--max-file-bytes",
-    )
+def _bounded(request: Request, limit: int, what: str, hint: str) -> Request:
+    """``request`` whose body may hold at most ``limit`` bytes: 413 at once on a larger Content-Length,
+    or as soon as a chunked body grows past it."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise _too_large(limit, what, hint)
+    return Request(request.scope, _limited(request.receive, limit, what, hint))
 
 
 def _int_param(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
+    if not _WHOLE_NUMBER.fullmatch(raw):
+        raise ApiError(400, f"{name} must be a whole number (got {raw[:40]!r})")
+    if len(raw) > MAX_DIGITS:
+        raise ApiError(400, f"{name} is out of range (got {raw[:24]}...)")
+    return int(raw)
+
+
+def _path_param(value: str, what: str) -> str:
+    if len(value) > LIMITS.path_chars:
+        raise ApiError(400, f"{what} is longer than {LIMITS.path_chars} characters", hint="shorten it")
+    return value
+
+
+async def read_json(request: Request) -> Any:
+    """The request's JSON body: 415 unless ``application/json``, 413 past ``LIMITS.json_body_bytes``, else 400."""
+    if not is_json_media_type(request.headers.get("content-type")):
+        raise ApiError(
+            415,
+            "the body must be sent as Content-Type: application/json",
+            hint="""curl -H 'Content-Type: application/json' -d '{"question": "..."}' ...""",
+        )
+    body = await _bounded(request, LIMITS.json_body_bytes, "the JSON body", JSON_HINT).body()
     try:
-        return int(raw)
-    except ValueError:
-        raise ApiError(400, f"{name} must be a whole number (got {raw[:40]!r})") from None
+        return json.loads(body)
+    except (ValueError, RecursionError):  # (UnicodeDecodeError, JSONDecodeError, too many digits, too deep)
+        raise ApiError(400, "the body must be JSON", hint='send {"question": "..."}') from None
 
 
 class Api:
@@ -141,30 +158,34 @@ class Api:
         """``GET /openapi.json``."""
         return JSONResponse(openapi.document())
 
+    async def documents(self, request: Request) -> Response:
+        """``/documents``: GET lists, POST uploads (one route, so a 405 names both in ``Allow``)."""
+        return await (self.upload(request) if request.method == "POST" else self.list_documents(request))
+
     async def list_documents(self, request: Request) -> Response:
         """``GET /documents?prefix=``."""
-        prefix = request.query_params.get("prefix", "")
+        prefix = _path_param(request.query_params.get("prefix", ""), "the prefix")
         documents = await self._read(lambda: self.service.list_documents(prefix))
         return json_response("document_list.v1", {"documents": documents})
 
     async def search(self, request: Request) -> Response:
         """``GET /search?q=&mode=&k=&path=``."""
         params = request.query_params
-        text = params.get("q", "")
-        if not text.strip():
-            raise ApiError(400, "the query is empty", hint="pass some words to search for: /search?q=backups")
+        text = kb_core.check_text(params.get("q", ""), "query")  # 400 when empty or too long
         cfg = self.service.config.search
         k = _int_param(request, "k")
-        glob = params.get("path") or None
+        kb_core.check_k(k)  # 400 outside 1..LIMITS.k (a huge k once made the index allocate k x 16 bytes)
+        mode = params.get("mode") or cfg.mode
+        if mode not in SEARCH_MODES:
+            raise ApiError(400, f"unknown search mode {mode[:40]!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+        glob = _path_param(params.get("path") or "", "the path glob") or None
         if glob is not None and (problem := kb_core.glob_problem(glob)):
             raise ApiError(
                 400,
                 f"invalid path glob {glob[:80]!r}: {problem}",
                 hint=kb_core.GLOB_HELP,
             )
-        query = SearchQuery(
-            text=text, k=cfg.default_k if k is None else k, mode=params.get("mode") or cfg.mode, path_glob=glob
-        )
+        query = SearchQuery(text=text, k=cfg.default_k if k is None else k, mode=mode, path_glob=glob)
         return json_response("search_response.v1", await self._read(lambda: self.service.search(query)))
 
     async def upload(self, request: Request) -> Response:
@@ -175,11 +196,7 @@ class Api:
                 "an upload must be multipart/form-data",
                 hint="curl -F file=@notes.md http://127.0.0.1:8765/documents",
             )
-        limit = self.settings.max_upload_bytes
-        length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > limit:
-            raise _too_large(limit)
-        limited = Request(request.scope, _limited(request.receive, limit))
+        limited = _bounded(request, self.settings.max_upload_bytes, "the upload", UPLOAD_HINT)
         files: list[tuple[str, bytes]] = []
         async with limited.form(max_files=MAX_FILES, max_fields=MAX_FILES) as form:
             for _field, value in form.multi_items():
@@ -195,7 +212,7 @@ class Api:
 
     async def delete(self, request: Request) -> Response:
         """``DELETE /documents/{path}`` (a path ending in '/' removes a folder)."""
-        path = request.path_params["path"]
+        path = _path_param(request.path_params["path"], "the path")
         removed = await anyio.to_thread.run_sync(lambda: self.service.delete(path))
         return json_response("removed.v1", {"removed": removed})
 
@@ -209,12 +226,8 @@ class Api:
         return await self._ask(request, True)
 
     async def _ask(self, request: Request, stream: bool) -> Response:
-        try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ApiError(400, "the body must be JSON", hint='send {"question": "..."}') from None
-        question, options = ask_options(body)
-        return await ask_response(self.service, question, options, stream)
+        question, options = ask_options(await read_json(request))
+        return await ask_response(self.service, question, options, stream, request.receive)
 
 
 async def _kb_error(request: Request, exc: Exception) -> Response:
@@ -224,7 +237,14 @@ async def _kb_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return error_response(exc.status_code, str(exc.detail), hint="see /openapi.json for the endpoints")
+    headers = dict(exc.headers or {})  # a 405's Allow
+    return error_response(exc.status_code, str(exc.detail), "see /openapi.json for the endpoints", headers)
+
+
+async def _client_left(request: Request, exc: Exception) -> Response:
+    """A client that disconnects before sending its whole request: one info line, no traceback."""
+    log.info("the client left before sending its whole request (%s %s)", request.method, request.url.path)
+    return Response(status_code=CLIENT_LEFT)  # nobody reads it
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
@@ -256,8 +276,7 @@ def create_app(
     routes = [
         Route("/health", api.health, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
-        Route("/documents", api.list_documents, methods=["GET"]),
-        Route("/documents", api.upload, methods=["POST"]),
+        Route("/documents", api.documents, methods=["GET", "POST"]),
         Route("/documents/{path:path}", api.delete, methods=["DELETE"]),
         Route("/search", api.search, methods=["GET"]),
         Route("/ask", api.ask, methods=["POST"]),
@@ -266,8 +285,15 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={KbError: _kb_error, HTTPException: _http_error, Exception: _internal_error},
+        exception_handlers={
+            KbError: _kb_error,
+            HTTPException: _http_error,
+            ClientDisconnect: _client_left,
+            Exception: _internal_error,
+        },
     )
     app.state.service = service
     app.add_middleware(BearerAuth, token=settings.token)
+    # outermost: a request to a host the server does not answer to, or a cross-site write, goes no further
+    app.add_middleware(RequestGuard, policy=HostPolicy.build(settings.host, settings.allow_hosts), port=settings.port)
     return app

@@ -4,6 +4,10 @@ Streaming: the generation runs in a worker thread; each piece of text ``kb_core.
 ``on_token`` callback crosses to the event loop through a queue and goes out as a ``token``
 event (``{"text": ...}``); one final ``answer`` event carries the ``answer.v1`` JSON (or one
 ``error`` event carries ``{"error", "hint"}``). Every event's data is one line of JSON.
+
+A client that leaves stops its answer: when the event stream is closed (or, for a whole answer,
+when the connection drops) a flag is set; a question still waiting for the model leaves the
+queue, and a generation under way stops at its next token (``kb_core.Cancelled``, nothing stored).
 """
 
 from __future__ import annotations
@@ -14,20 +18,28 @@ import json
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator
-from typing import Any, cast
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar, cast
 
 import anyio
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive
 
 import kb_core
-from kb_core import AskOptions, KbError
+from kb_core import Answer, AskOptions, Cancelled, KbError
+from kb_core.types import SEARCH_MODES
+from kb_serve.errors import ApiError, error_body
 from kb_serve.service import KbService
-from kb_serve.settings import ApiError
 
 _FIELDS = {"question", "k", "mode", "temperature", "seed", "explain", "constrained", "backend"}
 _END = object()
+#: Characters of a ``backend`` name; the largest seed (every model library takes 32 bits).
+MAX_NAME_CHARS = 100
+MAX_SEED = 2**32 - 1
+#: The status logged for a request whose client left before its answer (nginx's "client closed request").
+CLIENT_LEFT = 499
 log = logging.getLogger("kb_serve")
+T = TypeVar("T")
 
 
 def _typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], label: str) -> Any:
@@ -36,6 +48,8 @@ def _typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], label
         return None
     if isinstance(value, bool) and kind is not bool:
         raise ApiError(400, f"{name} must be {label}")
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)  # 5.0 is an integer to JSON Schema (and to the OpenAPI document)
     if not isinstance(value, kind):
         raise ApiError(400, f"{name} must be {label} (got {type(value).__name__})")
     return value
@@ -55,22 +69,39 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
     question = _typed(body, "question", str, "a string")
     if question is None or not question.strip():
         raise ApiError(400, "the question is empty", hint='send {"question": "what does X do?"}')
+    question = _checked(lambda: kb_core.check_text(question, "question"))
     k = _typed(body, "k", int, "a whole number")
-    if k is not None and k < 1:
-        raise ApiError(400, f"k must be at least 1 (got {k})")
+    _checked(lambda: kb_core.check_k(k))
     temperature = _typed(body, "temperature", (int, float), "a number")
     if temperature is not None and (not math.isfinite(temperature) or temperature < 0):
         raise ApiError(400, "temperature must be a number >= 0")
+    mode = _typed(body, "mode", str, "a string")
+    if mode is not None and mode not in SEARCH_MODES:
+        raise ApiError(400, f"unknown search mode {mode[:40]!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+    seed = _typed(body, "seed", int, "a whole number")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise ApiError(400, f"seed must be between 0 and {MAX_SEED}")
+    backend = _typed(body, "backend", str, "a string")
+    if backend is not None and len(backend) > MAX_NAME_CHARS:
+        raise ApiError(400, f"backend is longer than {MAX_NAME_CHARS} characters")
     options = AskOptions(
         k=k,
-        mode=_typed(body, "mode", str, "a string"),
+        mode=mode,
         temperature=None if temperature is None else float(temperature),
-        seed=_typed(body, "seed", int, "a whole number"),
+        seed=seed,
         explain=bool(_typed(body, "explain", bool, "true or false")),
         constrained=_typed(body, "constrained", bool, "true or false"),
-        backend=_typed(body, "backend", str, "a string"),
+        backend=backend,
     )
     return question, options
+
+
+def _checked(check: Callable[[], T]) -> T:
+    """``check()``, its KbError (a limit of kb_core's) as a 400."""
+    try:
+        return check()
+    except KbError as exc:
+        raise ApiError(400, exc.message, hint=exc.hint) from None
 
 
 def sse(event: str, data: Any) -> bytes:
@@ -78,12 +109,17 @@ def sse(event: str, data: Any) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
 
-async def ask_response(service: KbService, question: str, options: AskOptions, stream: bool) -> Response:
-    """The answer as ``answer.v1`` JSON, or as an event stream; 503 at once when the queue is full."""
+async def ask_response(
+    service: KbService, question: str, options: AskOptions, stream: bool, receive: Receive
+) -> Response:
+    """The answer as ``answer.v1`` JSON, or as an event stream; 503 at once when the queue is full.
+
+    ``receive``: the request's, whose body has been read (it then reports only the client leaving).
+    """
     service.gate.admit()  # from here on, service.ask must run: it gives the place in the queue back
+    gone = threading.Event()
     if not stream:
-        answer = await anyio.to_thread.run_sync(lambda: service.ask(question, options))
-        return Response(kb_core.dumps("answer.v1", answer), media_type="application/json")
+        return await _whole(service, question, options, receive, gone)
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[object] = asyncio.Queue()
 
@@ -93,29 +129,61 @@ async def ask_response(service: KbService, question: str, options: AskOptions, s
 
     def work() -> None:
         try:
-            answer = service.ask(question, options, on_token=lambda text: put(("token", {"text": text})))
+            answer = service.ask(question, options, on_token=lambda text: put(("token", {"text": text})), gone=gone)
             put(("answer", kb_core.envelope("answer.v1", answer)))
+        except Cancelled:
+            log.info("the client left; its answer was stopped")
         except KbError as exc:
-            put(("error", {"error": exc.message, "hint": exc.hint}))
+            put(("error", error_body(exc.message, exc.hint)))
         except Exception:
             log.exception("internal error while answering %r", question[:80])
-            put(("error", {"error": "internal error", "hint": "see the server log"}))
+            put(("error", error_body("internal error", "see the server log")))
         finally:
             put(_END)
 
     threading.Thread(target=work, name="kb-serve-ask", daemon=True).start()  # now: a client that leaves frees its place
     return StreamingResponse(
-        _events(pieces),
+        _events(pieces, gone),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-async def _events(pieces: asyncio.Queue[object]) -> AsyncIterator[bytes]:
-    yield b": kb answer stream\n\n"  # sent at once: the client sees the stream open while it waits its turn
-    while True:
-        item = await pieces.get()
-        if item is _END:
-            return
-        event, data = cast(tuple[str, Any], item)
-        yield sse(event, data)
+async def _whole(
+    service: KbService, question: str, options: AskOptions, receive: Receive, gone: threading.Event
+) -> Response:
+    """The answer as one JSON body; ``gone`` is set if the client disconnects before it is ready."""
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    answer: Answer | None = None
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        try:
+            answer = await anyio.to_thread.run_sync(lambda: service.ask(question, options, gone=gone))
+        except Exception as exc:  # raised below: inside the task group it would come out wrapped in a group
+            failure = exc
+        group.cancel_scope.cancel()
+    if isinstance(failure, Cancelled):
+        log.info("the client left; its answer was stopped")
+        return Response(status_code=CLIENT_LEFT)
+    if failure is not None:
+        raise failure
+    return Response(kb_core.dumps("answer.v1", answer), media_type="application/json")
+
+
+async def _events(pieces: asyncio.Queue[object], gone: threading.Event) -> AsyncIterator[bytes]:
+    try:
+        yield b": kb answer stream\n\n"  # sent at once: the client sees the stream open while it waits its turn
+        while True:
+            item = await pieces.get()
+            if item is _END:
+                return
+            event, data = cast(tuple[str, Any], item)
+            yield sse(event, data)
+    finally:  # the stream ended, or the client left (Starlette cancels the stream): stop the generation
+        gone.set()

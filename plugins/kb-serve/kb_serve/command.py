@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kb_core import Session, json_option, pass_session
-from kb_serve.settings import DEFAULT_MAX_UPLOAD_BYTES, ServeSettings
+from kb_core import LIMITS, Session, json_option, pass_session
+from kb_serve.settings import ServeSettings
 
 
 @click.command("serve")
@@ -15,12 +15,19 @@ from kb_serve.settings import DEFAULT_MAX_UPLOAD_BYTES, ServeSettings
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
 @click.option("--token", envvar="KB_SERVE_TOKEN", help="Bearer token every request must carry (or KB_SERVE_TOKEN).")
 @click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Another host name the server answers to (repeatable; besides its address and localhost).",
+)
+@click.option(
     "--max-file-bytes", type=click.IntRange(min=1), help="Largest uploaded file (default: [ingest] max_file_bytes)."
 )
 @click.option(
     "--max-upload-bytes",
     type=click.IntRange(min=1),
-    default=DEFAULT_MAX_UPLOAD_BYTES,
+    default=LIMITS.upload_bytes,
     show_default=True,
     help="Largest upload request (all its files together).",
 )
@@ -73,6 +80,7 @@ def serve_command(
     host: str,
     port: int,
     token: str | None,
+    allow_hosts: tuple[str, ...],
     max_file_bytes: int | None,
     max_upload_bytes: int,
     readers: int,
@@ -86,13 +94,16 @@ def serve_command(
     """Serve the knowledge base over HTTP: upload, delete, list, search, ask (streamed), /openapi.json.
 
     Listens on 127.0.0.1 unless --host says otherwise; any other address needs a bearer token
-    (--token or KB_SERVE_TOKEN), which every request must then carry. Uploaded files are kept in
+    (--token or KB_SERVE_TOKEN), which every request must then carry. Requests must name the
+    server's address or localhost as their Host (more with --allow-host), and a write from a web
+    page must come from the same origin. Uploaded files are kept in
     the knowledge base's uploads/ folder. Prints one line (serve.v1 with --json) once listening.
     """
     settings = ServeSettings(
         host=host,
         port=port,
         token=token,
+        allow_hosts=allow_hosts,
         max_file_bytes=max_file_bytes or session.config.ingest.max_file_bytes,
         max_upload_bytes=max_upload_bytes,
         readers=readers,

@@ -2,6 +2,8 @@
 
 Response bodies are described by the very JSON Schemas kb ships for its ``--json`` output
 (read from the ``kb_core.schemas`` package data) plus this plugin's own (``health.v1``, ``error``).
+Parameters and bodies state the limits the server enforces (``kb_core.LIMITS``), and every
+operation lists the errors it can answer with.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from importlib import resources
 from typing import Any
 
 import kb_core
+from kb_core import LIMITS
+from kb_core.types import SEARCH_MODES
+from kb_serve.asking import MAX_NAME_CHARS, MAX_SEED
 
 KB_SCHEMAS = ("document_list.v1", "ingest_report.v1", "removed.v1", "search_response.v1", "answer.v1")
 OWN_SCHEMAS = ("health.v1", "error", "serve.v1")
@@ -36,21 +41,35 @@ def _json(name: str, description: str) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[str, Any]:
+    """Error responses: ``codes`` plus those any request may get (400 no Host, 401 token, 421 host)."""
     reasons = {
-        400: "bad input",
+        400: "bad input (or no Host header)",
         401: "missing or wrong bearer token",
-        404: "no such document",
+        403: "a write from another origin (Origin not allowed, or Sec-Fetch-Site: cross-site)",
+        404: "no such document (for a question: no such language-model backend)",
         409: "another writer, or a name taken by another folder",
-        413: "too large",
-        415: "not multipart, or no parser for the file type",
+        413: "the body is larger than its limit",
+        415: "wrong Content-Type (or no parser for the file type)",
+        421: "the Host header names a host this server does not answer to",
         503: "the language model is busy or unavailable",
         504: "took longer than the timeout",
+        507: "the knowledge base cannot be written (disk full)",
     }
-    return {str(code): _json("error", reasons[code]) for code in (401, *codes)}
+    return {str(code): _json("error", reasons[code]) for code in sorted({400, 401, 421, *codes})}
 
 
-def _query(name: str, description: str, kind: str = "string", required: bool = False) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": required, "description": description, "schema": {"type": kind}}
+#: The errors of a write (any state-changing request: the same-origin check).
+WRITE = (403,)
+#: The errors of a request with a JSON body.
+JSON_BODY = (403, 413, 415)
+TEXT = {"type": "string", "minLength": 1, "maxLength": LIMITS.query_chars, "pattern": "\\S"}
+K = {"type": "integer", "minimum": 1, "maximum": LIMITS.k}
+PATH = {"type": "string", "maxLength": LIMITS.path_chars}
+MODES = {"enum": list(SEARCH_MODES)}
+
+
+def _query(name: str, description: str, schema: dict[str, Any], required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "description": description, "schema": schema}
 
 
 ASK_BODY = {
@@ -58,14 +77,14 @@ ASK_BODY = {
     "required": ["question"],
     "additionalProperties": False,
     "properties": {
-        "question": {"type": "string", "minLength": 1},
-        "k": {"type": "integer", "minimum": 1},
-        "mode": {"enum": ["lexical", "vector", "hybrid"]},
+        "question": {**TEXT, "description": "not only blanks"},
+        "k": K,
+        "mode": MODES,
         "temperature": {"type": "number", "minimum": 0},
-        "seed": {"type": "integer"},
+        "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
         "explain": {"type": "boolean"},
         "constrained": {"type": "boolean"},
-        "backend": {"type": "string"},
+        "backend": {"type": "string", "maxLength": MAX_NAME_CHARS},
     },
 }
 
@@ -73,44 +92,76 @@ SSE_DESCRIPTION = (
     'Server-Sent Events: `token` events (data `{"text": ...}`) as the answer is generated, then one '
     "`answer` event whose data is the answer.v1 JSON, or one `error` event (data: the error body)."
 )
+#: One event of the stream (as OpenAPI 3.1 reads an event-stream schema: one event, not the whole stream).
+SSE_EVENT = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"enum": ["token", "answer", "error"]},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "required": ["text"],
+                        "properties": {"text": {"type": "string"}},
+                        "additionalProperties": False,
+                    },
+                    _ref("answer.v1"),
+                    _ref("error"),
+                ]
+            },
+        },
+    },
+}
+ASK_BODY_DESCRIPTION = (
+    f"the question, as Content-Type application/json (optionally charset=utf-8), at most {LIMITS.json_body_bytes} bytes"
+)
+UPLOAD_DESCRIPTION = (
+    "one or more `file` parts, each named by its file name (a relative path); at most --max-upload-bytes "
+    f"(default {LIMITS.upload_bytes}) bytes in all and --max-file-bytes per file"
+)
 
 
 def _paths() -> dict[str, Any]:
-    ask_body = {"required": True, "content": {"application/json": {"schema": _ref("ask_request")}}}
+    ask_body = {
+        "required": True,
+        "description": ASK_BODY_DESCRIPTION,
+        "content": {"application/json": {"schema": _ref("ask_request")}},
+    }
+    upload_schema = {
+        "type": "object",
+        "required": ["file"],
+        "properties": {"file": {"type": "array", "minItems": 1, "items": {"type": "string", "format": "binary"}}},
+    }
     return {
         "/health": {
             "get": {
                 "summary": "Server and knowledge base status",
                 "operationId": "health",
-                "responses": {"200": _json("health.v1", "status"), **_errors()},
+                "responses": {"200": _json("health.v1", "status"), **_errors(504)},
             }
         },
         "/documents": {
             "get": {
                 "summary": "List stored documents",
                 "operationId": "listDocuments",
-                "parameters": [_query("prefix", "only paths starting with this")],
-                "responses": {"200": _json("document_list.v1", "the documents"), **_errors()},
+                "parameters": [_query("prefix", "only paths starting with this", PATH)],
+                "responses": {"200": _json("document_list.v1", "the documents"), **_errors(504)},
             },
             "post": {
                 "summary": "Upload files and ingest them",
                 "operationId": "uploadDocuments",
                 "requestBody": {
                     "required": True,
-                    "content": {
-                        "multipart/form-data": {
-                            "schema": {
-                                "type": "object",
-                                "properties": {
-                                    "file": {"type": "array", "items": {"type": "string", "format": "binary"}}
-                                },
-                            }
-                        }
-                    },
+                    "description": UPLOAD_DESCRIPTION,
+                    "content": {"multipart/form-data": {"schema": upload_schema}},
                 },
                 "responses": {
                     "200": _json("ingest_report.v1", "what the ingest did (failed files listed)"),
-                    **_errors(400, 409, 413, 415),
+                    **_errors(*WRITE, 409, 413, 415, 507),
                 },
             },
         },
@@ -118,8 +169,8 @@ def _paths() -> dict[str, Any]:
             "delete": {
                 "summary": "Remove a document (a path ending in / removes a folder)",
                 "operationId": "deleteDocument",
-                "parameters": [{"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "responses": {"200": _json("removed.v1", "the removed paths"), **_errors(404, 409)},
+                "parameters": [{"name": "path", "in": "path", "required": True, "schema": PATH}],
+                "responses": {"200": _json("removed.v1", "the removed paths"), **_errors(*WRITE, 404, 409, 507)},
             }
         },
         "/search": {
@@ -127,29 +178,31 @@ def _paths() -> dict[str, Any]:
                 "summary": "Search (as kb search)",
                 "operationId": "search",
                 "parameters": [
-                    _query("q", "the query", required=True),
-                    _query("mode", "lexical, vector or hybrid"),
-                    _query("k", "how many hits", "integer"),
-                    _query("path", "fnmatch glob on stored paths"),
+                    _query("q", "the query (not only blanks)", TEXT, required=True),
+                    _query("mode", "lexical, vector or hybrid", MODES),
+                    _query("k", "how many hits", K),
+                    _query("path", "fnmatch glob on stored paths", PATH),
                 ],
-                "responses": {"200": _json("search_response.v1", "the hits"), **_errors(400, 504)},
+                "responses": {"200": _json("search_response.v1", "the hits"), **_errors(504)},
             }
         },
         "/ask": {
             "post": {
                 "summary": "Answer a question with citations, or refuse (as kb ask)",
                 "operationId": "ask",
-                "parameters": [_query("stream", "1: answer with Server-Sent Events (as /ask/stream)")],
+                "parameters": [
+                    _query("stream", "1: answer with Server-Sent Events (as /ask/stream)", {"type": "string"})
+                ],
                 "requestBody": ask_body,
                 "responses": {
                     "200": {
                         "description": "the answer (or, with stream=1, " + SSE_DESCRIPTION + ")",
                         "content": {
                             "application/json": {"schema": _ref("answer.v1")},
-                            "text/event-stream": {"schema": {"type": "string"}},
+                            "text/event-stream": {"schema": _ref("answer_event")},
                         },
                     },
-                    **_errors(400, 503),
+                    **_errors(*JSON_BODY, 404, 503, 507),
                 },
             }
         },
@@ -161,9 +214,9 @@ def _paths() -> dict[str, Any]:
                 "responses": {
                     "200": {
                         "description": SSE_DESCRIPTION,
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        "content": {"text/event-stream": {"schema": _ref("answer_event")}},
                     },
-                    **_errors(400, 503),
+                    **_errors(*JSON_BODY, 404, 503, 507),
                 },
             }
         },
@@ -176,6 +229,7 @@ def document() -> dict[str, Any]:
     schemas: dict[str, Any] = {name: kb_schema(name) for name in KB_SCHEMAS}
     schemas.update({name: own_schema(name) for name in OWN_SCHEMAS})
     schemas["ask_request"] = ASK_BODY
+    schemas["answer_event"] = SSE_EVENT
     return {
         "openapi": "3.1.0",
         "info": {

@@ -20,6 +20,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -28,16 +29,22 @@ import kb_core
 from kb_core import (
     Answer,
     AskOptions,
+    Cancelled,
     Config,
     Document,
     IngestReport,
+    IngestWarning,
     KnowledgeBase,
     SearchQuery,
     SearchResponse,
     WriterBusyError,
 )
 from kb_serve import uploads
-from kb_serve.settings import ApiError, ServeSettings
+from kb_serve.errors import ApiError, cut_paths, public_text
+from kb_serve.settings import ServeSettings
+
+#: Seconds between two looks, while a question waits for the model, at whether its client is still there.
+POLL_S = 0.1
 
 
 class CachingEmbedder:
@@ -141,14 +148,25 @@ class GenerationGate:
             self.waiting += 1
 
     @contextmanager
-    def turn(self) -> Iterator[None]:
-        """Wait (after :meth:`admit`) for the model; 503 after ``wait_s``."""
-        acquired = self._lock.acquire(timeout=self.wait_s)
+    def turn(self, gone: threading.Event | None = None) -> Iterator[None]:
+        """Wait (after :meth:`admit`) for the model; 503 after ``wait_s``; Cancelled once ``gone`` is set.
+
+        The place in the queue is given back in every case.
+        """
+        deadline = time.monotonic() + self.wait_s
+        acquired = False
+        while not acquired and not (gone is not None and gone.is_set()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            acquired = self._lock.acquire(timeout=left if gone is None else min(left, POLL_S))
         with self._count:
             self.waiting -= 1
             if acquired:
                 self.busy = True
         if not acquired:
+            if gone is not None and gone.is_set():
+                raise Cancelled("the client left while waiting for the language model")
             raise ApiError(503, f"waited {self.wait_s:g} s for the language model", hint="retry later")
         try:
             yield
@@ -173,6 +191,7 @@ class KbService:
         self._write_lock = threading.Lock()
         self._asker = self._handle()
         self.gate = GenerationGate(settings.ask_queue, settings.ask_wait_s)
+        self._kb_dir = config.kb_path.resolve()
         self.started = time.time()
         self._warm = False
 
@@ -199,9 +218,48 @@ class KbService:
     # -- reads ---------------------------------------------------------------------------------
 
     def list_documents(self, prefix: str = "") -> list[Document]:
-        """Stored documents whose path starts with ``prefix``."""
+        """Stored documents whose path starts with ``prefix`` (source folders as :meth:`public_path` shows them)."""
         with self.readers.borrow() as kb:
-            return kb.store.list_documents(prefix=prefix)
+            documents = kb.store.list_documents(prefix=prefix)
+        shown = {root: self.public_path(root) for root in {d.source_root for d in documents}}
+        return [attrs.evolve(d, source_root=shown[d.source_root]) for d in documents]
+
+    def public_path(self, path: str) -> str:
+        """A local path as responses show it: relative to the knowledge base folder, or "" when outside it.
+
+        (A document ingested from the user's own folder does not reveal where that folder is.)
+        """
+        if not path or not Path(path).is_absolute():
+            return path
+        try:
+            return Path(path).resolve().relative_to(self._kb_dir).as_posix()
+        except (ValueError, OSError):
+            return ""
+
+    def public_report(self, report: IngestReport) -> IngestReport:
+        """``report`` without absolute local paths: roots relative to the knowledge base folder."""
+
+        def warning(item: IngestWarning) -> IngestWarning:
+            path = self.public_path(item.path) or public_text(item.path)
+            return IngestWarning(path, public_text(item.reason))
+
+        return attrs.evolve(
+            report,
+            roots=[self.public_path(root) for root in report.roots],
+            failed=[warning(w) for w in report.failed],
+            warnings=[warning(w) for w in report.warnings],
+            indexes=[attrs.evolve(s, skipped_reason=public_text(s.skipped_reason)) for s in report.indexes],
+        )
+
+    @staticmethod
+    def public_answer(answer: Answer) -> Answer:
+        """``answer`` without the local files of its models (``model.path``, ``embedding.path``: null)."""
+        return attrs.evolve(
+            answer,
+            model=answer.model and attrs.evolve(answer.model, path=None),
+            embedding=answer.embedding and attrs.evolve(answer.embedding, path=None),
+            note=cut_paths(answer.note),
+        )
 
     def search(self, query: SearchQuery) -> SearchResponse:
         """Search the knowledge base (as `kb search`)."""
@@ -251,9 +309,9 @@ class KbService:
             root = str(self.uploads.resolve()) if self.uploads.exists() else None
             for name in names:
                 if name in owners and owners[name] != root:
-                    raise ApiError(
+                    raise ApiError(  # (not naming the folder: responses carry no local paths)
                         409,
-                        f"a document {name!r} already exists, ingested from {owners[name]}",
+                        f"a document {name!r} already exists, ingested from a folder other than the uploads",
                         hint="upload it under another name, or delete the stored one first",
                     )
             written = uploads.write_files(self.uploads, list(zip(names, (data for _, data in files), strict=True)))
@@ -266,7 +324,7 @@ class KbService:
                 raise
             failed = {w.path for w in report.failed}
             uploads.undo(w for w in written if w.name in failed)
-            return report
+            return self.public_report(report)
 
     def delete(self, path: str) -> list[str]:
         """Remove a document (or, for a path ending in '/', a folder); uploaded files are deleted too."""
@@ -282,7 +340,26 @@ class KbService:
 
     # -- asks ----------------------------------------------------------------------------------
 
-    def ask(self, question: str, options: AskOptions, on_token: Callable[[str], None] | None = None) -> Answer:
-        """Answer a question (after :meth:`GenerationGate.admit`): waits for its turn at the model."""
-        with self.gate.turn():
-            return kb_core.ask(self._asker, question, options, on_token=on_token)
+    def ask(
+        self,
+        question: str,
+        options: AskOptions,
+        on_token: Callable[[str], None] | None = None,
+        gone: threading.Event | None = None,
+    ) -> Answer:
+        """Answer a question (after :meth:`GenerationGate.admit`): waits for its turn at the model.
+
+        ``gone``: set when the client has left; the question then leaves the queue, or its generation
+        stops at the next token, with :class:`kb_core.Cancelled` (nothing is stored).
+        """
+
+        def token(text: str) -> None:
+            if gone is not None and gone.is_set():
+                raise Cancelled("the client left; the answer was stopped")
+            if on_token is not None:
+                on_token(text)
+
+        with self.gate.turn(gone):
+            if gone is not None and gone.is_set():
+                raise Cancelled("the client left before its turn")
+            return self.public_answer(kb_core.ask(self._asker, question, options, on_token=token))

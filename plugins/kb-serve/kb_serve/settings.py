@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
-from kb_core import KbError
+from kb_core import LIMITS, KbError
+from kb_serve.errors import ApiError
+from kb_serve.guards import parse_authority
 
-#: Default bytes of one uploaded file and of one whole upload request.
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "ApiError", "ServeSettings", "is_loopback"]
+
+#: Default bytes of one uploaded file (the default of a whole upload request is ``LIMITS.upload_bytes``).
 DEFAULT_MAX_FILE_BYTES = 20_000_000
-DEFAULT_MAX_UPLOAD_BYTES = 64_000_000
-
-
-class ApiError(KbError):
-    """A KbError that names its HTTP status (413 too large, 415 unsupported, 503 busy, ...)."""
-
-    def __init__(self, status: int, message: str, *, hint: str = "") -> None:
-        super().__init__(message, hint=hint)
-        self.status = status
 
 
 def is_loopback(host: str) -> bool:
@@ -37,6 +33,10 @@ def _positive(_instance: object, attribute: attrs.Attribute[Any], value: float) 
         raise KbError(f"{attribute.name.replace('_', '-')} must be positive (got {value})")
 
 
+def _names(values: Iterable[str]) -> tuple[str, ...]:
+    return (values,) if isinstance(values, str) else tuple(values)
+
+
 @attrs.frozen
 class ServeSettings:
     """The server's settings (command-line options of `kb serve`).
@@ -47,21 +47,30 @@ class ServeSettings:
     ``ask_wait_s``: the longest a question waits for the model before a 503.
     ``search_timeout_s``: the longest a search or listing may take before a 504.
     ``query_cache``: query vectors kept for repeated searches and questions (0: none).
+    ``allow_hosts``: host names (``NAME`` or ``NAME:PORT``) the server answers to besides its own
+    address and the loopback names (a name a reverse proxy or the LAN uses for it).
     """
 
     host: str = "127.0.0.1"
     port: int = 8765
     token: str | None = None
     max_file_bytes: int = attrs.field(default=DEFAULT_MAX_FILE_BYTES, validator=_positive)
-    max_upload_bytes: int = attrs.field(default=DEFAULT_MAX_UPLOAD_BYTES, validator=_positive)
+    max_upload_bytes: int = attrs.field(default=LIMITS.upload_bytes, validator=_positive)
     readers: int = attrs.field(default=4, validator=_positive)
     ask_queue: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     ask_wait_s: float = attrs.field(default=300.0, validator=_positive)
     search_timeout_s: float = attrs.field(default=30.0, validator=_positive)
     query_cache: int = attrs.field(default=2048, validator=attrs.validators.ge(0))
+    allow_hosts: tuple[str, ...] = attrs.field(default=(), converter=_names)
 
     def check(self) -> None:
-        """Refuse settings that would expose the knowledge base without a token."""
+        """Refuse settings that would expose the knowledge base without a token, and malformed --allow-host."""
+        for name in self.allow_hosts:
+            if parse_authority(name.strip()) is None:
+                raise KbError(
+                    f"--allow-host {name[:80]!r} is not a host name",
+                    hint="give a name or address, optionally with a port: --allow-host kb.lan or kb.lan:8765",
+                )
         if self.token is not None and not self.token.strip():
             raise KbError("the bearer token is empty", hint="pass a long random --token or unset KB_SERVE_TOKEN")
         if not is_loopback(self.host) and not self.token:

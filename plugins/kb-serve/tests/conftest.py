@@ -9,9 +9,11 @@ it answers extractively, one word per token, from the evidence retrieval really 
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,8 @@ from kb_core import (
     load_config,
     load_registry,
 )
-from kb_core.testing import ScriptedPlugin, isolate_environment
+from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin, isolate_environment
+from kb_core.types import Done, StreamEvent, Token
 from kb_serve import ServeSettings, create_app
 from kb_serve.running import bind
 
@@ -75,6 +78,68 @@ class Gate:
         register("gated", lambda _config: GatedParser(self), extensions=(".gated",))
 
 
+class PacedModel(ScriptedLanguageModel):
+    """A model that yields its tokens one at a time, ``pace_s`` apart, once ``hold`` is open.
+
+    (The scripted model makes its whole list before the first token; this one generates as it goes,
+    so a test sees where a stopped generation stopped.)
+    """
+
+    def __init__(self, plugin: PacedPlugin) -> None:
+        super().__init__(("unused",))
+        self.plugin = plugin
+
+    def generate_stream(self, request: GenerateRequest) -> Iterator[StreamEvent]:
+        """Wait for ``hold``, then yield ``tokens`` words and a citation; ``closed`` is set however it ends."""
+        plugin = self.plugin
+        self.requests.append(request)
+        plugin.generations += 1
+        plugin.started.set()
+        try:
+            plugin.hold.wait(30)
+            for i in range(plugin.tokens):
+                time.sleep(plugin.pace_s)
+                plugin.yielded += 1
+                yield Token(" wind" if i else "Wind")
+            yield Token(" [#1]")
+            yield Done("stop", 0, plugin.tokens + 1)
+        finally:
+            plugin.closed.set()
+
+
+@attrs.define
+class PacedPlugin:
+    """Registers the ``scripted`` backend as a :class:`PacedModel`, and counts what it generates."""
+
+    tokens: int = 20
+    pace_s: float = 0.01
+    hold: threading.Event = attrs.field(factory=threading.Event)
+    started: threading.Event = attrs.field(factory=threading.Event)
+    closed: threading.Event = attrs.field(factory=threading.Event)
+    generations: int = 0
+    yielded: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.hold.set()
+
+    @hookimpl
+    def register_language_models(self, register: Callable[..., None]) -> None:
+        """Register ``scripted``."""
+        register("scripted", lambda _ctx: PacedModel(self))
+
+
+class Collecting(logging.Handler):
+    """A log handler that keeps every record."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep ``record``."""
+        self.records.append(record)
+
+
 @attrs.define
 class Running:
     """A server running in a thread: its base URL, app, knowledge base folder and test hooks."""
@@ -85,7 +150,7 @@ class Running:
     server: uvicorn.Server
     thread: threading.Thread
     gate: Gate
-    llm: ScriptedPlugin
+    llm: Any  # the language-model plugin: a ScriptedPlugin unless the test gave its own
     token: str | None = None
 
     def client(self, **kwargs: Any) -> httpx.Client:
@@ -105,6 +170,32 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
+@pytest.fixture
+def paced_llm() -> Callable[..., PacedPlugin]:
+    """Factory of :class:`PacedPlugin` (pass it to ``start_server(llm=...)``)."""
+    return PacedPlugin
+
+
+@pytest.fixture
+def server_log() -> Iterator[Callable[[], list[logging.LogRecord]]]:
+    """Call it after starting a server (uvicorn resets its loggers on start): the records of kb_serve
+    (INFO and up) and of uvicorn (WARNING and up) from then on."""
+    handler = Collecting()
+    names = ("kb_serve", "uvicorn", "uvicorn.error")
+    level = logging.getLogger("kb_serve").level
+
+    def attach() -> list[logging.LogRecord]:
+        logging.getLogger("kb_serve").setLevel(logging.INFO)
+        for name in names:
+            logging.getLogger(name).addHandler(handler)
+        return handler.records
+
+    yield attach
+    logging.getLogger("kb_serve").setLevel(level)
+    for name in names:
+        logging.getLogger(name).removeHandler(handler)
+
+
 @pytest.fixture(scope="session")
 def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture corpus ingested into a knowledge base (once per session; copy it before changing it)."""
@@ -116,13 +207,14 @@ def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Running]]:
-    """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB (``**settings``: ServeSettings)."""
+    """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB (``**settings``: ServeSettings;
+    ``llm``: a plugin registering the ``scripted`` backend, instead of a ScriptedPlugin of ``script``)."""
     running: list[Running] = []
 
-    def start(script: Any = extractive, **settings: Any) -> Running:
+    def start(script: Any = extractive, llm: Any = None, **settings: Any) -> Running:
         kb_dir = tmp_path / f"kb{len(running)}"
         shutil.copytree(corpus_kb, kb_dir)
-        gate, llm = Gate(), ScriptedPlugin(script)
+        gate, llm = Gate(), llm if llm is not None else ScriptedPlugin(script)
         registry = load_registry(extra_plugins=[("scripted-llm", llm), ("gated-parser", gate)])
         config = load_config(kb_dir=kb_dir, overrides={"models.llm.backend": "scripted"}, environ={})
         app = create_app(config, ServeSettings(**settings), registry)

@@ -67,9 +67,7 @@ def test_a_second_upload_updates_in_place_and_several_files_go_in_one_request(st
         ).json()
         assert sorted(first["added"]) == ["a.md", "sub/b.txt"]
         second = http.post("/documents", files={"file": ("a.md", b"# A\n\nalpha changed\n")}).json()
-        assert second["updated"] == ["a.md"] and second["roots"] == [
-            str((server.kb_dir / "uploads" / "a.md").resolve())
-        ]
+        assert second["updated"] == ["a.md"] and second["roots"] == ["uploads/a.md"]  # relative: no local paths
         hits = http.get("/search", params={"q": "alpha changed", "mode": "lexical"}).json()["hits"]
         assert hits[0]["doc_path"] == "a.md"
 

@@ -7,6 +7,9 @@ from typing import Any
 
 import jsonschema
 
+from kb_core import LIMITS
+from kb_serve.openapi import document
+
 ROUTES = {
     ("/health", "get"),
     ("/documents", "get"),
@@ -51,3 +54,34 @@ def test_the_openapi_document_describes_every_route_and_its_schemas_hold(start_s
         body = {"question": "When does Heliograph stow the panels?", "k": 4}
         jsonschema.validate(body, schemas["ask_request"])
         jsonschema.validate(http.post("/ask", json=body).json(), schemas["answer.v1"])
+
+
+def test_the_openapi_document_states_the_limits() -> None:
+    doc = document()
+    search = {p["name"]: p for p in doc["paths"]["/search"]["get"]["parameters"]}
+    assert search["q"]["required"] is True
+    assert search["q"]["schema"] | {"pattern": None} == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": LIMITS.query_chars,
+        "pattern": None,
+    }
+    assert search["k"]["schema"] == {"type": "integer", "minimum": 1, "maximum": LIMITS.k}
+    assert search["path"]["schema"]["maxLength"] == LIMITS.path_chars
+    ask = doc["components"]["schemas"]["ask_request"]
+    assert ask["properties"]["question"]["minLength"] == 1
+    assert ask["properties"]["question"]["maxLength"] == LIMITS.query_chars
+    assert ask["properties"]["k"] == search["k"]["schema"]
+    upload = doc["paths"]["/documents"]["post"]["requestBody"]
+    assert upload["content"]["multipart/form-data"]["schema"]["required"] == ["file"]
+    assert str(LIMITS.upload_bytes) in upload["description"]
+    for path in ("/ask", "/ask/stream"):
+        operation = doc["paths"][path]["post"]
+        assert str(LIMITS.json_body_bytes) in operation["requestBody"]["description"]
+        assert {"400", "401", "403", "413", "415", "421", "503"} <= set(operation["responses"])
+    for path, methods in doc["paths"].items():
+        for method, operation in methods.items():
+            codes = set(operation["responses"])
+            assert {"400", "401", "421"} <= codes, (path, method)
+            assert ("403" in codes) == (method != "get"), (path, method)  # every write may be cross-site
+    assert {"413", "415"} <= set(doc["paths"]["/documents"]["post"]["responses"])

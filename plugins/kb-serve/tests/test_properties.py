@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core import AskOptions
+from kb_core import LIMITS, AskOptions
 from kb_serve.asking import ask_options, sse
 from kb_serve.client import parse_sse
 from kb_serve.settings import ApiError
@@ -31,10 +31,10 @@ ask_bodies = (
         {},
         optional={
             "question": json_values | st.text(max_size=30),
-            "k": json_values,
+            "k": json_values | st.integers(),
             "mode": st.sampled_from(["lexical", "vector", "hybrid"]) | json_values,
             "temperature": json_values,
-            "seed": json_values,
+            "seed": json_values | st.integers(),
             "explain": json_values,
             "constrained": json_values,
             "backend": json_values,
@@ -93,8 +93,10 @@ def test_any_json_body_gives_options_or_one_clear_400(body: Any) -> None:
     except ApiError as exc:
         assert exc.status == 400 and exc.message and "\n" not in exc.message
         return
-    assert isinstance(options, AskOptions) and question.strip()
-    assert options.k is None or (isinstance(options.k, int) and options.k >= 1)
+    assert isinstance(options, AskOptions) and question.strip() and len(question) <= LIMITS.query_chars
+    assert options.k is None or (isinstance(options.k, int) and 1 <= options.k <= LIMITS.k)
+    assert options.seed is None or 0 <= options.seed < 2**32
+    assert options.mode in (None, "lexical", "vector", "hybrid")
     assert options.temperature is None or options.temperature >= 0
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
+from kb_core import Cancelled
 from kb_serve.service import CachingEmbedder, GenerationGate
 from kb_serve.settings import ApiError
 
@@ -59,4 +61,39 @@ def test_the_gate_lets_one_through_queues_the_limit_and_refuses_the_rest() -> No
     assert gate.waiting == 1 and not gate.busy  # the admitted one has not taken its turn yet
     with gate.turn():
         assert gate.busy and gate.waiting == 0
+    assert not gate.busy
+
+
+def test_a_waiter_whose_client_left_gives_its_place_back() -> None:
+    gate = GenerationGate(waiting=1, wait_s=30)
+    inside, release, gone = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with gate.turn():
+            inside.set()
+            release.wait(10)
+
+    gate.admit()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(5)
+    gate.admit()
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            with gate.turn(gone):
+                raise AssertionError("the abandoned question got the model")
+        except BaseException as exc:
+            errors.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.2)
+    assert gate.waiting == 1
+    gone.set()
+    waiter.join(2)
+    assert not waiter.is_alive() and isinstance(errors[0], Cancelled) and gate.waiting == 0
+    release.set()
+    holder.join(5)
     assert not gate.busy
