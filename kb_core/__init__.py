@@ -65,7 +65,6 @@ from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.limits import LIMITS, Limits, check_k, check_text
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
-from kb_core.privacy import quiet_dependencies
 from kb_core.retrieval.search import GLOB_HELP, SearchResponse, glob_problem, search
 from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
 from kb_core.storage.sqlite_files import storage_error
@@ -90,8 +89,6 @@ from kb_core.types import (
     Token,
     VerdictOpening,
 )
-
-quiet_dependencies()  # engines load lazily, after this: none of them phones home
 
 __version__ = _metadata.version("kb-core")
 

@@ -14,6 +14,7 @@ from kb_core.errors import KbError
 from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, SearchIndex
 from kb_core.extend.registry import Registry
 from kb_core.extend.registry import registry as default_registry
+from kb_core.privacy import quiet_dependencies
 from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import StoreOfRecord
 from kb_core.storage.view import ReadOnlyStore
@@ -24,6 +25,7 @@ class KnowledgeBase:
     """One knowledge base directory, with its configuration and the plugins that serve it."""
 
     def __init__(self, config: Config, registry: Registry | None = None, *, create: bool = True) -> None:
+        quiet_dependencies()  # where a program starts using kb: the engines it loads later never phone home
         self.config = config
         self.registry = registry or default_registry()
         self._create = create

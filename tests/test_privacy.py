@@ -3,6 +3,7 @@ and open no network connection (the default backend runs in-process)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -64,3 +65,26 @@ def test_ingest_search_and_ask_touch_nothing_outside_the_knowledge_base_and_open
     assert _files(work) <= {trace}, "files written to the working or temporary folder"
     new_in_cache = {p.name for p in _files(model_cache) - cache_before}
     assert all(name.endswith((".gguf", ".kvstate", ".lock", ".part")) for name in new_in_cache), new_in_cache
+
+
+def _environment_after(code: str) -> dict[str, str]:
+    """The QUIET_ENVIRONMENT variables set after running ``code`` in a fresh interpreter with none of them set."""
+    env = {k: v for k, v in os.environ.items() if k not in QUIET_ENVIRONMENT}
+    probe = (
+        f"{code}\nimport json, os\nprint(json.dumps({{k: os.environ.get(k) for k in {sorted(QUIET_ENVIRONMENT)!r}}}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    return {k: v for k, v in seen.items() if v is not None}
+
+
+def test_importing_kb_core_changes_nothing_in_the_process() -> None:
+    assert _environment_after("import kb_core, kb_core.testing") == {}
+
+
+@pytest.mark.slow
+def test_the_switches_are_set_where_kb_starts(tmp_path: Path) -> None:
+    assert _environment_after(f"import kb_core\nkb_core.open_kb(kb_dir={str(tmp_path / 'kb')!r})") == QUIET_ENVIRONMENT
+    cli = "from kb_core.cli.main import main\nmain(['--version'])"
+    assert _environment_after(cli) == QUIET_ENVIRONMENT

@@ -19,6 +19,7 @@ from kb_core.cli.base import CONTEXT_SETTINGS, Session, error_line
 from kb_core.crashes import enable_fault_reports
 from kb_core.errors import KbError
 from kb_core.extend.registry import CORE_DISTRIBUTION, registry
+from kb_core.privacy import quiet_dependencies
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import SafeStream
 
@@ -99,6 +100,7 @@ def _register_plugin_commands() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with terminal-safe output streams; map errors to one line and a documented exit code."""
     enable_fault_reports()  # a crash in a model engine prints the Python stack, never a bare "Segmentation fault"
+    quiet_dependencies()  # engines load lazily, after this: none of them phones home
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
     try:

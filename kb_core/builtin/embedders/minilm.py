@@ -29,6 +29,7 @@ import attrs
 from kb_core.errors import ModelUnavailableError
 from kb_core.extend.contracts import FactoryContext
 from kb_core.extend.hookspecs import RegisterEmbedder, hookimpl
+from kb_core.privacy import quiet_dependencies
 from kb_core.types import ModelRef
 
 if TYPE_CHECKING:
@@ -105,7 +106,8 @@ class OnnxEmbedder:
 
     def _ensure_session(self) -> Any:
         if self._session is None:
-            import onnxruntime as ort  # its telemetry switch is already set: kb_core.quiet_dependencies()
+            quiet_dependencies()  # before the engine loads: its telemetry switch is read at import
+            import onnxruntime as ort
 
             ort.disable_telemetry_events()  # onnxruntime records usage events for its vendor unless told not to
             options = ort.SessionOptions()
