@@ -180,13 +180,29 @@ def test_a_well_formed_in_process_plugin_registers_with_its_details() -> None:
 
 
 def test_every_hook_is_documented_in_the_plugin_guide() -> None:
+    """Each hook spec has its section in docs/plugins.md, headed by its signature, naming every detail
+    its ``register`` callable accepts; the hooks and their signatures come from the specs themselves."""
+    import inspect
+
+    import pluggy
+
     from kb_core.extend import hookspecs
 
+    manager = pluggy.PluginManager("kb")
+    manager.add_hookspecs(hookspecs)
+    specs = {name: caller.spec for name, caller in vars(manager.hook).items() if getattr(caller, "spec", None)}
+    assert specs, "the hook specs were found"
     guide = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text(encoding="utf-8")
-    hooks = [name for name in dir(hookspecs) if name.startswith("register_")]
-    assert len(hooks) == 5
-    for hook in hooks:
-        assert f"### `{hook}(register: " in guide, f"docs/plugins.md has no section for {hook}"
+    sections = guide.split("\n### ")
+    for name, spec in sorted(specs.items()):
+        (parameter,) = inspect.signature(spec.function).parameters.values()
+        protocol = getattr(hookspecs, str(parameter.annotation))
+        heading = f"`{name}({parameter.name}: {protocol.__name__})`"
+        section = next((text for text in sections if text.startswith(heading)), None)
+        assert section is not None, f"docs/plugins.md has no section headed {heading}"
+        details = inspect.signature(protocol.__call__).parameters.values()
+        for detail in (d for d in details if d.kind is inspect.Parameter.KEYWORD_ONLY):
+            assert f"{detail.name}=" in section or f"`{detail.name}`" in section, f"{heading}: {detail.name}"
 
 
 def test_the_public_surface_names_only_what_exists() -> None:
