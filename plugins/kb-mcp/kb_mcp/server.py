@@ -9,21 +9,53 @@ message, ``kb: error: <message> (<hint>)``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 import kb_core
-from kb_mcp.tools import KbTools, Reply
+from kb_mcp.folders import PATH_MAX
+from kb_mcp.tools import TARGET_CHARS, KbTools, Reply
 
 MODES = ["lexical", "vector", "hybrid"]
+LIMITS = kb_core.LIMITS
+# The bounds each argument's JSON Schema states. kb_core's checks enforce them, not pydantic, so that a
+# call out of bounds gets kb_core's own line, as the library and kb serve give it (`k must be at most 1000 (got ...)`).
+K_BOUNDS = {"minimum": 1, "maximum": LIMITS.k}
+TEXT_BOUNDS = {"minLength": 1, "maxLength": LIMITS.query_chars}
 INSTRUCTIONS = (
     "A local knowledge base. Use search to find passages (each hit has a citation path#Lstart-Lend and a score in"
     " [0, 1]), fetch to read a citation's exact text, ask for an answer grounded in the documents with citations"
-    " (or a refusal saying why), list_documents to see what is stored, and ingest to add files or text."
+    " (or a refusal saying why), list_documents to see what is stored, and ingest to store text under a name"
+    " (or files, from folders the user allowed)."
 )
+
+
+class KbServer(MCPServer):
+    """``MCPServer`` whose argument validation errors are one kb line, like every other mistake."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Call a tool; arguments of the wrong type or shape are a one-line tool error, not pydantic's report."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            return _error(kb_core.error_line(invalid_arguments(name, exc.__cause__)))
+
+
+def invalid_arguments(tool: str, error: ValidationError) -> kb_core.KbError:
+    """A KbError naming each rejected argument and why (never the values, which are the caller's data)."""
+    problems = []
+    for problem in error.errors(include_url=False, include_input=False, include_context=False):
+        where = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        problems.append(" ".join(f"{where[:60]}: {problem['msg']}".split()))  # one line whatever the text
+    return kb_core.KbError(f"invalid arguments for {tool}: {'; '.join(problems[:5])}", hint="see the tool's schema")
 
 
 def _error(line: str) -> CallToolResult:
@@ -49,14 +81,12 @@ def _result(call: Callable[[], Reply]) -> CallToolResult:
 
 def build_server(tools: KbTools) -> MCPServer:
     """An MCP server exposing ``search``, ``ask``, ``fetch``, ``list_documents`` and ``ingest`` over ``tools``."""
-    server: MCPServer = MCPServer(
-        name="kb", instructions=INSTRUCTIONS, version=kb_core.__version__, log_level="WARNING"
-    )
+    server = KbServer(name="kb", instructions=INSTRUCTIONS, version=kb_core.__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
     def search(
-        query: Annotated[str, Field(description="What to search for.")],
+        query: Annotated[str, Field(description="What to search for.", json_schema_extra=TEXT_BOUNDS)],
         mode: Annotated[
             str | None,
             Field(
@@ -64,15 +94,29 @@ def build_server(tools: KbTools) -> MCPServer:
                 json_schema_extra={"enum": [*MODES, None]},
             ),
         ] = None,
-        k: Annotated[int | None, Field(description="How many hits, at least 1 (default: [search] default_k).")] = None,
-        path: Annotated[str | None, Field(description="Only documents whose path matches this fnmatch glob.")] = None,
+        k: Annotated[
+            int | None,
+            Field(
+                description=f"How many hits, 1 to {LIMITS.k} (default: [search] default_k).",
+                json_schema_extra=K_BOUNDS,
+            ),
+        ] = None,
+        path: Annotated[
+            str | None,
+            Field(
+                description="Only documents whose path matches this fnmatch glob.",
+                json_schema_extra={"minLength": 1, "maxLength": LIMITS.path_chars},
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Search the knowledge base: ranked hits with citations (path#Lstart-Lend), scores and snippets."""
         return _result(lambda: tools.search(query, mode, k, path))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def ask(
-        question: Annotated[str, Field(description="The question to answer from the documents.")],
+        question: Annotated[
+            str, Field(description="The question to answer from the documents.", json_schema_extra=TEXT_BOUNDS)
+        ],
         mode: Annotated[
             str | None,
             Field(
@@ -80,32 +124,63 @@ def build_server(tools: KbTools) -> MCPServer:
                 json_schema_extra={"enum": [*MODES, None]},
             ),
         ] = None,
-        k: Annotated[int | None, Field(description="Chunks to retrieve, at least 1.")] = None,
+        k: Annotated[
+            int | None, Field(description=f"Chunks to retrieve, 1 to {LIMITS.k}.", json_schema_extra=K_BOUNDS)
+        ] = None,
     ) -> CallToolResult:
         """Answer from the documents with citations, or refuse (grounded=false) with the reason; answer.v1."""
         return _result(lambda: tools.ask(question, mode, k))
 
     @server.tool(annotations=read_only)
     def fetch(
-        target: Annotated[str, Field(description="A citation (notes/a.md#L12-L34), a chunk id or a document path.")],
+        target: Annotated[
+            str,
+            Field(
+                description="A citation (notes/a.md#L12-L34), a chunk id or a document path.",
+                json_schema_extra={"minLength": 1, "maxLength": TARGET_CHARS},
+            ),
+        ],
     ) -> CallToolResult:
         """The verbatim text of a citation, a chunk or a whole document."""
         return _result(lambda: tools.fetch(target))
 
     @server.tool(annotations=read_only)
     def list_documents(
-        prefix: Annotated[str, Field(description="Only documents whose path starts with this.")] = "",
+        prefix: Annotated[
+            str,
+            Field(
+                description="Only documents whose path starts with this.",
+                json_schema_extra={"maxLength": LIMITS.path_chars},
+            ),
+        ] = "",
     ) -> CallToolResult:
         """The stored documents (path, title, chunk count, ...)."""
         return _result(lambda: tools.list_documents(prefix))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def ingest(
-        path: Annotated[str | None, Field(description="A file or folder on the server's machine to ingest.")] = None,
-        text: Annotated[str | None, Field(description="Text to store as a document (with name).")] = None,
-        name: Annotated[str | None, Field(description="The stored path for text, e.g. notes/meeting.md.")] = None,
+        path: Annotated[
+            str | None,
+            Field(
+                description="A file or folder on the server's machine, inside a folder the user allowed"
+                " (kb mcp --ingest-folder; none by default).",
+                json_schema_extra={"minLength": 1, "maxLength": PATH_MAX},
+            ),
+        ] = None,
+        text: Annotated[
+            str | None,
+            Field(description="Text to store as a document (with name).", json_schema_extra={"minLength": 1}),
+        ] = None,
+        name: Annotated[
+            str | None,
+            Field(
+                description="The stored path for text, e.g. notes/meeting.md (relative, no '..').",
+                json_schema_extra={"minLength": 1, "maxLength": LIMITS.path_chars},
+            ),
+        ] = None,
     ) -> CallToolResult:
-        """Ingest a file or folder (files that disappeared from a folder are removed), or store text under a name."""
+        """Store text under a name, or ingest a file or folder inside the folders the user allowed
+        (files that disappeared from a folder are removed)."""
         return _result(lambda: tools.ingest(path, text, name))
 
     return server

@@ -10,6 +10,8 @@ calls, since the SDK runs synchronous tools on worker threads.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import threading
 import unicodedata
 from pathlib import Path
@@ -19,9 +21,11 @@ import attrs
 
 import kb_core
 from kb_core.cli.checks import check_glob  # not in kb_core.__all__: the check of `kb search --path`
+from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
 MODES = ("lexical", "vector", "hybrid")
+TARGET_CHARS = kb_core.LIMITS.path_chars + 48  # a stored path and a line span: #L<digits>-L<digits>
 
 
 @attrs.frozen
@@ -45,34 +49,46 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text.strip())
 
 
-def _check_text(value: str, what: str, verb: str) -> str:
-    if not value or not value.strip():
-        raise kb_core.KbError(
-            f"the {what} is empty", hint=f"give some words to {verb} for, in quotes"
-        )  # the CLI's own line
-    return value
-
-
 def _check_mode(mode: str | None) -> None:
     if mode is not None and mode not in MODES:
         raise kb_core.KbError(f"unknown search mode {mode!r}", hint="use lexical, vector or hybrid")
 
 
-class KbTools:
-    """The five tools over one knowledge base (opened by the caller, closed by the caller)."""
+def _check_length(value: str, what: str, limit: int) -> str:
+    """``value`` when at most ``limit`` characters long, else a one-line KbError (nothing is looked up)."""
+    if len(value) > limit:
+        raise kb_core.KbError(f"the {what} is {len(value)} characters long; at most {limit} are accepted")
+    return value
 
-    def __init__(self, kb: kb_core.KnowledgeBase, backend: str | None = None) -> None:
+
+class KbTools:
+    """The five tools over one knowledge base (opened by the caller, closed by the caller).
+
+    ``ingest`` reads files only inside ``ingest_folders`` (:mod:`kb_mcp.folders`); every check of an
+    agent's input runs before anything is read or written.
+    """
+
+    def __init__(
+        self, kb: kb_core.KnowledgeBase, backend: str | None = None, ingest_folders: IngestFolders | None = None
+    ) -> None:
         self.kb = kb
         self.backend = backend
         self.inbox = Inbox(kb)
+        self.ingest_folders = ingest_folders or IngestFolders()  # none: only text is ingested
         self._lock = threading.Lock()
+
+    def close_if_idle(self) -> bool:
+        """Close the knowledge base unless a call is running (then False); no call runs after it."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        self.kb.close()  # the lock stays held: a call arriving now waits until the process ends
+        return True
 
     def search(self, query: str, mode: str | None = None, k: int | None = None, path: str | None = None) -> Reply:
         """Hits with citations and scores in [0, 1] (``search_response.v1``)."""
-        _check_text(query, "query", "search")
+        kb_core.check_text(query, "query")
         _check_mode(mode)
-        if k is not None and k < 1:
-            raise kb_core.KbError(f"k must be at least 1, not {k}", hint="ask for 1 or more hits")
+        kb_core.check_k(k)
         if path is not None:
             check_glob(cast(Any, None), cast(Any, None), path)  # the CLI's own check and line
         cfg = self.kb.config.search
@@ -83,10 +99,9 @@ class KbTools:
 
     def ask(self, question: str, mode: str | None = None, k: int | None = None) -> Reply:
         """A grounded answer with citations, or a refusal with its reason (``answer.v1``)."""
-        _check_text(question, "question", "ask")
+        kb_core.check_text(question, "question")
         _check_mode(mode)
-        if k is not None and k < 1:
-            raise kb_core.KbError(f"k must be at least 1, not {k}", hint="ask for 1 or more chunks")
+        kb_core.check_k(k)
         options = kb_core.AskOptions(k=k, mode=mode, backend=self.backend)
         with self._lock:
             answer = kb_core.ask(self.kb, question, options)
@@ -94,13 +109,14 @@ class KbTools:
 
     def list_documents(self, prefix: str = "") -> Reply:
         """Stored documents whose path starts with ``prefix`` (``document_list.v1``)."""
+        _check_length(prefix, "prefix", kb_core.LIMITS.path_chars)
         with self._lock:
             documents = self.kb.store.list_documents(_nfc(prefix) if prefix else "")
         return Reply("document_list.v1", {"documents": documents})
 
     def fetch(self, target: str) -> Reply:
         """The verbatim text of a citation (``path#L12-L34``), a chunk id or a whole document (``fetch.v1``)."""
-        wanted = _nfc(target)
+        wanted = _nfc(_check_length(target, "target", TARGET_CHARS))
         if not wanted:
             raise kb_core.KbError(
                 "the target is empty", hint="give a citation (notes/a.md#L12-L34), a chunk id or a document path"
@@ -146,12 +162,8 @@ class KbTools:
 
     def _document_text(self, document: kb_core.Document, chunks: list[kb_core.Chunk]) -> tuple[str, str]:
         """The document as ingested: its file when unchanged (same hash), else rebuilt from its chunks' lines."""
-        file = Path(document.source_root) / document.path
-        try:
-            data = file.read_bytes()
-        except OSError:
-            data = None
-        if data is not None and hashlib.sha256(data).hexdigest() == document.content_hash:
+        data = _stored_file(document)
+        if data is not None:
             return data.decode("utf-8", errors="replace").removeprefix("\ufeff"), "file"
         lines: dict[int, str] = {}
         for chunk in chunks:
@@ -169,12 +181,30 @@ class KbTools:
             )
         with self._lock:
             if path is not None:
-                if not path.strip():
-                    raise kb_core.KbError("the path is empty", hint="give a file or folder to ingest")
-                report = kb_core.ingest_paths(self.kb, [Path(path).expanduser()])
+                report = kb_core.ingest_paths(self.kb, [self.ingest_folders.check(path)])
             else:
                 report = self.inbox.store(name or "", text or "")
         return Reply("ingest_report.v1", report)
+
+
+def _stored_file(document: kb_core.Document) -> bytes | None:
+    """The bytes of a stored document's own file, if it is unchanged since it was ingested (same SHA-256).
+
+    Only a stored document's file is opened; without blocking, and read no further than its stored
+    size, so a file since replaced by a pipe, a device or a huge file is never read.
+    """
+    try:
+        handle = os.open(Path(document.source_root) / document.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(handle, "rb") as file:
+        try:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                return None
+            data = file.read(document.size + 1)
+        except OSError:
+            return None
+    return data if hashlib.sha256(data).hexdigest() == document.content_hash else None
 
 
 def _fetched(

@@ -1,5 +1,6 @@
-"""Fixtures for kb-mcp: an isolated environment and a small knowledge base ingested with the real default
-engines. The helpers live in mcp_helpers.py (a module named conftest would clash with the core's)."""
+"""Fixtures for kb-mcp: a small knowledge base ingested with the real default engines (the environment is
+isolated by kb_core.testing's pytest plugin). The helpers live in mcp_helpers.py (a module named conftest
+would clash with the core's)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,10 @@ from pathlib import Path
 import pytest
 
 import kb_core
-from kb_core.testing import isolate_environment
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from mcp_helpers import scripted_plugin_path, write_notes
-
-
-@pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No user config, no stray KB_* variables, platform dirs under a temp folder."""
-    isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture(scope="module")

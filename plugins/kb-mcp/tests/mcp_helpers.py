@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import anyio
+from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+from mcp_types import LATEST_PROTOCOL_VERSION
+
+from kb_core.testing import default_ctrl_c
 
 HERE = Path(__file__).parent
 KB = str(Path(sys.executable).parent / "kb")
@@ -24,6 +35,7 @@ NOTES = {
     "ops/oncall.md": "# On call\n\nThe on-call engineer carries the pager from Monday 09:00 for one week.\n",
 }
 T = TypeVar("T")
+Call = Callable[[str, dict[str, Any]], CallToolResult]  # call(tool, arguments)
 
 
 def write_notes(folder: Path, notes: dict[str, str] = NOTES) -> Path:
@@ -52,12 +64,18 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def with_server(
-    kb_dir: Path, scenario: Callable[[ClientSession], Awaitable[T]], *args: str, env: dict[str, str] | None = None
+    kb_dir: Path,
+    scenario: Callable[[ClientSession], Awaitable[T]],
+    *args: str,
+    env: dict[str, str] | None = None,
+    mcp_args: Sequence[str] = (),
 ) -> T:
-    """Start ``kb --kb KB_DIR [args] mcp`` over stdio, run ``scenario`` with an initialised session."""
+    """Start ``kb --kb KB_DIR [args] mcp [mcp_args]`` over stdio, run ``scenario`` with an initialised session."""
 
     async def main() -> T:
-        params = StdioServerParameters(command=KB, args=["--kb", str(kb_dir), *args, "mcp"], env=server_env(env))
+        params = StdioServerParameters(
+            command=KB, args=["--kb", str(kb_dir), *args, "mcp", *mcp_args], env=server_env(env)
+        )
         with open(os.devnull, "w") as quiet:  # noqa: ASYNC230 (opened once, before any I/O is awaited)
             async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
@@ -91,3 +109,140 @@ def without_timings(value: Any) -> Any:
     if isinstance(value, list):
         return [without_timings(v) for v in value]
     return value
+
+
+def text_of(result: CallToolResult) -> str:
+    """The text of a tool result's first content block."""
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+@contextmanager
+def stdio_session(kb_dir: Path, *args: str, mcp_args: Sequence[str] = ()) -> Iterator[Call]:
+    """A ``kb mcp`` subprocess over stdio kept open across calls (for a test that makes many, e.g. hypothesis)."""
+
+    @asynccontextmanager
+    async def session() -> AsyncIterator[ClientSession]:
+        cmd = ["--kb", str(kb_dir), *args, "mcp", *mcp_args]
+        params = StdioServerParameters(command=KB, args=cmd, env=server_env())
+        with open(os.devnull, "w") as quiet:  # noqa: ASYNC230 (opened once, before any I/O is awaited)
+            async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                yield client
+
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(session()) as client:
+        yield lambda tool, arguments: portal.call(client.call_tool, tool, arguments)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on, on loopback."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def http_server(kb_dir: Path, *mcp_args: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """``kb mcp --transport http`` on a free loopback port, once it accepts connections; killed at the end."""
+    port = free_port()
+    process = subprocess.Popen(
+        [KB, "--kb", str(kb_dir), "mcp", "--transport", "http", "--port", str(port), *mcp_args],
+        env=server_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_ctrl_c,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def http_session(port: int) -> Iterator[Call]:
+    """An MCP session with ``kb mcp`` over streamable HTTP, kept open across calls."""
+
+    @asynccontextmanager
+    async def session() -> AsyncIterator[ClientSession]:
+        async with (
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            yield client
+
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(session()) as client:
+        yield lambda tool, arguments: portal.call(client.call_tool, tool, arguments)
+
+
+class RawStdio:
+    """``kb mcp`` over stdio spoken to line by line: the test holds its stdin open and can signal it."""
+
+    def __init__(self, kb_dir: Path, *mcp_args: str) -> None:
+        self.process = subprocess.Popen(
+            [KB, "--kb", str(kb_dir), "mcp", *mcp_args],
+            env=server_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=default_ctrl_c,
+        )
+        self._next_id = 0
+
+    def send(self, method: str, params: dict[str, Any] | None = None, *, notify: bool = False) -> dict[str, Any]:
+        """Send a request (its response) or a notification (an empty dict)."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        if not notify:
+            self._next_id += 1
+            message["id"] = self._next_id
+        stdin: IO[bytes] | None = self.process.stdin
+        assert stdin is not None
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+        return {} if notify else self.receive()
+
+    def receive(self, timeout: float = 60) -> dict[str, Any]:
+        """The next message the server writes."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        ready, _, _ = select.select([stdout], [], [], timeout)
+        assert ready, "the server wrote nothing"
+        return dict(json.loads(stdout.readline()))
+
+    def initialize(self) -> None:
+        """The MCP handshake."""
+        client = {"name": "hostile-agent-test", "version": "0"}
+        params = {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": client}
+        reply = self.send("initialize", params)
+        assert "result" in reply, reply
+        self.send("notifications/initialized", notify=True)
+
+    def interrupt(self, sig: int = signal.SIGINT, timeout: float = 5) -> tuple[int, float, str]:
+        """Send ``sig`` (stdin still open): the exit code, the seconds it took, and stderr."""
+        started = time.monotonic()
+        self.process.send_signal(sig)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return -1, time.monotonic() - started, ""
+        stderr = self.process.stderr
+        return self.process.returncode, time.monotonic() - started, stderr.read().decode() if stderr else ""
+
+    def close(self) -> None:
+        """Kill the server if it still runs, and close the pipes."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()

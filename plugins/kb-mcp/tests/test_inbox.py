@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from mcp_helpers import write_notes
 
 import kb_core
-from kb_mcp.inbox import check_name
+from kb_mcp.inbox import check_name, ignore_spec, ignored_by
 from kb_mcp.tools import KbTools
 
 EXTENSIONS = {".md", ".txt"}
@@ -28,6 +29,11 @@ def test_any_accepted_name_stays_inside_the_inbox(name: str) -> None:
     assert inbox in target.parents
     assert PurePosixPath(clean).suffix.lower() in EXTENSIONS
     assert not any(part in ("", ".", "..") for part in clean.split("/"))
+    assert len(clean) <= kb_core.LIMITS.path_chars
+    assert all(len(p) <= kb_core.LIMITS.path_part_chars and len(p.encode()) <= 255 for p in clean.split("/"))
+    assert not any(
+        unicodedata.category(c) in {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"} for c in clean.replace("\u200d", "")
+    )
 
 
 @given(st.lists(st.sampled_from(["a", "b", "..", ".", "", "ü", "x y"]), min_size=1, max_size=5))
@@ -40,10 +46,24 @@ def test_dot_parts_are_refused(parts: list[str]) -> None:
         assert check_name(name, EXTENSIONS) == name.strip()
 
 
-@pytest.mark.parametrize("name", ["/etc/passwd.md", "a\\b.md", "a\nb.md", "x.pdf", "", "   ", "a/../../b.md"])
+@pytest.mark.parametrize(
+    "name",
+    ["/etc/passwd.md", "a\\b.md", "a\nb.md", "x.pdf", "", "   ", "a/../../b.md", "evil\u202egpj.md", "a\x00.md"]
+    + ["\ud800.md", "zero\u200bwidth.md", f"{'d' * 256}.md", f"{'é' * 130}.md", "a/" * 600 + "b.md"],
+)
 def test_bad_names(name: str) -> None:
     with pytest.raises(kb_core.KbError):
         check_name(name, EXTENSIONS)
+
+
+@pytest.mark.parametrize(
+    ("name", "skipped"),
+    [(".git/h.md", ".git/"), ("a/node_modules/b/c.md", "a/node_modules/"), ("private/x.md", "private/"), ("a.md", None)]
+    + [("notes/.hg/x.md", "notes/.hg/"), ("mine.md", None), ("draft.md", "draft.md")],
+)
+def test_names_the_ingest_walk_would_skip(tmp_path: Path, name: str, skipped: str | None) -> None:
+    (tmp_path / ".kbignore").write_text("private/\n", encoding="utf-8")
+    assert ignored_by(name, ignore_spec(tmp_path, ["draft.md"])) == skipped
 
 
 @pytest.mark.slow  # loads the real default embedder

@@ -123,7 +123,7 @@ def test_bad_mode_and_k_are_one_line_tool_errors(kb_dir: Path) -> None:
 
     mode, k, question = with_server(kb_dir, scenario)
     assert text_of(mode) == "kb: error: unknown search mode 'fuzzy' (use lexical, vector or hybrid)"
-    assert text_of(k) == "kb: error: k must be at least 1, not 0 (ask for 1 or more hits)"
+    assert text_of(k) == "kb: error: k must be at least 1 (got 0)"  # kb_core.check_k's line, as kb serve's
     assert text_of(question).startswith("kb: error: the question is empty")
     assert all(r.is_error and "\n" not in text_of(r) for r in (mode, k, question))
 
@@ -165,7 +165,7 @@ def test_ingest_a_folder_and_text(tmp_path: Path) -> None:
         out["after"] = await session.call_tool("fetch", {"target": "memos/q1.md"})
         return out
 
-    got = with_server(kb_dir, scenario)
+    got = with_server(kb_dir, scenario, mcp_args=["--ingest-folder", str(tmp_path)])
     assert ok(got["folder"])["added"] == ["glossary.md"]
     assert ok(got["text"])["added"] == ["memos/q1.md"]
     assert ok(got["search"])["hits"][0]["doc_path"] == "memos/q1.md"
