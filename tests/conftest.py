@@ -12,13 +12,12 @@ from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
 from kb_core.extend.contracts import FactoryContext
 from kb_core.extend.registry import registry, reset_registry
-from kb_core.testing import isolate_environment
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No user config, no stray KB_* variables, platform dirs under a temp folder; the test indexes by default."""
-    isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"), keep=("KB_OLLAMA_URL",))
+def test_indexes_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test indexes for in-process and ``kb`` subprocess tests (the environment is isolated by the
+    pytest plugin of kb_core.testing, ``kb_isolated_environment`` in pyproject.toml)."""
     for name, value in DEFAULT_ENV.items():
         monkeypatch.setenv(name, value)
     if LEXICAL not in registry().names("indexes"):  # loaded earlier without the test plugins (a plugin's tests)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from kb_core import KbError
 
@@ -42,7 +42,7 @@ def weight_repacking(value: object) -> WeightRepacking:
             f"[backends.llamacpp] weight_repacking must be auto, on or off (got {str(value)[:40]!r})",
             hint="auto turns it off where llama.cpp uses AMX, whose repacked weights crash",
         )
-    return text  # type: ignore[return-value]
+    return cast(WeightRepacking, text)
 
 
 def build_uses_amx() -> bool:
