@@ -62,10 +62,11 @@ from kb_core.extend.hookspecs import (
 )
 from kb_core.extend.registry import PluginError, Registry, load_registry
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
-from kb_core.limits import LIMITS, Limits, check_k, check_text
+from kb_core.ingest.source import ignored_part
+from kb_core.limits import GLOB_HELP, LIMITS, Limits, check_k, check_path_glob, check_text, glob_problem
 from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
 from kb_core.output import dumps, envelope
-from kb_core.retrieval.search import GLOB_HELP, SearchResponse, glob_problem, search
+from kb_core.retrieval.search import SearchResponse, search
 from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import shown
@@ -151,6 +152,7 @@ __all__ = [
     "WriterBusyError",
     "ask",
     "check_k",
+    "check_path_glob",
     "check_text",
     "doctor_report",
     "dumps",
@@ -159,6 +161,7 @@ __all__ = [
     "error_line",
     "glob_problem",
     "hookimpl",
+    "ignored_part",
     "ingest_paths",
     "inspect_target",
     "json_option",

@@ -67,3 +67,39 @@ def check_text(text: str, what: str = "query") -> str:
             hint=f"shorten the {what}",
         )
     return stripped
+
+
+GLOB_HELP = (
+    "fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one of a set"
+)
+
+
+def glob_problem(pattern: str) -> str:
+    """Why ``pattern`` is not a usable ``path_glob`` ('' when it is): every front end checks with it."""
+    if not pattern.strip():
+        return "it is empty"
+    position = 0
+    while position < len(pattern):
+        if pattern[position] == "[":
+            end = position + 1
+            if end < len(pattern) and pattern[end] == "!":
+                end += 1
+            if end < len(pattern) and pattern[end] == "]":
+                end += 1
+            end = pattern.find("]", end)
+            if end < 0:
+                return f"the '[' at character {position + 1} has no closing ']'"
+            position = end
+        position += 1
+    return ""
+
+
+def check_path_glob(pattern: str | None) -> None:
+    """Raise a one-line KbError for a ``path_glob`` that is malformed or longer than ``LIMITS.path_chars``."""
+    if pattern is None:
+        return
+    if len(pattern) > LIMITS.path_chars:
+        raise KbError(f"the path glob is longer than {LIMITS.path_chars} characters", hint="shorten it")
+    problem = glob_problem(pattern)
+    if problem:
+        raise KbError(f"invalid path glob {pattern[:80]!r}: {problem}", hint=GLOB_HELP)

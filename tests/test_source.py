@@ -6,6 +6,8 @@ import os
 import unicodedata
 from pathlib import Path
 
+import pytest
+
 from kb_core.ingest.source import SourceFile, SourceProblem, walk
 
 
@@ -73,3 +75,19 @@ def test_skip_dirs_excludes_the_knowledge_base_itself(tmp_path: Path) -> None:
     (tmp_path / ".kb" / "inside.md").write_text("x")
     paths, _ = _paths(tmp_path, skip_dirs=[tmp_path / ".kb"])
     assert paths == ["note.md"]
+
+
+@pytest.mark.parametrize(
+    ("name", "skipped"),
+    [(".git/h.md", ".git/"), ("a/node_modules/b/c.md", "a/node_modules/"), ("private/x.md", "private/"), ("a.md", None)]
+    + [("notes/.hg/x.md", "notes/.hg/"), ("mine.md", None), ("draft.md", "draft.md")],
+)
+def test_ignored_part_says_what_the_walk_skips(tmp_path: Path, name: str, skipped: str | None) -> None:
+    from kb_core import ignored_part
+
+    (tmp_path / ".kbignore").write_text("private/\n", encoding="utf-8")
+    assert ignored_part(tmp_path, name, ["draft.md"]) == skipped
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text("# x\n", encoding="utf-8")
+    walked = {f.path for f in walk(tmp_path, [".md"], ["draft.md"]) if isinstance(f, SourceFile)}
+    assert (name in walked) is (skipped is None)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import click
 
 from kb_core.errors import KbError
-from kb_core.limits import LIMITS, check_text
-from kb_core.retrieval.search import GLOB_HELP, glob_problem
+from kb_core.limits import GLOB_HELP, LIMITS, check_text, glob_problem
 from kb_core.terminal import shortened
 
 

@@ -86,6 +86,24 @@ def _ignore_spec(root: Path, extra: Sequence[str]) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
+def ignored_part(root: Path, relative: str, extra_ignores: Sequence[str] = ()) -> str | None:
+    """The folder (ending in '/') or file of ``relative`` that ingesting ``root`` skips, or None.
+
+    The walk's own rules: kb's defaults (``.git/``, ``node_modules/``, ...), ``extra_ignores``
+    (``[ingest] ignore``) and ``root/.kbignore``. For a front end that writes a file and must know
+    first whether ingest will take it in::
+
+        ignored_part(Path("notes"), ".git/h.md")   # ".git/"
+    """
+    spec = _ignore_spec(root, extra_ignores)
+    parts = normalise(relative).split("/")
+    for end in range(1, len(parts)):
+        folder = "/".join(parts[:end]) + "/"
+        if spec.match_file(folder):
+            return folder
+    return relative if spec.match_file(normalise(relative)) else None
+
+
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 

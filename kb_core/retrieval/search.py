@@ -63,7 +63,7 @@ import attrs
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
 from kb_core.errors import KbError
 from kb_core.extend.contracts import SnippetMaker
-from kb_core.limits import LIMITS, check_k, check_text
+from kb_core.limits import check_k, check_path_glob, check_text
 from kb_core.retrieval.vectors import make_snippet
 from kb_core.types import SEARCH_MODES, Hit, SearchQuery
 
@@ -288,31 +288,6 @@ def _snippet(retriever: Any, query: SearchQuery, text: str) -> str:
     return retriever.snippet(query, text) if isinstance(retriever, SnippetMaker) else make_snippet(text)
 
 
-GLOB_HELP = (
-    "fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one of a set"
-)
-
-
-def glob_problem(pattern: str) -> str:
-    """Why ``pattern`` is not a usable ``path_glob`` ('' when it is): every front end checks with it."""
-    if not pattern.strip():
-        return "it is empty"
-    position = 0
-    while position < len(pattern):
-        if pattern[position] == "[":
-            end = position + 1
-            if end < len(pattern) and pattern[end] == "!":
-                end += 1
-            if end < len(pattern) and pattern[end] == "]":
-                end += 1
-            end = pattern.find("]", end)
-            if end < 0:
-                return f"the '[' at character {position + 1} has no closing ']'"
-            position = end
-        position += 1
-    return ""
-
-
 def check_mode_and_k(mode: str, k: int | None) -> None:
     """Raise a one-line KbError for a search mode kb does not know or a ``k`` out of bounds (None: not given)."""
     if mode not in SEARCH_MODES:
@@ -324,8 +299,7 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
     """Search the knowledge base in ``query.mode``; hits are ranked 1..k with scores in [0, 1]."""
     check_mode_and_k(query.mode, query.k)
     check_text(query.text, "query")
-    if query.path_glob is not None and len(query.path_glob) > LIMITS.path_chars:
-        raise KbError(f"the path glob is longer than {LIMITS.path_chars} characters", hint="shorten it")
+    check_path_glob(query.path_glob)
     start = time.perf_counter()
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)

@@ -23,13 +23,9 @@ import os
 import stat
 import tempfile
 import unicodedata
-from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-import pathspec
-
 import kb_core
-from kb_core.ingest.source import DEFAULT_IGNORES, IGNORE_FILE  # the walk's own ignore rules
 
 FOLDER = "inbox"
 NAME_MAX_BYTES = 255  # a file or folder name's limit on common file systems (NAME_MAX), in UTF-8 bytes
@@ -86,24 +82,6 @@ def check_name(name: str, extensions: set[str]) -> str:
     return clean
 
 
-def ignored_by(relative: str, spec: pathspec.PathSpec) -> str | None:
-    """The folder (ending in '/') or file of ``relative`` that ``spec`` ignores, as the ingest walk sees them."""
-    parts = relative.split("/")
-    for end in range(1, len(parts)):
-        folder = "/".join(parts[:end]) + "/"
-        if spec.match_file(folder):
-            return folder
-    return relative if spec.match_file(relative) else None
-
-
-def ignore_spec(folder: Path, extra: Sequence[str]) -> pathspec.PathSpec:
-    """The rules the ingest walk of ``folder`` applies: kb's defaults, ``[ingest] ignore``, ``folder/.kbignore``."""
-    lines = [*DEFAULT_IGNORES, *extra]
-    with contextlib.suppress(OSError):  # no .kbignore (or none readable): the walk reads none either
-        lines += (folder / IGNORE_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
 class Inbox:
     """The ``inbox/`` folder of one knowledge base."""
 
@@ -119,7 +97,7 @@ class Inbox:
         """Write ``text`` to ``inbox/<name>`` and ingest the inbox; undo the write if it was not stored."""
         relative = check_name(name, parser_extensions(self.kb))
         data = self._check_text(text)
-        skipped = ignored_by(relative, ignore_spec(self.folder, self.kb.config.ingest.ignore))
+        skipped = kb_core.ignored_part(self.folder, relative, self.kb.config.ingest.ignore)
         if skipped is not None:
             raise kb_core.KbError(
                 f"the name {relative!r} would not be stored: the ingest ignore rules skip {skipped!r}",

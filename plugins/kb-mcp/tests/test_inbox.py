@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mcp_helpers import write_notes
 
 import kb_core
-from kb_mcp.inbox import check_name, ignore_spec, ignored_by
+from kb_mcp.inbox import check_name
 from kb_mcp.tools import KbTools
 
 EXTENSIONS = {".md", ".txt"}
@@ -54,16 +54,6 @@ def test_dot_parts_are_refused(parts: list[str]) -> None:
 def test_bad_names(name: str) -> None:
     with pytest.raises(kb_core.KbError):
         check_name(name, EXTENSIONS)
-
-
-@pytest.mark.parametrize(
-    ("name", "skipped"),
-    [(".git/h.md", ".git/"), ("a/node_modules/b/c.md", "a/node_modules/"), ("private/x.md", "private/"), ("a.md", None)]
-    + [("notes/.hg/x.md", "notes/.hg/"), ("mine.md", None), ("draft.md", "draft.md")],
-)
-def test_names_the_ingest_walk_would_skip(tmp_path: Path, name: str, skipped: str | None) -> None:
-    (tmp_path / ".kbignore").write_text("private/\n", encoding="utf-8")
-    assert ignored_by(name, ignore_spec(tmp_path, ["draft.md"])) == skipped
 
 
 @pytest.mark.slow  # loads the real default embedder
