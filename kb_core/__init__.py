@@ -2,9 +2,7 @@
 
 This module is kb's public surface: plugins and applications import from ``kb_core`` only,
 never from its submodules, whose layout may change. Everything listed in ``__all__`` is stable
-within a minor version.
-
-Open a knowledge base, ingest a folder, search it and ask it::
+within a minor version. Open a knowledge base, ingest a folder, search it and ask it::
 
     import kb_core
 
@@ -15,23 +13,21 @@ Open a knowledge base, ingest a folder, search it and ask it::
         answer = kb_core.ask(kb, "How are backups verified?")
         print(answer.answer if answer.grounded else answer.note)
 
-Two submodules are public too: :mod:`kb_core.testing` (fakes and the contract test kit) and
+Write a plugin: a module with functions marked :data:`hookimpl`, found through the entry-point
+group ``kb`` (``docs/plugins.md``), that registers factories of the contracts below. Three
+submodules are public too: :mod:`kb_core.commands` (what a command added to ``kb`` needs),
+:mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin) and
 :mod:`kb_core.writing_systems` (which scripts a text is written in).
-
-Write a plugin: a module with functions marked :data:`hookimpl`, found through the
-entry-point group ``kb`` (see :mod:`kb_core.extend.hookspecs` and ``docs/plugins.md``). A command a
-plugin registers receives the global options through :data:`pass_session` (``session.kb()``
-opens the knowledge base), prints with :func:`emit` and :func:`json_option`, and reports
-mistakes by raising :class:`KbError`, which ``kb`` prints as one line with its exit code (2
-unless the error names another).
 """
 
 from importlib import metadata as _metadata
 
+# The library: open, ingest, search, ask.
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
-from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.config import Config, load_config
+
+# What plugins fill in, and what they exchange.
 from kb_core.errors import Cancelled, ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
 from kb_core.extend.contracts import (
     AnswerChecker,
@@ -42,14 +38,12 @@ from kb_core.extend.contracts import (
     Index,
     IndexContext,
     LanguageModel,
-    ModelContext,
     Parser,
     Retriever,
     SearchIndex,
     SnippetMaker,
     StoreView,
     TokenStartsEmbedder,
-    modeled_scripts,
     similarity_floor,
 )
 from kb_core.extend.hookspecs import (
@@ -63,14 +57,14 @@ from kb_core.extend.hookspecs import (
 from kb_core.extend.registry import PluginError, Registry, load_registry
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.ingest.source import ignored_part
-from kb_core.limits import GLOB_HELP, LIMITS, Limits, check_k, check_path_glob, check_text, glob_problem
-from kb_core.maintenance import DoctorReport, doctor_report, inspect_target
-from kb_core.output import dumps, envelope
+
+# The bounds every interface shares.
+from kb_core.limits import LIMITS, Limits, check_k, check_path_glob, check_text
+from kb_core.maintenance import inspect_target
 from kb_core.retrieval.search import SearchResponse, search
 from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
-from kb_core.storage.sqlite_files import storage_error
-from kb_core.terminal import shown
 from kb_core.types import (
+    SEARCH_MODES,
     Answer,
     Block,
     Chunk,
@@ -94,6 +88,8 @@ from kb_core.types import (
 __version__ = _metadata.version("kb-core")
 
 __all__ = [
+    "LIMITS",
+    "SEARCH_MODES",
     "Answer",
     "AnswerChecker",
     "ArrayEmbedder",
@@ -105,12 +101,10 @@ __all__ = [
     "Citation",
     "Config",
     "ConfigError",
-    "DoctorReport",
     "Document",
     "Done",
     "Embedder",
     "FactoryContext",
-    "GLOB_HELP",
     "GenerateRequest",
     "Hit",
     "Index",
@@ -119,10 +113,8 @@ __all__ = [
     "IngestWarning",
     "KbError",
     "KnowledgeBase",
-    "LIMITS",
     "LanguageModel",
     "Limits",
-    "ModelContext",
     "ModelRef",
     "ModelUnavailableError",
     "NotFoundError",
@@ -138,11 +130,10 @@ __all__ = [
     "RegisterParser",
     "Registry",
     "Retriever",
-    "SearchMode",
     "SearchIndex",
+    "SearchMode",
     "SearchQuery",
     "SearchResponse",
-    "Session",
     "SnippetMaker",
     "StoreView",
     "StreamEvent",
@@ -154,29 +145,22 @@ __all__ = [
     "check_k",
     "check_path_glob",
     "check_text",
-    "doctor_report",
-    "dumps",
-    "emit",
-    "envelope",
-    "error_line",
-    "glob_problem",
     "hookimpl",
     "ignored_part",
     "ingest_paths",
     "inspect_target",
-    "json_option",
     "load_config",
     "load_registry",
     "make_snippet",
-    "modeled_scripts",
     "open_kb",
-    "pass_session",
     "remove_documents",
     "score_mapping",
     "search",
-    "shown",
     "similarity_floor",
     "similarity_to_score",
-    "storage_error",
-    "terminal_progress",
 ]
+
+# Until kb-serve imports them from kb_core.commands (not public here: not in __all__).
+from kb_core.cli.base import Session, emit, json_option, pass_session  # noqa: E402, F401
+from kb_core.limits import GLOB_HELP, glob_problem  # noqa: E402, F401
+from kb_core.output import dumps, envelope  # noqa: E402, F401

@@ -142,6 +142,6 @@ def test_a_malformed_path_glob_is_an_error(tmp_path: Path, glob: str) -> None:
 
 @pytest.mark.parametrize("glob", ["*.md", "notes/[ab]*.md", "[]]x", "[!]]*", "a?c"])
 def test_well_formed_globs_are_accepted(glob: str) -> None:
-    from kb_core import glob_problem
+    from kb_core.limits import glob_problem
 
     assert glob_problem(glob) == ""

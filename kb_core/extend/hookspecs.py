@@ -139,6 +139,6 @@ def register_language_models(register: RegisterLanguageModel) -> None:
 def register_commands(register: RegisterCommand) -> None:
     """Register CLI commands: ``register(name, command)`` adds ``kb <name>``.
 
-    A command cannot replace a built-in one. Use :data:`kb_core.pass_session` to receive the
+    A command cannot replace a built-in one. Use :data:`kb_core.commands.pass_session` to receive the
     global options and the knowledge base.
     """

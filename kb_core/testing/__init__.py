@@ -10,7 +10,10 @@ and tests the core's answer pipeline with a scripted model::
     from kb_core.testing import ScriptedLanguageModel  # CheckingLanguageModel also answers the answer check
 
 and runs ingest, search and answers without an index engine installed (``TestIndexesPlugin``
-registers ``test-lexical`` and ``test-vector``, a :class:`WordIndex` each).
+registers ``test-lexical`` and ``test-vector``, a :class:`WordIndex` each). An index's own tests
+get the real parts it works with: :class:`StoreOfRecord` (an index's ``IndexContext.store``) and
+:func:`real_embedder` (an installed embedder, by name). Its pytest plugin (``pytest_plugin``)
+isolates every test's environment when a project asks for it.
 """
 
 from kb_core.testing.contracts import (
@@ -31,6 +34,7 @@ from kb_core.testing.index_contract import CORPUS, IndexContract
 from kb_core.testing.indexes import TestIndexesPlugin, WordIndex
 from kb_core.testing.language_models import CheckingLanguageModel, Script, ScriptedLanguageModel, ScriptedPlugin
 from kb_core.testing.model_contract import LanguageModelContract
+from kb_core.testing.real import StoreOfRecord, real_embedder
 
 __all__ = [
     "CORPUS",
@@ -44,6 +48,7 @@ __all__ = [
     "Script",
     "ScriptedLanguageModel",
     "ScriptedPlugin",
+    "StoreOfRecord",
     "TestIndexesPlugin",
     "WordIndex",
     "check_blocks",
@@ -51,5 +56,6 @@ __all__ = [
     "default_ctrl_c",
     "document_chunks",
     "isolate_environment",
+    "real_embedder",
     "store_document",
 ]

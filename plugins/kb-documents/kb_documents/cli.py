@@ -15,7 +15,8 @@ from typing import Any
 import attrs
 import click
 
-from kb_core import Citation, KbError, NotFoundError, Session, emit, json_option, pass_session
+from kb_core import Citation, KbError, NotFoundError
+from kb_core.commands import Session, emit, json_option, pass_session
 from kb_documents.assemble import page_of_line
 
 SCHEMA = "page_citations.v1"

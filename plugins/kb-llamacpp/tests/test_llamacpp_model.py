@@ -8,11 +8,17 @@ import attrs
 import llama_cpp
 import pytest
 
-from kb_core.config import load_config
-from kb_core.errors import KbError
-from kb_core.extend.contracts import FactoryContext, LanguageModel
-from kb_core.extend.registry import load_registry
-from kb_core.types import Done, GenerateRequest, Token, VerdictOpening
+from kb_core import (
+    Done,
+    FactoryContext,
+    GenerateRequest,
+    KbError,
+    LanguageModel,
+    Token,
+    VerdictOpening,
+    load_config,
+    load_registry,
+)
 from kb_llamacpp import DEFAULT_MODEL, make_model
 from kb_llamacpp.model import LlamaCppModel
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_core.errors import ModelUnavailableError
+from kb_core import ModelUnavailableError
 from kb_llamacpp.packaged import PackagedModel, materialize
 
 

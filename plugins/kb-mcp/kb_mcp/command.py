@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 import kb_core
+from kb_core.commands import Session, pass_session
 
 if TYPE_CHECKING:
     from kb_mcp.tools import KbTools
@@ -46,8 +47,8 @@ EXIT_TERMINATED = 0  # SIGTERM: a stop that was asked for (as kb watch)
     help="A folder whose files the ingest tool may read (repeatable; also [backends.mcp] ingest_folders)."
     " None by default: the ingest tool then stores only text.",
 )
-@kb_core.pass_session
-def mcp_command(session: kb_core.Session, transport: str, port: int, ingest_folders: tuple[Path, ...]) -> None:
+@pass_session
+def mcp_command(session: Session, transport: str, port: int, ingest_folders: tuple[Path, ...]) -> None:
     """Serve this knowledge base as a Model Context Protocol server.
 
     Tools: search, ask, fetch, list_documents, ingest. With --transport http the server listens on

@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import Field, ValidationError
 
 import kb_core
+from kb_core.commands import error_line, storage_error
 from kb_mcp.folders import PATH_MAX
 from kb_mcp.tools import TARGET_CHARS, KbTools, Reply
 
@@ -46,7 +47,7 @@ class KbServer(MCPServer):
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            return _error(kb_core.error_line(invalid_arguments(name, exc.__cause__)))
+            return _error(error_line(invalid_arguments(name, exc.__cause__)))
 
 
 def invalid_arguments(tool: str, error: ValidationError) -> kb_core.KbError:
@@ -68,12 +69,12 @@ def _result(call: Callable[[], Reply]) -> CallToolResult:
     try:
         reply = call()
     except kb_core.KbError as exc:
-        return _error(kb_core.error_line(exc))
+        return _error(error_line(exc))
     except Exception as exc:
-        storage = kb_core.storage_error(exc)
+        storage = storage_error(exc)
         if storage is None:
             raise  # a bug: the SDK logs it and tells the client only "Error executing tool <name>"
-        return _error(kb_core.error_line(storage))
+        return _error(error_line(storage))
     return CallToolResult(
         content=[TextContent(type="text", text=reply.content_text())], structured_content=reply.envelope()
     )

@@ -1,7 +1,7 @@
 """What the MCP tools do, as plain library calls over one open knowledge base.
 
 Each method returns a :class:`Reply`: a schema version and a payload that
-:func:`kb_core.envelope` turns into exactly what the matching ``kb ... --json`` command prints,
+:func:`kb_core.commands.envelope` turns into exactly what the matching ``kb ... --json`` command prints,
 plus the text shown to the model. Mistakes raise :class:`kb_core.KbError` with the CLI's own
 one-line message; :mod:`kb_mcp.server` turns them into MCP tool errors. A lock serialises the
 calls, since the SDK runs synchronous tools on worker threads.
@@ -15,12 +15,12 @@ import stat
 import threading
 import unicodedata
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
 import kb_core
-from kb_core.cli.checks import check_glob  # not in kb_core.__all__: the check of `kb search --path`
+from kb_core.commands import dumps, envelope
 from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
@@ -30,7 +30,7 @@ TARGET_CHARS = kb_core.LIMITS.path_chars + 48  # a stored path and a line span: 
 
 @attrs.frozen
 class Reply:
-    """A tool's result: ``kb_core.envelope(schema_version, payload)``, and the text for the model."""
+    """A tool's result: ``envelope(schema_version, payload)``, and the text for the model."""
 
     schema_version: str
     payload: Any
@@ -38,11 +38,11 @@ class Reply:
 
     def envelope(self) -> dict[str, Any]:
         """The versioned JSON document (structured content of the tool result)."""
-        return kb_core.envelope(self.schema_version, self.payload)
+        return envelope(self.schema_version, self.payload)
 
     def content_text(self) -> str:
         """The text content of the tool result."""
-        return self.text if self.text is not None else kb_core.dumps(self.schema_version, self.payload)
+        return self.text if self.text is not None else dumps(self.schema_version, self.payload)
 
 
 def _nfc(text: str) -> str:
@@ -90,7 +90,7 @@ class KbTools:
         _check_mode(mode)
         kb_core.check_k(k)
         if path is not None:
-            check_glob(cast(Any, None), cast(Any, None), path)  # the CLI's own check and line
+            kb_core.check_path_glob(path)
         cfg = self.kb.config.search
         request = kb_core.SearchQuery(text=query, k=k or cfg.default_k, mode=mode or cfg.mode, path_glob=path)
         with self._lock:

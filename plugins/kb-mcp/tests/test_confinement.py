@@ -10,6 +10,7 @@ import pytest
 from mcp_helpers import write_notes
 
 import kb_core
+from kb_core.commands import error_line
 from kb_mcp.folders import IngestFolders, configured_folders
 from kb_mcp.tools import KbTools
 
@@ -44,7 +45,7 @@ def test_paths_outside_are_refused_with_how_to_allow_them(layout: Path, path: st
     allowed = IngestFolders.of([layout / "notes"])
     with pytest.raises(kb_core.KbError) as caught:
         allowed.check(str(layout / path))
-    line = kb_core.error_line(caught.value)
+    line = error_line(caught.value)
     assert "is outside the folders kb mcp may ingest" in line and "--ingest-folder DIR" in line
     assert "\n" not in line
 

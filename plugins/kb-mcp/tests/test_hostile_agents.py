@@ -32,6 +32,7 @@ from mcp_helpers import (
 )
 
 import kb_core
+from kb_core.commands import error_line
 
 pytestmark = pytest.mark.slow
 HUGE_K = 2_000_000_000
@@ -57,7 +58,7 @@ def kb_line(check: Any, *args: Any) -> str:
     """The line kb_core's own check prints for these arguments (one message everywhere)."""
     with pytest.raises(kb_core.KbError) as caught:
         check(*args)
-    return kb_core.error_line(caught.value)
+    return error_line(caught.value)
 
 
 def huge_requests(call: Call) -> None:

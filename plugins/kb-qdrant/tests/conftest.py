@@ -17,12 +17,8 @@ import attrs
 import numpy as np
 import pytest
 
-from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
-from kb_core.config import Config
-from kb_core.extend.contracts import FactoryContext
-from kb_core.storage.store import StoreOfRecord
-from kb_core.testing import store_document
-from kb_core.types import Chunk
+from kb_core import Chunk, Embedder
+from kb_core.testing import StoreOfRecord, real_embedder, store_document
 from kb_qdrant.index import QdrantIndex
 from kb_qdrant.settings import QdrantSettings
 
@@ -47,15 +43,15 @@ CORPUS: dict[str, list[str]] = {
 
 
 @pytest.fixture(scope="session")
-def embedder() -> Any:  # an OnnxEmbedder (its dict attributes do not match the Protocol for mypy)
+def embedder() -> Any:  # an Embedder (its dict attributes do not match the Protocol for mypy)
     """The real default embedder (all-MiniLM-L6-v2 int8), loaded once."""
-    return _minilm(FactoryContext(Config()))
+    return real_embedder()
 
 
 class Counting:
     """Delegates to the real embedder and records every text it is asked to embed."""
 
-    def __init__(self, inner: OnnxEmbedder, *, with_array: bool = True) -> None:
+    def __init__(self, inner: Embedder, *, with_array: bool = True) -> None:
         self.inner = inner
         self.embedded: list[str] = []
         if with_array:

@@ -8,13 +8,18 @@ from typing import Any
 import attrs
 import pytest
 
-from kb_core import make_snippet, similarity_to_score
-from kb_core.config import load_config
-from kb_core.errors import KbError
-from kb_core.extend.contracts import IndexContext, SearchIndex
-from kb_core.extend.registry import load_registry
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, SearchQuery
+from kb_core import (
+    Chunk,
+    IndexContext,
+    KbError,
+    SearchIndex,
+    SearchQuery,
+    load_config,
+    load_registry,
+    make_snippet,
+    similarity_to_score,
+)
+from kb_core.testing import StoreOfRecord
 from kb_qdrant.index import QdrantIndex
 from kb_qdrant.settings import QdrantSettings
 

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core.errors import ConfigError
-from kb_core.types import Chunk
+from kb_core import Chunk, ConfigError
 from kb_qdrant.index import collection_name
 from kb_qdrant.payload import chunk_payload, metadata_pairs, point_id
 from kb_qdrant.settings import QdrantSettings

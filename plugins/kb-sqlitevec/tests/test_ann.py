@@ -13,10 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb_core import Chunk, Document, IndexContext, KbError, SearchQuery, load_config
-from kb_core.extend.registry import load_registry
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import ModelRef
+from kb_core import Chunk, Document, IndexContext, KbError, ModelRef, SearchQuery, load_config, load_registry
+from kb_core.testing import StoreOfRecord
 from kb_sqlitevec.ann import AnnOptions
 from kb_sqlitevec.index import SqliteVecIndex
 

@@ -12,15 +12,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core import make_snippet, similarity_to_score
-from kb_core.builtin.embedders.minilm import OnnxEmbedder, _minilm
-from kb_core.config import Config, load_config
-from kb_core.errors import KbError
-from kb_core.extend.contracts import FactoryContext, SearchIndex
-from kb_core.extend.registry import load_registry
-from kb_core.storage.store import StoreOfRecord
-from kb_core.testing import store_document
-from kb_core.types import Chunk, SearchQuery
+from kb_core import (
+    Chunk,
+    Embedder,
+    KbError,
+    SearchIndex,
+    SearchQuery,
+    load_config,
+    load_registry,
+    make_snippet,
+    similarity_to_score,
+)
+from kb_core.testing import StoreOfRecord, real_embedder, store_document
 from kb_sqlitevec.index import SqliteVecIndex, metadata_matches
 
 REINDEX = "kb reindex --store sqlitevec"
@@ -51,15 +54,15 @@ OFF_TOPIC = ["who won the football world cup in 1998", "how do I repair a flat b
 
 
 @pytest.fixture(scope="module")
-def embedder() -> OnnxEmbedder:
+def embedder() -> Embedder:
     """The real default embedder (all-MiniLM-L6-v2 int8), loaded once for the module."""
-    return _minilm(FactoryContext(Config()))
+    return real_embedder()
 
 
 class Counting:
     """Delegates to the real embedder and records every text it is asked to embed."""
 
-    def __init__(self, inner: OnnxEmbedder, *, with_array: bool = True) -> None:
+    def __init__(self, inner: Embedder, *, with_array: bool = True) -> None:
         self.inner = inner
         self.embedded: list[str] = []
         self.calls: list[int] = []
@@ -123,7 +126,7 @@ def open_index(store: StoreOfRecord, embedder: Any, batch_size: int = 32) -> Sql
 
 
 @pytest.fixture
-def index(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> SqliteVecIndex:
+def index(store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]) -> SqliteVecIndex:
     idx = open_index(store, embedder)
     idx.upsert(corpus)
     idx.commit()
@@ -136,8 +139,8 @@ def test_satisfies_store_and_retriever(index: SqliteVecIndex) -> None:
     assert index.mode == "vector" and index.name == "sqlitevec"
 
 
-def test_registered_as_vector_index_and_made_through_the_factory(tmp_path: Path, embedder: OnnxEmbedder) -> None:
-    from kb_core.extend.contracts import IndexContext
+def test_registered_as_vector_index_and_made_through_the_factory(tmp_path: Path, embedder: Embedder) -> None:
+    from kb_core import IndexContext
 
     registration = load_registry().get("indexes", "sqlitevec")
     assert registration.info["mode"] == "vector"
@@ -181,7 +184,7 @@ def test_scores_separate_on_topic_from_off_topic_questions(index: SqliteVecIndex
     assert min(on) > 0.3 > max(off), (on, off)
 
 
-def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
+def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]) -> None:
     floored = Counting(embedder)
     floored.similarity_floors = {"latin": 0.5, "han": 0.9}  # the floor of the query's script applies
     idx = open_index(store, floored)
@@ -193,7 +196,7 @@ def test_floor_from_embedder_shifts_scores(store: StoreOfRecord, embedder: OnnxE
 
 
 def test_queries_in_scripts_the_embedder_does_not_model_score_zero(
-    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
+    store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]
 ) -> None:
     """all-MiniLM-L6-v2 models English only: a Chinese query's similarities are no evidence."""
     assert embedder.scripts == {"latin"}
@@ -237,7 +240,7 @@ def test_delete_removes_every_chunk_of_a_document(index: SqliteVecIndex, corpus:
     assert index.check() == []
 
 
-def test_nothing_is_durable_before_commit(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
+def test_nothing_is_durable_before_commit(store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]) -> None:
     idx = open_index(store, embedder)
     idx.upsert(corpus)
     idx.commit()
@@ -251,7 +254,7 @@ def test_nothing_is_durable_before_commit(store: StoreOfRecord, embedder: OnnxEm
 
 
 def test_reopening_from_disk_gives_the_same_results(
-    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
+    store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]
 ) -> None:
     first = open_index(store, embedder)
     first.upsert(corpus)
@@ -265,9 +268,7 @@ def test_reopening_from_disk_gives_the_same_results(
     second.close()
 
 
-def test_unchanged_text_is_never_embedded_twice(
-    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
-) -> None:
+def test_unchanged_text_is_never_embedded_twice(store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]) -> None:
     counting = Counting(embedder)
     idx = open_index(store, counting)
     idx.upsert(corpus)
@@ -294,7 +295,7 @@ def test_unchanged_text_is_never_embedded_twice(
     idx.close()
 
 
-def test_one_upsert_embeds_a_repeated_text_once(store: StoreOfRecord, embedder: OnnxEmbedder) -> None:
+def test_one_upsert_embeds_a_repeated_text_once(store: StoreOfRecord, embedder: Embedder) -> None:
     counting = Counting(embedder)
     idx = open_index(store, counting)
     same = "The same paragraph appears in two documents."
@@ -305,7 +306,7 @@ def test_one_upsert_embeds_a_repeated_text_once(store: StoreOfRecord, embedder: 
 
 
 def test_embedders_without_embed_array_are_called_in_batches(
-    store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]
+    store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]
 ) -> None:
     plain = Counting(embedder, with_array=False)
     idx = open_index(store, plain, batch_size=2)
@@ -317,7 +318,7 @@ def test_embedders_without_embed_array_are_called_in_batches(
 
 @pytest.mark.parametrize("changed", [Renamed, Truncated])
 def test_a_changed_model_is_detected_until_reindexed(
-    index: SqliteVecIndex, store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk], changed: type[Counting]
+    index: SqliteVecIndex, store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk], changed: type[Counting]
 ) -> None:
     index.close()
     other = changed(embedder)
@@ -385,7 +386,7 @@ def test_snippets_are_bounded(text: str) -> None:
     assert "\n" not in snippet
 
 
-def test_k_bounds_and_empty_index(store: StoreOfRecord, embedder: OnnxEmbedder, corpus: list[Chunk]) -> None:
+def test_k_bounds_and_empty_index(store: StoreOfRecord, embedder: Embedder, corpus: list[Chunk]) -> None:
     idx = open_index(store, embedder)
     assert idx.search(SearchQuery("anything", k=5)) == []
     assert idx.check() == []

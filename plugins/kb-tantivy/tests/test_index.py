@@ -16,12 +16,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_core.config import Config
-from kb_core.errors import KbError
-from kb_core.extend.contracts import IndexContext, SearchIndex, SnippetMaker
-from kb_core.extend.registry import load_registry
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Document, SearchQuery
+from kb_core import (
+    Chunk,
+    Config,
+    Document,
+    IndexContext,
+    KbError,
+    SearchIndex,
+    SearchQuery,
+    SnippetMaker,
+    load_registry,
+)
+from kb_core.testing import StoreOfRecord
 from kb_tantivy import TantivyIndex, make_index
 from kb_tantivy.index import FIX, META_FILE
 
@@ -323,7 +329,7 @@ CHILD = textwrap.dedent(
     from kb_core.config import Config
     from kb_core.extend.contracts import IndexContext
     from kb_core.errors import KbError
-    from kb_core.storage.store import StoreOfRecord
+    from kb_core.testing import StoreOfRecord
     from kb_core.types import Chunk, SearchQuery
     from kb_tantivy import make_index
 
@@ -415,10 +421,8 @@ def test_search_on_an_index_never_built_finds_nothing(index: TantivyIndex) -> No
 
 
 def test_path_glob_never_returns_chunks_that_do_not_match_the_query(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from kb_core.config import Config
-    from kb_core.extend.contracts import IndexContext
-    from kb_core.storage.store import StoreOfRecord
-    from kb_core.types import Chunk, SearchQuery
+    from kb_core import Chunk, Config, IndexContext, SearchQuery
+    from kb_core.testing import StoreOfRecord
     from kb_tantivy.index import TantivyIndex
 
     index = TantivyIndex(

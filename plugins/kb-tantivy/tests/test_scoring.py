@@ -11,10 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core.config import Config
-from kb_core.extend.contracts import IndexContext
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, SearchQuery
+from kb_core import Chunk, Config, IndexContext, SearchQuery
+from kb_core.testing import StoreOfRecord
 from kb_tantivy import TantivyIndex, make_index, scoring
 
 

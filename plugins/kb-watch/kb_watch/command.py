@@ -11,7 +11,7 @@ from types import FrameType
 
 import click
 
-import kb_core
+from kb_core.commands import Session, json_option, pass_session
 
 EXIT_INTERRUPTED = 130
 
@@ -50,10 +50,10 @@ def stop_on_signals(stop: threading.Event) -> Iterator[dict[str, int]]:
     default=None,
     help="Follow symbolic links that lead outside the folder (default: [ingest] follow_symlinks, off).",
 )
-@kb_core.json_option
-@kb_core.pass_session
+@json_option
+@pass_session
 def watch_command(
-    session: kb_core.Session, paths: tuple[Path, ...], debounce_ms: int, follow_symlinks: bool | None, as_json: bool
+    session: Session, paths: tuple[Path, ...], debounce_ms: int, follow_symlinks: bool | None, as_json: bool
 ) -> int:
     """Keep the knowledge base in step with PATHS (folders or files) as files are created, changed, moved and deleted.
 

@@ -11,7 +11,7 @@ import attrs
 import click
 
 import kb_core
-from kb_core import shown
+from kb_core.commands import envelope, shown
 
 SCHEMA_VERSION = "watch_event.v1"
 
@@ -50,7 +50,7 @@ def now_iso() -> str:
 
 def json_line(event: WatchEvent) -> str:
     """The event as one line of JSON (every non-ASCII character escaped, so it is inert on a terminal)."""
-    return json.dumps(kb_core.envelope(SCHEMA_VERSION, event), ensure_ascii=True, separators=(",", ":"))
+    return json.dumps(envelope(SCHEMA_VERSION, event), ensure_ascii=True, separators=(",", ":"))
 
 
 def report(event: WatchEvent, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> None:
