@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
+from kb_core.answers.again import AskedAgain, changes_since
 from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.cli.checks import K_RANGE, check_query
 from kb_core.crashes import last_crash
-from kb_core.errors import EXIT_NO_RESULT
+from kb_core.errors import EXIT_NO_RESULT, KbError
+from kb_core.storage.answers import stored_answer
 from kb_core.terminal import shown
 from kb_core.types import NOT_ANSWERED, SEARCH_MODES, Answer
 
@@ -105,7 +107,8 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
 
 
 @click.command("ask")
-@click.argument("question", callback=check_query)
+@click.argument("question", callback=check_query, required=False)
+@click.option("--again", "again_id", metavar="ID", help="Ask a stored question again and show what changed.")
 @click.option("--backend", help="Language model backend for this question (default: [models.llm] backend).")
 @click.option("--k", "k", type=K_RANGE, help="Chunks to retrieve (at least [search] default_k).")
 @click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode, normally hybrid).")
@@ -121,7 +124,8 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
 @pass_session
 def ask_command(
     session: Session,
-    question: str,
+    question: str | None,
+    again_id: str | None,
     backend: str | None,
     k: int | None,
     mode: str | None,
@@ -153,17 +157,32 @@ def ask_command(
         click.echo(text, nl=False)
 
     kb = session.kb(create=False)
+    if (question is None) == (again_id is None):
+        raise KbError("give a QUESTION or --again ID (one of them)", hint="see 'kb answers list' for stored ids")
+    previous = stored_answer(kb.store, again_id.strip()) if again_id else None
+    asked = previous.question if previous else str(question)
     with terminal_progress() as progress:  # joining and loading a model the first time
         kb.progress = progress
-        answer = ask(kb, question, options, None if as_json else on_token)
+        answer = ask(kb, asked, options, None if as_json else on_token)
     shown = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
 
     def human() -> None:
         _print_outcome(answer, "".join(pieces) if shown else None)
         if explain:
             _print_explain(answer)
+        if previous is not None:
+            changes = again.changes
+            click.echo(
+                "\n" + ("changed since " + previous.created_at + ":" if changes else "the same answer as before")
+            )
+            for change in changes:
+                click.echo(f"  - {change}")
 
-    emit(as_json, "answer.v1", answer, human)
+    if previous is None:
+        emit(as_json, "answer.v1", answer, human)
+    else:
+        again = AskedAgain(previous, answer, changes_since(previous, answer))
+        emit(as_json, "answer_again.v1", again, human)
     return 0 if answer.grounded else EXIT_NO_RESULT
 
 

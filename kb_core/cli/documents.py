@@ -42,6 +42,9 @@ def _print_report(report: IngestReport) -> None:
     for result in report.indexes:
         if result.skipped_reason:
             click.echo(f"  index {result.index} not updated: {shown(result.skipped_reason)}", err=True)
+    broken = report.answers.stale + report.answers.unverifiable if report.answers else 0
+    if broken:
+        click.echo(f"{broken} saved answer(s) no longer hold: kb answers list --stale")
 
 
 @click.command("ingest")

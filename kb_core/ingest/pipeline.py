@@ -31,6 +31,7 @@ from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import SourceFile, SourceProblem, normalise, single_file, walk
+from kb_core.storage.cited import FreshnessReport, recheck_documents
 from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import now_iso
 from kb_core.types import Block, Document, IngestWarning, Progress
@@ -54,6 +55,7 @@ class IngestReport:
     chunks: int
     indexes: list[SyncResult]
     took_ms: float
+    answers: FreshnessReport | None = None  # the stored answers citing a changed document, re-checked
 
 
 @attrs.frozen
@@ -338,6 +340,8 @@ def ingest_paths(
         for path in paths:
             ingester.ingest_root(Path(path))
         indexes = sync_all(kb, progress)
+        changed = ingester.added + ingester.updated + ingester.removed
+        answers = recheck_documents(kb.store, changed) if changed else None
     return IngestReport(
         roots=[str(Path(p).expanduser().resolve()) for p in paths],
         added=ingester.added,
@@ -350,6 +354,7 @@ def ingest_paths(
         chunks=kb.store.count_chunks(),
         indexes=indexes,
         took_ms=round((time.perf_counter() - started) * 1000, 1),
+        answers=answers,
     )
 
 
@@ -368,4 +373,5 @@ def remove_documents(kb: KnowledgeBase, paths: Sequence[str]) -> list[str]:
         with kb.store.transaction():
             kb.store.delete_documents(targets)
         sync_all(kb)
+        recheck_documents(kb.store, targets)  # the answers citing them are stale now
     return targets

@@ -13,19 +13,35 @@ from collections.abc import Sequence
 import attrs
 
 from kb_core.errors import NotFoundError
+from kb_core.storage.cited import AnswerState, CitationNow, answer_state, citations_now, record_citations
 from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Answer, to_json
 
 
 @attrs.frozen
 class StoredAnswer:
-    """One stored question and the outcome of its answer."""
+    """One stored question and the outcome of its answer; ``state``: whether its citations still hold."""
 
     answer_id: str
     created_at: str
     question: str
     grounded: bool
     refusal_reason: str | None
+    state: AnswerState | None = None  # None for a refusal (it cites nothing)
+
+
+@attrs.frozen
+class StoredAnswerNow:
+    """One stored answer with its citations as they stand now (``stored_answer.v1``)."""
+
+    answer_id: str
+    created_at: str
+    question: str
+    answer: str
+    grounded: bool
+    refusal_reason: str | None
+    state: AnswerState | None
+    citations: tuple[CitationNow, ...]
 
 
 def _json(value: object) -> str:
@@ -52,6 +68,7 @@ def save_answer(store: StoreOfRecord, answer: Answer) -> None:
     store.conn.execute(
         f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())
     )
+    record_citations(store, answer)
 
 
 def save_eval_run(
@@ -71,15 +88,40 @@ def save_eval_run(
     )
 
 
-def list_answers(store: StoreOfRecord, limit: int | None = None) -> tuple[list[StoredAnswer], int]:
-    """The newest stored answers first (at most ``limit``), and how many there are in all."""
-    total = int(store.conn.execute("SELECT count(*) FROM answers").fetchone()[0])
+def list_answers(
+    store: StoreOfRecord, limit: int | None = None, *, stale_only: bool = False
+) -> tuple[list[StoredAnswer], int]:
+    """The newest stored answers first (at most ``limit``; only those that no longer hold with
+    ``stale_only``), and how many there are in all (of that kind)."""
+    where = (
+        " WHERE answer_id IN (SELECT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable'))"
+        if stale_only
+        else ""
+    )
+    total = int(store.conn.execute(f"SELECT count(*) FROM answers{where}").fetchone()[0])
     rows = store.conn.execute(
-        "SELECT answer_id, created_at, question, grounded, refusal_reason FROM answers"
+        f"SELECT answer_id, created_at, question, grounded, refusal_reason FROM answers{where}"
         " ORDER BY created_at DESC, rowid DESC LIMIT ?",
         (-1 if limit is None else limit,),
-    )
-    return [StoredAnswer(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows], total
+    ).fetchall()
+    now = citations_now(store, [r[0] for r in rows])
+    return [
+        StoredAnswer(r[0], r[1], r[2], bool(r[3]), r[4], answer_state(c.state for c in now[r[0]]) if r[3] else None)
+        for r in rows
+    ], total
+
+
+def stored_answer(store: StoreOfRecord, answer_id: str) -> StoredAnswerNow:
+    """The stored answer ``answer_id`` with its citations as they stand now (NotFoundError when there is none)."""
+    row = store.conn.execute(
+        "SELECT answer_id, created_at, question, answer, grounded, refusal_reason FROM answers WHERE answer_id = ?",
+        (answer_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no stored answer with id {answer_id[:40]!r}", hint="see 'kb answers list'")
+    citations = tuple(citations_now(store, [answer_id]).get(answer_id, []))
+    state = answer_state(c.state for c in citations) if row[4] else None
+    return StoredAnswerNow(row[0], row[1], row[2], row[3], bool(row[4]), row[5], state, citations)
 
 
 def purge_answers(

@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - the interpreter's own module is a fall
     import sqlite3
 
 from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.storage.schema import MIGRATIONS
 from kb_core.storage.sqlite_files import (
     connect_read_only,
     create_private_file,
@@ -33,73 +34,6 @@ from kb_core.storage.sqlite_files import (
 from kb_core.types import Chunk, Document
 
 DB_NAME = "kb.sqlite3"
-
-MIGRATIONS: list[str] = [
-    # 1: documents, chunks, the index outbox and index state
-    """
-    CREATE TABLE documents (
-        path TEXT PRIMARY KEY,
-        content_hash TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        mtime_ns INTEGER NOT NULL DEFAULT 0,
-        title TEXT NOT NULL DEFAULT '',
-        parser TEXT NOT NULL,
-        source_root TEXT NOT NULL,
-        metadata_json TEXT NOT NULL DEFAULT '{}',
-        chunk_count INTEGER NOT NULL DEFAULT 0,
-        ingested_at TEXT NOT NULL
-    );
-    CREATE INDEX documents_source ON documents(source_root);
-    CREATE TABLE chunks (
-        chunk_id TEXT PRIMARY KEY,
-        doc_path TEXT NOT NULL REFERENCES documents(path) ON DELETE CASCADE,
-        ordinal INTEGER NOT NULL,
-        text TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        start_line INTEGER NOT NULL,
-        end_line INTEGER NOT NULL,
-        heading_path_json TEXT NOT NULL DEFAULT '[]',
-        token_count INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX chunks_doc ON chunks(doc_path, ordinal);
-    CREATE TABLE index_outbox (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        doc_path TEXT NOT NULL
-    );
-    CREATE TABLE index_state (
-        name TEXT PRIMARY KEY,
-        applied_seq INTEGER NOT NULL DEFAULT 0,
-        fingerprint TEXT NOT NULL DEFAULT '',
-        updated_at TEXT NOT NULL
-    );
-    """,
-    # 2: answers (every answer, refusals included) and evaluation runs
-    """
-    CREATE TABLE answers (
-        answer_id TEXT PRIMARY KEY,
-        created_at TEXT NOT NULL,
-        question TEXT NOT NULL,
-        answer TEXT NOT NULL,
-        grounded INTEGER NOT NULL,
-        refusal_reason TEXT,
-        citations_json TEXT NOT NULL DEFAULT '[]',
-        model_json TEXT NOT NULL DEFAULT '{}',
-        embedding_json TEXT,
-        prompt_template_version TEXT NOT NULL,
-        retrieval_json TEXT NOT NULL DEFAULT '{}',
-        usage_json TEXT NOT NULL DEFAULT '{}',
-        packed_chunks_json TEXT
-    );
-    CREATE TABLE eval_runs (
-        run_id TEXT PRIMARY KEY,
-        created_at TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        config_json TEXT NOT NULL DEFAULT '{}',
-        metrics_json TEXT NOT NULL DEFAULT '{}',
-        report_path TEXT
-    );
-    """,
-]
 
 
 def now_iso() -> str:
@@ -232,6 +166,16 @@ class StoreOfRecord:
         else:
             rows = self.conn.execute("SELECT path, content_hash FROM documents WHERE source_root = ?", (source_root,))
         return {row[0]: row[1] for row in rows}
+
+    def document_hashes_of(self, paths: Sequence[str]) -> dict[str, str]:
+        """path -> content hash, for those of ``paths`` that are stored."""
+        found: dict[str, str] = {}
+        for start in range(0, len(paths), 500):
+            batch = list(paths[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            query = f"SELECT path, content_hash FROM documents WHERE path IN ({marks})"
+            found.update((r[0], r[1]) for r in self.conn.execute(query, batch))
+        return found
 
     def document_owners(self) -> dict[str, str]:
         """path -> the source root (absolute folder) each document came from."""

@@ -1,0 +1,252 @@
+"""What stored answers cite, kept true as documents change (the ``answer_citations`` table).
+
+Every grounded answer's citations are recorded with the text they cited (:func:`record_citations`).
+After an ingest that changes documents, :func:`recheck_documents` re-checks the citations of those
+documents only (an index on the path finds them), and ``kb answers check`` re-checks every one;
+:mod:`kb_core.storage.freshness` decides each citation's state, with no model. A re-anchored
+citation moves to the lines where its text now stands; a stale one keeps its lines, its old
+wording and the wording there now.
+
+An answer is *stale* when any of its citations is; *unverifiable* when one was stored before kb
+recorded cited text and its chunk is gone; *re-anchored* when one moved; otherwise *valid*.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from kb_core.storage.freshness import CitationState, CitedText, StaleReason, fingerprint, recheck
+from kb_core.storage.store import StoreOfRecord, now_iso
+from kb_core.types import Answer
+
+#: An answer's state, from its citations' (worst first: stale, unverifiable, re-anchored, valid).
+AnswerState = Literal["valid", "reanchored", "stale", "unverifiable"]
+_WORST_FIRST: tuple[AnswerState, ...] = ("stale", "unverifiable", "reanchored", "valid")
+
+
+@attrs.frozen
+class CitationNow:
+    """One citation of a stored answer as it stands now."""
+
+    marker: int
+    path: str
+    start_line: int
+    end_line: int
+    state: CitationState | Literal["unchecked"]
+    reason: StaleReason = ""
+    cited_text: str | None = None  # what it cited (None: stored before kb kept it)
+    now_text: str | None = None  # for a stale citation: the wording at its lines now
+
+
+@attrs.frozen
+class StaleAnswer:
+    """A stored answer that no longer holds, and the citations that broke."""
+
+    answer_id: str
+    question: str
+    state: AnswerState
+    citations: tuple[CitationNow, ...]
+
+
+@attrs.frozen
+class FreshnessReport:
+    """What a re-check found (``answers_check.v1``): answers read, by state, and the stale ones."""
+
+    answers_checked: int
+    valid: int
+    reanchored: int
+    stale: int
+    unverifiable: int
+    stale_answers: tuple[StaleAnswer, ...]
+    took_ms: float
+
+
+def answer_state(states: Iterable[str]) -> AnswerState:
+    """The state of an answer whose citations are in ``states`` (an unchecked one counts as valid)."""
+    seen = set(states)
+    return next((state for state in _WORST_FIRST if state in seen), "valid")
+
+
+def record_citations(store: StoreOfRecord, answer: Answer) -> None:
+    """Keep what a grounded ``answer``'s citations rest on (inside the caller's transaction, if any)."""
+    cited = [c for c in answer.citations if c.marker is not None]
+    if not answer.grounded or not cited:
+        return
+    chunks = store.get_chunks([c.chunk_id for c in cited])
+    hashes = store.document_hashes_of([c.citation.path for c in cited])
+    rows = []
+    for c in cited:
+        chunk = chunks.get(c.chunk_id)
+        text = chunk.text if chunk is not None else None
+        rows.append(
+            (answer.answer_id, c.marker, c.chunk_id, c.citation.path, c.citation.start_line, c.citation.end_line)
+            + (text, fingerprint(text) if text is not None else None, hashes.get(c.citation.path))
+            + ("valid" if text is not None else "unchecked", now_iso())
+        )
+    store.conn.executemany(
+        "INSERT OR REPLACE INTO answer_citations (answer_id, marker, chunk_id, doc_path, start_line, end_line,"
+        " cited_text, fingerprint, doc_hash, state, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def document_lines(store: StoreOfRecord, path: str) -> list[str | None] | None:
+    """The document's lines as its stored chunks hold them (None: no such document).
+
+    A line no chunk covers (a blank line between blocks) is None; so is every line of a chunk
+    whose text does not split into its line span (a format whose chunks are not its lines).
+    """
+    if store.get_document(path) is None:
+        return None
+    chunks = store.chunks_of([path])
+    lines: list[str | None] = [None] * max((c.end_line for c in chunks), default=0)
+    for chunk in chunks:
+        parts = chunk.text.split("\n")
+        if len(parts) == chunk.end_line - chunk.start_line + 1:
+            lines[chunk.start_line - 1 : chunk.end_line] = parts
+    return lines
+
+
+def recheck_documents(store: StoreOfRecord, paths: Iterable[str] | None = None) -> FreshnessReport:
+    """Re-check the stored citations of the documents ``paths`` (None: of every document).
+
+    Only the answers citing them are read. A document whose content hash is the one a citation
+    was last checked against is not read again.
+    """
+    began = time.perf_counter()
+    query = "SELECT rowid, * FROM answer_citations WHERE state != 'unverifiable'"
+    if paths is None:
+        rows = store.conn.execute(query).fetchall()
+    else:
+        wanted = sorted(set(paths))
+        rows = []
+        for batch in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
+            marks = ",".join("?" * len(batch))
+            rows += store.conn.execute(f"{query} AND doc_path IN ({marks})", batch).fetchall()
+    by_path: dict[str, list[Any]] = defaultdict(list)
+    for row in rows:
+        by_path[row["doc_path"]].append(row)
+    hashes = store.document_hashes_of(list(by_path))
+    updates = []
+    for path, cited in by_path.items():
+        current = hashes.get(path)
+        if all(r["doc_hash"] == current and r["state"] in ("valid", "reanchored") for r in cited):
+            continue
+        lines = document_lines(store, path)
+        for row in cited:
+            updates.append(_checked(store, row, lines, current))
+    with store.transaction():
+        store.conn.executemany(
+            "UPDATE answer_citations SET start_line = ?, end_line = ?, cited_text = ?, fingerprint = ?, doc_hash = ?,"
+            " state = ?, reason = ?, now_text = ?, checked_at = ? WHERE rowid = ?",
+            updates,
+        )
+    answer_ids = sorted({r["answer_id"] for r in rows})
+    return _report(store, answer_ids, began)
+
+
+def _checked(store: StoreOfRecord, r: Any, lines: Sequence[str | None] | None, doc_hash: str | None) -> tuple[Any, ...]:
+    """The UPDATE parameters of one citation row (an ``answer_citations`` row) after its re-check."""
+    text = r["cited_text"]
+    if text is None:  # stored before kb kept cited text: what its chunk id still points to, if anything
+        chunk = store.get_chunks([r["chunk_id"]]).get(r["chunk_id"])
+        if chunk is None:
+            return (
+                r["start_line"],
+                r["end_line"],
+                None,
+                None,
+                doc_hash,
+                "unverifiable",
+                "",
+                None,
+                now_iso(),
+                r["rowid"],
+            )
+        text = chunk.text
+    outcome = recheck(CitedText(r["doc_path"], r["start_line"], r["end_line"], text), lines)
+    return (
+        outcome.start_line,
+        outcome.end_line,
+        text,
+        fingerprint(text),
+        doc_hash,
+        outcome.state,
+        outcome.reason,
+        outcome.now,
+        now_iso(),
+        r["rowid"],
+    )
+
+
+def citations_now(store: StoreOfRecord, answer_ids: Sequence[str]) -> dict[str, list[CitationNow]]:
+    """answer id -> its citations as they stand now, by marker."""
+    found: dict[str, list[CitationNow]] = defaultdict(list)
+    for batch in (list(answer_ids[i : i + 500]) for i in range(0, len(answer_ids), 500)):
+        marks = ",".join("?" * len(batch))
+        for r in store.conn.execute(
+            f"SELECT * FROM answer_citations WHERE answer_id IN ({marks}) ORDER BY answer_id, marker", batch
+        ):
+            found[r["answer_id"]].append(
+                CitationNow(
+                    marker=r["marker"],
+                    path=r["doc_path"],
+                    start_line=r["start_line"],
+                    end_line=r["end_line"],
+                    state=r["state"],
+                    reason=r["reason"],
+                    cited_text=r["cited_text"],
+                    now_text=r["now_text"],
+                )
+            )
+    return found
+
+
+def stale_answer_ids(store: StoreOfRecord) -> set[str]:
+    """The stored answers that no longer hold (a stale citation) or cannot be checked (unverifiable)."""
+    rows = store.conn.execute(
+        "SELECT DISTINCT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable')"
+    )
+    return {r[0] for r in rows}
+
+
+def _report(store: StoreOfRecord, answer_ids: list[str], began: float) -> FreshnessReport:
+    now = citations_now(store, answer_ids)
+    counts: dict[str, int] = defaultdict(int)
+    stale: list[StaleAnswer] = []
+    for answer_id in answer_ids:
+        citations = now.get(answer_id, [])
+        state = answer_state(c.state for c in citations)
+        counts[state] += 1
+        if state in ("stale", "unverifiable"):
+            broken = tuple(c for c in citations if c.state in ("stale", "unverifiable"))
+            row = store.conn.execute("SELECT question FROM answers WHERE answer_id = ?", (answer_id,)).fetchone()
+            stale.append(StaleAnswer(answer_id, row[0] if row else "", state, broken))
+    return FreshnessReport(
+        answers_checked=len(answer_ids),
+        valid=counts["valid"],
+        reanchored=counts["reanchored"],
+        stale=counts["stale"],
+        unverifiable=counts["unverifiable"],
+        stale_answers=tuple(stale),
+        took_ms=round((time.perf_counter() - began) * 1000, 1),
+    )
+
+
+__all__ = [
+    "AnswerState",
+    "CitationNow",
+    "FreshnessReport",
+    "StaleAnswer",
+    "answer_state",
+    "citations_now",
+    "document_lines",
+    "record_citations",
+    "recheck_documents",
+    "stale_answer_ids",
+]

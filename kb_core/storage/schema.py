@@ -1,0 +1,100 @@
+"""The store of record's schema, as the migrations that build it (``PRAGMA user_version`` counts them).
+
+A migration is only ever appended: a knowledge base written by an older kb is brought up to date
+on its first writable open, and nothing stored is lost.
+"""
+
+MIGRATIONS: list[str] = [
+    # 1: documents, chunks, the index outbox and index state
+    """
+    CREATE TABLE documents (
+        path TEXT PRIMARY KEY,
+        content_hash TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL DEFAULT 0,
+        title TEXT NOT NULL DEFAULT '',
+        parser TEXT NOT NULL,
+        source_root TEXT NOT NULL,
+        metadata_json TEXT NOT NULL DEFAULT '{}',
+        chunk_count INTEGER NOT NULL DEFAULT 0,
+        ingested_at TEXT NOT NULL
+    );
+    CREATE INDEX documents_source ON documents(source_root);
+    CREATE TABLE chunks (
+        chunk_id TEXT PRIMARY KEY,
+        doc_path TEXT NOT NULL REFERENCES documents(path) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        heading_path_json TEXT NOT NULL DEFAULT '[]',
+        token_count INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX chunks_doc ON chunks(doc_path, ordinal);
+    CREATE TABLE index_outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        doc_path TEXT NOT NULL
+    );
+    CREATE TABLE index_state (
+        name TEXT PRIMARY KEY,
+        applied_seq INTEGER NOT NULL DEFAULT 0,
+        fingerprint TEXT NOT NULL DEFAULT '',
+        updated_at TEXT NOT NULL
+    );
+    """,
+    # 2: answers (every answer, refusals included) and evaluation runs
+    """
+    CREATE TABLE answers (
+        answer_id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        question TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        grounded INTEGER NOT NULL,
+        refusal_reason TEXT,
+        citations_json TEXT NOT NULL DEFAULT '[]',
+        model_json TEXT NOT NULL DEFAULT '{}',
+        embedding_json TEXT,
+        prompt_template_version TEXT NOT NULL,
+        retrieval_json TEXT NOT NULL DEFAULT '{}',
+        usage_json TEXT NOT NULL DEFAULT '{}',
+        packed_chunks_json TEXT
+    );
+    CREATE TABLE eval_runs (
+        run_id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        config_json TEXT NOT NULL DEFAULT '{}',
+        metrics_json TEXT NOT NULL DEFAULT '{}',
+        report_path TEXT
+    );
+    """,
+    # 3: what each stored answer's citations rest on, re-checked when their documents change. Answers
+    # stored before get their rows "unchecked", without the cited text: the first check reads it
+    # from the chunk the citation names, or marks the citation "unverifiable" when that chunk is gone.
+    """
+    CREATE TABLE answer_citations (
+        answer_id TEXT NOT NULL REFERENCES answers(answer_id) ON DELETE CASCADE,
+        marker INTEGER NOT NULL,
+        chunk_id TEXT NOT NULL,
+        doc_path TEXT NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        cited_text TEXT,
+        fingerprint TEXT,
+        doc_hash TEXT,
+        state TEXT NOT NULL DEFAULT 'unchecked',
+        reason TEXT NOT NULL DEFAULT '',
+        now_text TEXT,
+        checked_at TEXT,
+        PRIMARY KEY (answer_id, marker)
+    );
+    CREATE INDEX answer_citations_doc ON answer_citations(doc_path);
+    INSERT OR IGNORE INTO answer_citations (answer_id, marker, chunk_id, doc_path, start_line, end_line)
+        SELECT a.answer_id, json_extract(c.value, '$.marker'), json_extract(c.value, '$.chunk_id'),
+               json_extract(c.value, '$.citation.path'), json_extract(c.value, '$.citation.start_line'),
+               json_extract(c.value, '$.citation.end_line')
+        FROM answers AS a, json_each(a.citations_json) AS c
+        WHERE a.grounded = 1 AND json_extract(c.value, '$.marker') IS NOT NULL
+    """,
+]
