@@ -21,21 +21,23 @@ from typing import Any
 
 import attrs
 
-from kb_core import ConfigError, KbError, ModelUnavailableError
-from kb_ollama.protocol import MAX_LINE_BYTES, MalformedResponse, error_message, parse_object
+from kb_core import ConfigError
+from kb_core.remote import (
+    MAX_BODY_BYTES,
+    ApiError,
+    ConnectionLost,
+    ServerTimeout,
+    ServerUnreachable,
+    Timeouts,
+    no_answer,
+    unreachable_reason,
+)
+from kb_ollama.protocol import MAX_LINE_BYTES, OLLAMA, MalformedResponse, error_message, parse_object
 
 DEFAULT_PORT = 11434
-MAX_BODY_BYTES = 64 * 1024 * 1024
-_CONFIG_KEYS = {"connect": "connect_timeout_s", "read": "read_timeout_s", "total": "total_timeout_s"}
-
-
-@attrs.frozen
-class Timeouts:
-    """Seconds allowed to connect, to wait for the next bytes, and for a whole request (0: no limit)."""
-
-    connect_s: float
-    read_s: float
-    total_s: float
+#: Two errors of kb_core.remote by the names this plugin first gave them.
+OllamaApiError = ApiError
+OllamaTimeout = ServerTimeout
 
 
 @attrs.frozen
@@ -64,60 +66,13 @@ class BaseUrl:
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(
                 f"invalid Ollama URL {url!r}",
-                hint="set [backends.ollama] url (or KB_OLLAMA_URL) like http://127.0.0.1:11434",
+                hint=f"set {OLLAMA.url_setting} like http://127.0.0.1:11434",
             )
         return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}{self.prefix}"
-
-
-class ServerUnreachable(ModelUnavailableError):
-    """No Ollama server answers at the configured URL."""
-
-    def __init__(self, url: BaseUrl, reason: str) -> None:
-        super().__init__(
-            f"cannot reach the Ollama server at {url}: {reason}",
-            hint="start it with 'ollama serve', or set KB_OLLAMA_URL or [backends.ollama] url to where it runs",
-        )
-
-
-class OllamaTimeout(KbError):
-    """A connect, read or total timeout fired. A slow model is reported, never hidden."""
-
-    def __init__(self, which: str, seconds: float, url: BaseUrl, endpoint: str) -> None:
-        key = _CONFIG_KEYS[which]
-        doing = {
-            "connect": f"connecting to Ollama at {url}",
-            "read": f"Ollama at {url} sent nothing on {endpoint}",
-            "total": f"Ollama at {url} did not finish {endpoint}",
-        }[which]
-        advice = "check that the server runs at that URL, or" if which == "connect" else "if the model is just slow,"
-        super().__init__(
-            f"{which} timeout: {doing} within {seconds:g} s",
-            hint=f"{advice} raise [models.llm] {key} (env KB_MODELS__LLM__{key.upper()})",
-        )
-        self.which = which
-
-
-class OllamaApiError(KbError):
-    """The server answered a request with an HTTP error status and an ``{"error": ...}`` body."""
-
-    def __init__(self, url: BaseUrl, endpoint: str, status: int, server_message: str) -> None:
-        super().__init__(f"Ollama at {url} refused {endpoint} (HTTP {status}): {server_message}")
-        self.status = status
-        self.server_message = server_message
-
-
-class ConnectionLost(KbError):
-    """The connection broke after the server had started answering."""
-
-    def __init__(self, url: BaseUrl, endpoint: str, detail: str) -> None:
-        super().__init__(
-            f"the connection to Ollama at {url} broke during {endpoint}: {detail}",
-            hint="check the Ollama server's log (the model may have crashed or run out of memory)",
-        )
 
 
 class _Exchange:
@@ -127,7 +82,7 @@ class _Exchange:
         self.url = url
         self.timeouts = timeouts
         self.endpoint = endpoint
-        self.deadline = time.monotonic() + timeouts.total_s if timeouts.total_s > 0 else None
+        self.deadline = timeouts.deadline()
         self.limit = "read"
         self.conn: http.client.HTTPConnection | None = None
         self.sock: socket.socket | None = None
@@ -137,14 +92,10 @@ class _Exchange:
         self.conn = cls(self.url.host, self.url.port, timeout=self.timeouts.connect_s or None)
         try:
             self.conn.connect()
-        except ConnectionRefusedError:
-            raise ServerUnreachable(self.url, "connection refused") from None
         except TimeoutError:
-            raise OllamaTimeout("connect", self.timeouts.connect_s, self.url, self.endpoint) from None
-        except socket.gaierror:
-            raise ServerUnreachable(self.url, f"cannot resolve host {self.url.host!r}") from None
+            raise ServerTimeout(OLLAMA, "connect", self.timeouts.connect_s, self.url, self.endpoint) from None
         except OSError as exc:
-            raise ServerUnreachable(self.url, exc.strerror or str(exc)) from None
+            raise ServerUnreachable(OLLAMA, self.url, unreachable_reason(exc, self.url.host)) from None
         self.sock = self.conn.sock
 
     def arm(self) -> None:
@@ -160,10 +111,10 @@ class _Exchange:
         assert self.sock is not None
         self.sock.settimeout(timeout)
 
-    def timed_out(self, which: str | None = None) -> OllamaTimeout:
+    def timed_out(self, which: str | None = None) -> ServerTimeout:
         which = which or self.limit
         seconds = self.timeouts.total_s if which == "total" else self.timeouts.read_s
-        return OllamaTimeout(which, seconds, self.url, self.endpoint)
+        return ServerTimeout(OLLAMA, which, seconds, self.url, self.endpoint)
 
     def send(self, method: str, body: dict[str, Any] | None) -> http.client.HTTPResponse:
         assert self.conn is not None
@@ -179,9 +130,10 @@ class _Exchange:
         except TimeoutError:
             raise self.timed_out() from None
         except (http.client.HTTPException, ConnectionError) as exc:
-            raise MalformedResponse(f"{self.endpoint} got no HTTP answer ({type(exc).__name__})") from None
+            raise MalformedResponse(no_answer(self.endpoint, exc)) from None
         if response.status != 200:
-            raise OllamaApiError(self.url, self.endpoint, response.status, error_message(self.read_all(response)))
+            message = error_message(self.read_all(response))
+            raise ApiError(OLLAMA, self.url, self.endpoint, response.status, message)
         return response
 
     def read_all(self, response: http.client.HTTPResponse) -> bytes:
@@ -211,9 +163,10 @@ class _Exchange:
         except TimeoutError:
             raise self.timed_out() from None
         except http.client.IncompleteRead:
-            raise ConnectionLost(self.url, self.endpoint, "the server closed it mid-answer") from None
+            raise ConnectionLost(OLLAMA, self.url, self.endpoint, "the server closed it mid-answer") from None
         except (http.client.HTTPException, ConnectionError) as exc:
-            raise ConnectionLost(self.url, self.endpoint, f"{type(exc).__name__} {exc}".strip()) from None
+            detail = f"{type(exc).__name__} {exc}".strip()
+            raise ConnectionLost(OLLAMA, self.url, self.endpoint, detail) from None
 
     def close(self) -> None:
         if self.conn is not None:

@@ -21,8 +21,10 @@ from kb_core import (
     StreamEvent,
     Token,
 )
-from kb_ollama.client import BaseUrl, OllamaApiError, OllamaClient, Timeouts
+from kb_core.remote import ApiError, Timeouts, first_or_done, upper_bound_tokens
+from kb_ollama.client import BaseUrl, OllamaClient
 from kb_ollama.protocol import (
+    OLLAMA,
     MalformedResponse,
     chat_body,
     context_length,
@@ -33,7 +35,7 @@ from kb_ollama.protocol import (
 )
 
 DEFAULT_URL = "http://127.0.0.1:11434"
-URL_ENV = "KB_OLLAMA_URL"
+URL_ENV = OLLAMA.url_env
 COUNT_CACHE_SIZE = 4096
 COMPONENT = "ollama"
 
@@ -52,15 +54,14 @@ class OllamaSettings:
     def resolve(cls, config: Config, options: Mapping[str, object], environ: Mapping[str, str]) -> OllamaSettings:
         """Settings for one invocation; ConfigError when no model is named or the URL is invalid."""
         llm = config.models.llm
-        url = environ.get(URL_ENV) or str(options.get("url") or DEFAULT_URL)
+        url = OLLAMA.configured_url(options, environ, DEFAULT_URL)
         model = str(options.get("model") or llm.model or "").strip()
         if not model:
             raise ConfigError(
                 "no Ollama model is configured",
                 hint="set [backends.ollama] model = 'NAME' (see 'ollama list')",
             )
-        timeouts = Timeouts(llm.connect_timeout_s, llm.read_timeout_s, llm.total_timeout_s)
-        return cls(BaseUrl.parse(url), model, llm.context_tokens, llm.seed, timeouts)
+        return cls(BaseUrl.parse(url), model, llm.context_tokens, llm.seed, Timeouts.of(llm))
 
 
 @attrs.frozen
@@ -116,7 +117,7 @@ class OllamaModel:
         """Run a request, turning the server's "model not found" into ModelNotPulled."""
         try:
             return request()
-        except OllamaApiError as exc:
+        except ApiError as exc:
             if exc.status == 404 and exc.server_message.startswith("model ") and "not found" in exc.server_message:
                 raise ModelNotPulled(self.settings.model, self.settings.url) from None
             raise
@@ -156,19 +157,13 @@ class OllamaModel:
         pulled, the server refuses the request, or a grammar is asked for.
         """
         if request.grammar:
-            raise KbError(
-                "the ollama backend cannot constrain output with a grammar",
-                hint="set [rag] constrained = false, or use the llamacpp backend",
-            )
+            raise OLLAMA.no_grammar()
         self.facts()
         body = chat_body(self.settings.model, request, num_ctx=self.context_tokens, seed=self.settings.seed)
         lines = self.client.post_lines("/api/chat", body)
-        try:
-            first = self._call(lambda: next(lines, None))
-        except (ModelUnavailableError, OllamaApiError):
-            raise
-        except KbError as exc:  # a timeout or a malformed answer: the generation started and failed
-            yield Done(finish_reason="error", error=str(exc))
+        first = first_or_done(lambda: self._call(lambda: next(lines, None)))
+        if isinstance(first, Done):  # a timeout or a malformed answer: the generation started and failed
+            yield first
             return
         yield from self._events(first, lines)
 
@@ -179,7 +174,7 @@ class OllamaModel:
             while raw is not None:
                 line = parse_chat_line(raw, lineno)
                 if line.error is not None:
-                    yield Done(finish_reason="error", error=f"Ollama reported an error mid-stream: {line.error}")
+                    yield Done(finish_reason="error", error=OLLAMA.reported(line.error))
                     return
                 if line.content:
                     yield Token(line.content)
@@ -215,16 +210,6 @@ class OllamaModel:
                 )
             ]
         return []
-
-
-def upper_bound_tokens(text: str) -> int:
-    """A count that is never below the real one: UTF-8 bytes plus two.
-
-    Ollama's models use byte-level BPE or SentencePiece with byte fallback: every token
-    covers at least one byte of the text, apart from a BOS token and a leading word-boundary
-    marker. It overestimates (about 4x for English), so it is only a fallback.
-    """
-    return len(text.encode("utf-8")) + 2
 
 
 def make_model(config: Config, options: Mapping[str, object], environ: Mapping[str, str] | None = None) -> OllamaModel:

@@ -14,19 +14,25 @@ from typing import Any
 
 import attrs
 
-from kb_core import GenerateRequest, KbError
+from kb_core import GenerateRequest, remote
+from kb_core.remote import RemoteServer, chat_messages, count_field, error_body_text, one_line, preview
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
+#: How messages name the server, and where its URL is set.
+OLLAMA = RemoteServer(
+    backend="ollama",
+    name="the Ollama server",
+    speaker="Ollama",
+    url_env="KB_OLLAMA_URL",
+    start="start it with 'ollama serve'",
+    expected="an Ollama server",
+)
 
 
-class MalformedResponse(KbError):
+class MalformedResponse(remote.MalformedResponse):
     """The server answered with something that is not Ollama's documented protocol."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"Ollama sent a malformed response: {what}",
-            hint="check that [backends.ollama] url (or KB_OLLAMA_URL) points at an Ollama server",
-        )
+    server = OLLAMA
 
 
 @attrs.frozen
@@ -49,10 +55,6 @@ def normalize_model_name(name: str) -> str:
 
 def chat_body(model: str, request: GenerateRequest, *, num_ctx: int, seed: int) -> dict[str, Any]:
     """The ``POST /api/chat`` body for one generation, streamed."""
-    messages = [{"role": "system", "content": request.system}] if request.system else []
-    for asked, answered in request.examples:
-        messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
-    messages.append({"role": "user", "content": request.user})
     options: dict[str, Any] = {
         "temperature": request.temperature,
         "seed": request.seed if request.seed is not None else seed,
@@ -61,7 +63,7 @@ def chat_body(model: str, request: GenerateRequest, *, num_ctx: int, seed: int) 
     }
     if request.stop:
         options["stop"] = list(request.stop)
-    return {"model": model, "messages": messages, "stream": True, "options": options}
+    return {"model": model, "messages": chat_messages(request), "stream": True, "options": options}
 
 
 def count_body(model: str, text: str, *, num_ctx: int) -> dict[str, Any]:
@@ -90,24 +92,8 @@ def _decode_object(raw: bytes, where: str) -> dict[str, Any]:
     return value
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space, and cut at ``limit``."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def _preview(raw: bytes, limit: int = 80) -> str:
-    text = raw.decode("utf-8", errors="replace").strip()
-    return repr(text[:limit] + ("..." if len(text) > limit else ""))
-
-
-def _count(data: dict[str, Any], key: str, where: str) -> int | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise MalformedResponse(f"{where} has {key}={value!r}, not a count")
-    return value
+def _preview(raw: bytes) -> str:
+    return preview(raw.decode("utf-8", errors="replace"))
 
 
 def parse_chat_line(raw: bytes, lineno: int) -> ChatLine:
@@ -132,8 +118,8 @@ def parse_chat_line(raw: bytes, lineno: int) -> ChatLine:
         content=content,
         done=done,
         done_reason=reason,
-        prompt_eval_count=_count(data, "prompt_eval_count", where),
-        eval_count=_count(data, "eval_count", where),
+        prompt_eval_count=count_field(data, "prompt_eval_count", where, MalformedResponse),
+        eval_count=count_field(data, "eval_count", where, MalformedResponse),
     )
 
 
@@ -144,13 +130,13 @@ def parse_object(raw: bytes, endpoint: str) -> dict[str, Any]:
 
 def error_message(raw: bytes) -> str:
     """The ``error`` text of an Ollama error body, or the body itself when it has another form."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        value = None
+    return error_body_text(raw, _error_field)
+
+
+def _error_field(value: Any) -> str | None:
     if isinstance(value, dict) and isinstance(value.get("error"), str):
         return one_line(value["error"]) or "(no message)"
-    return one_line(raw.decode("utf-8", errors="replace"), 200) or "(empty body)"
+    return None
 
 
 @attrs.frozen

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import pytest
 
-from kb_core.config import Config
+from kb_core import Config
 from kb_ollama.model import OllamaModel, make_model
 
 LIFETIME_S = 60.0

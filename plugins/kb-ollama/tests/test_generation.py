@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-from kb_core.errors import KbError, ModelUnavailableError
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core import Done, GenerateRequest, KbError, ModelUnavailableError, Token
 from kb_ollama.client import OllamaApiError
 
 REQUEST = GenerateRequest(system="Answer from the sources.", user="Why is the sky blue?", max_tokens=64)
@@ -187,3 +188,27 @@ def test_connect_timeout_names_its_value_and_setting(build_model, unanswered_por
     assert text.startswith("connect timeout:") and "0.25 s" in text and "connect_timeout_s" in text
     (problem,) = model.check()
     assert problem.message.startswith("connect timeout:")
+
+
+def test_an_unknown_host_is_named(build_model, monkeypatch):
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host == "kb-test.invalid":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    (problem,) = build_model(url="http://kb-test.invalid:11434").check()
+    assert problem.message == (
+        "cannot reach the Ollama server at http://kb-test.invalid:11434: cannot resolve host 'kb-test.invalid'"
+    )
+
+
+def test_a_malformed_answer_names_the_server_and_where_its_url_is_set(fake_ollama, build_model):
+    fake_ollama.chat_lines = [b"<html>\n"]
+    _, done = run(build_model())
+    assert done.error == (
+        "the Ollama server sent a malformed response: stream line 1 is not JSON: '<html>'"
+        " (check that [backends.ollama] url (or KB_OLLAMA_URL) points at an Ollama server)"
+    )

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kb_core.app import KnowledgeBase
-from kb_core.config import Config
-from kb_core.errors import ConfigError
-from kb_core.extend.contracts import LanguageModel
-from kb_core.extend.registry import load_registry
-from kb_core.types import Problem
+from kb_core import Config, ConfigError, KnowledgeBase, LanguageModel, Problem, load_registry
 from kb_ollama.client import BaseUrl, OllamaApiError
 from kb_ollama.model import ModelNotPulled, make_model, upper_bound_tokens
 

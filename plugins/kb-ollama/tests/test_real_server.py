@@ -13,8 +13,7 @@ import socket
 
 import pytest
 
-from kb_core.config import Config
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core import Config, Done, GenerateRequest, Token
 from kb_ollama.client import BaseUrl, OllamaClient, Timeouts
 from kb_ollama.model import make_model
 from kb_ollama.protocol import parse_tags

@@ -17,45 +17,23 @@ from typing import Any
 
 import httpx
 
-from kb_core import KbError, ModelUnavailableError
+from kb_core import ModelUnavailableError
+from kb_core.remote import (
+    MAX_BODY_BYTES,
+    ApiError,
+    ConnectionLost,
+    ServerTimeout,
+    ServerUnreachable,
+    no_answer,
+    unreachable_reason,
+)
 from kb_openai.protocol import MalformedResponse, error_message, parse_object
-from kb_openai.settings import KEY_ENV, URL_ENV, OpenAISettings, Secret
-
-MAX_BODY_BYTES = 64 * 1024 * 1024
-_CONFIG_KEYS = {"connect": "connect_timeout_s", "read": "read_timeout_s", "total": "total_timeout_s"}
+from kb_openai.settings import KEY_ENV, OPENAI, OpenAISettings, Secret
 
 
 def scrub(text: str, key: Secret) -> str:
     """``text`` with the API key (if any) replaced by ``***``."""
     return text.replace(key.reveal(), "***") if key else text
-
-
-class ServerUnreachable(ModelUnavailableError):
-    """No server answers at the configured URL."""
-
-    def __init__(self, url: str, reason: str) -> None:
-        super().__init__(
-            f"cannot reach the OpenAI-compatible server at {url}: {reason}",
-            hint=f"start the server, or set {URL_ENV} or [backends.openai] url to where it runs",
-        )
-
-
-class ServerTimeout(KbError):
-    """A connect, read or total timeout fired: a slow server is reported, never hidden."""
-
-    def __init__(self, which: str, seconds: float, url: str, endpoint: str) -> None:
-        key = _CONFIG_KEYS[which]
-        doing = {
-            "connect": f"connecting to {url}",
-            "read": f"the server at {url} sent nothing on {endpoint}",
-            "total": f"the server at {url} did not finish {endpoint}",
-        }[which]
-        advice = "check that the server runs at that URL, or" if which == "connect" else "if the model is just slow,"
-        super().__init__(
-            f"{which} timeout: {doing} within {seconds:g} s",
-            hint=f"{advice} raise [models.llm] {key} (env KB_MODELS__LLM__{key.upper()})",
-        )
-        self.which = which
 
 
 class Unauthorized(ModelUnavailableError):
@@ -64,30 +42,10 @@ class Unauthorized(ModelUnavailableError):
     def __init__(self, url: str, status: int, server_message: str, has_key: bool) -> None:
         what = "refused the API key" if has_key else "wants an API key"
         super().__init__(
-            f"the server at {url} {what} (HTTP {status}): {server_message}",
+            f"{OPENAI.at(url)} {what} (HTTP {status}): {server_message}",
             hint=f"set the key in the environment variable {KEY_ENV} (or the one [backends.openai] api_key_env names)",
         )
         self.status = status
-
-
-class ApiError(KbError):
-    """The server answered with another HTTP error status."""
-
-    def __init__(self, url: str, endpoint: str, status: int, server_message: str) -> None:
-        super().__init__(f"the server at {url} refused {endpoint} (HTTP {status}): {server_message}")
-        self.status = status
-        self.endpoint = endpoint
-        self.server_message = server_message
-
-
-class ConnectionLost(KbError):
-    """The connection broke after the server had started answering."""
-
-    def __init__(self, url: str, endpoint: str, detail: str) -> None:
-        super().__init__(
-            f"the connection to {url} broke during {endpoint}: {detail}",
-            hint="check the server's log (the model may have crashed or run out of memory)",
-        )
 
 
 class OpenAIClient:
@@ -119,15 +77,15 @@ class OpenAIClient:
         try:
             yield
         except httpx.ConnectTimeout:
-            raise ServerTimeout("connect", t.connect_s, base, endpoint) from None
+            raise ServerTimeout(OPENAI, "connect", t.connect_s, base, endpoint) from None
         except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
-            raise ServerTimeout("read", t.read_s, base, endpoint) from None
+            raise ServerTimeout(OPENAI, "read", t.read_s, base, endpoint) from None
         except httpx.ConnectError as exc:
-            raise ServerUnreachable(base, _reason(exc)) from None
+            raise ServerUnreachable(OPENAI, base, unreachable_reason(exc, self.settings.host)) from None
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
             if started:
-                raise ConnectionLost(base, endpoint, "the server closed it mid-answer") from None
-            raise MalformedResponse(f"{endpoint} got no HTTP answer ({type(exc).__name__})") from None
+                raise ConnectionLost(OPENAI, base, endpoint, "the server closed it mid-answer") from None
+            raise MalformedResponse(no_answer(endpoint, exc)) from None
 
     def _check_status(self, response: httpx.Response, endpoint: str) -> None:
         if response.status_code == 200:
@@ -136,7 +94,7 @@ class OpenAIClient:
         message = scrub(error_message(raw), self.settings.api_key)
         if response.status_code in (401, 403):
             raise Unauthorized(self.settings.base_url, response.status_code, message, bool(self.settings.api_key))
-        raise ApiError(self.settings.base_url, endpoint, response.status_code, message)
+        raise ApiError(OPENAI, self.settings.base_url, endpoint, response.status_code, message)
 
     def get_json(self, endpoint: str, root: bool = False) -> dict[str, Any]:
         """``GET endpoint`` and parse its JSON object answer."""
@@ -160,25 +118,15 @@ class OpenAIClient:
         between lines.
         """
         endpoint_url = self.url(endpoint)
-        total = self.settings.timeouts.total_s
-        deadline = time.monotonic() + total if total > 0 else None
+        total, deadline = self.settings.timeouts.total_s, self.settings.timeouts.deadline()
         with self._translated(endpoint), self.http.stream("POST", endpoint_url, json=body) as response:
             self._check_status(response, endpoint)
             with self._translated(endpoint, started=True):
                 for line in response.iter_lines():
                     if deadline is not None and time.monotonic() > deadline:
-                        raise ServerTimeout("total", total, self.settings.base_url, endpoint)
+                        raise ServerTimeout(OPENAI, "total", total, self.settings.base_url, endpoint)
                     yield line
 
     def close(self) -> None:
         """Close pooled connections."""
         self.http.close()
-
-
-def _reason(exc: httpx.ConnectError) -> str:
-    text = str(exc).lower()
-    if "refused" in text:
-        return "connection refused"
-    if "name or service" in text or "nodename" in text or "resolve" in text or "getaddrinfo" in text:
-        return "cannot resolve the host name"
-    return str(exc) or type(exc).__name__

@@ -10,19 +10,19 @@ from typing import Any
 import attrs
 
 from kb_core import Config, Done, GenerateRequest, KbError, ModelRef, ModelUnavailableError, Problem, StreamEvent, Token
-from kb_openai.client import ApiError, OpenAIClient
+from kb_core.remote import ApiError, chat_messages, first_or_done, upper_bound_tokens
+from kb_openai.client import OpenAIClient
 from kb_openai.protocol import (
     DONE_MARK,
     MalformedResponse,
     Usage,
     chat_body,
-    messages_of,
     model_ids,
     parse_chunk,
     sse_data,
     token_count,
 )
-from kb_openai.settings import MODEL_ENV, OpenAISettings
+from kb_openai.settings import MODEL_ENV, OPENAI, OpenAISettings
 
 COMPONENT = "openai"
 COUNT_CACHE_SIZE = 4096
@@ -36,7 +36,7 @@ class ModelNotFound(ModelUnavailableError):
     def __init__(self, model: str, url: str, served: list[str] | None = None) -> None:
         known = f" (it serves: {', '.join(served)})" if served else ""
         super().__init__(
-            f"the server at {url} does not serve the model {model!r}{known}",
+            f"{OPENAI.at(url)} does not serve the model {model!r}{known}",
             hint=f"set [backends.openai] model (or {MODEL_ENV}) to one of the served ids",
         )
 
@@ -149,21 +149,15 @@ class OpenAIModel:
         serve the model or refuses the request; a grammar is refused too (not part of the API).
         """
         if request.grammar:
-            raise KbError(
-                "the openai backend cannot constrain output with a grammar",
-                hint="set [rag] constrained = false, or use the llamacpp backend",
-            )
+            raise OPENAI.no_grammar()
         facts = self.facts()
         body = chat_body(facts.model, request, seed=self.settings.seed)
         lines = self.client.post_stream("/chat/completions", body)
         try:
             events = sse_data(lines)
-            try:
-                first = self._call(lambda: next(events, None))
-            except (ModelUnavailableError, ApiError):
-                raise
-            except KbError as exc:  # a timeout or a malformed answer: the generation started and failed
-                yield Done(finish_reason="error", error=str(exc))
+            first = first_or_done(lambda: self._call(lambda: next(events, None)))
+            if isinstance(first, Done):  # a timeout or a malformed answer: the generation started and failed
+                yield first
                 return
             yield from self._events(first, events, request)
         finally:
@@ -179,7 +173,7 @@ class OpenAIModel:
             while data is not None and data.strip() != DONE_MARK:
                 chunk = parse_chunk(data, number)
                 if chunk.error is not None:
-                    yield Done(finish_reason="error", error=f"the server reported an error mid-stream: {chunk.error}")
+                    yield Done(finish_reason="error", error=OPENAI.reported(chunk.error))
                     return
                 if chunk.content:
                     deltas += 1
@@ -204,7 +198,7 @@ class OpenAIModel:
     def _prompt_estimate(self, request: GenerateRequest) -> int:
         """Prompt tokens when the server does not report usage: the messages' text, counted (template excluded)."""
         try:
-            return sum(self.count_tokens(m["content"]) for m in messages_of(request))
+            return sum(self.count_tokens(m["content"]) for m in chat_messages(request))
         except KbError:
             return 0
 
@@ -217,16 +211,6 @@ class OpenAIModel:
         except KbError as exc:
             return [Problem(COMPONENT, exc.message, fix=exc.hint)]
         return []
-
-
-def upper_bound_tokens(text: str) -> int:
-    """A count never below the real one: UTF-8 bytes plus two.
-
-    The byte-level BPE and SentencePiece (byte fallback) tokenizers of the models these servers
-    run cover at least one byte per token, apart from a BOS token and a leading word marker. It
-    overcounts English about fourfold, so it is used only when the server cannot tokenize.
-    """
-    return len(text.encode("utf-8")) + 2
 
 
 def make_model(config: Config, options: Mapping[str, object], environ: Mapping[str, str] | None = None) -> OpenAIModel:

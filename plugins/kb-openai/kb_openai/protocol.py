@@ -16,20 +16,18 @@ from typing import Any
 
 import attrs
 
-from kb_core import GenerateRequest, KbError
+from kb_core import GenerateRequest, remote
+from kb_core.remote import chat_messages, count_field, error_body_text, one_line, preview
+from kb_openai.settings import OPENAI
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 DONE_MARK = "[DONE]"
 
 
-class MalformedResponse(KbError):
+class MalformedResponse(remote.MalformedResponse):
     """The server answered with something that is not the OpenAI chat-completions protocol."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"the OpenAI-compatible server sent a malformed response: {what}",
-            hint="check that [backends.openai] url (or KB_OPENAI_URL) points at the server's /v1 API",
-        )
+    server = OPENAI
 
 
 @attrs.frozen
@@ -51,20 +49,11 @@ class StreamChunk:
     error: str | None = None
 
 
-def messages_of(request: GenerateRequest) -> list[dict[str, str]]:
-    """The chat messages of a request: system, the worked examples as turns, then the question."""
-    messages = [{"role": "system", "content": request.system}] if request.system else []
-    for asked, answered in request.examples:
-        messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
-    messages.append({"role": "user", "content": request.user})
-    return messages
-
-
 def chat_body(model: str, request: GenerateRequest, *, seed: int) -> dict[str, Any]:
     """The ``POST /chat/completions`` body for one streamed generation."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": messages_of(request),
+        "messages": chat_messages(request),
         "stream": True,
         "stream_options": {"include_usage": True},
         "temperature": request.temperature,
@@ -74,17 +63,6 @@ def chat_body(model: str, request: GenerateRequest, *, seed: int) -> dict[str, A
     if request.stop:
         body["stop"] = list(request.stop)
     return body
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """``text`` with every run of whitespace made one space, cut at ``limit``."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def _preview(text: str, limit: int = 80) -> str:
-    text = text.strip()
-    return repr(text[:limit] + ("..." if len(text) > limit else ""))
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:
@@ -109,7 +87,7 @@ def sse_data(lines: Iterable[str]) -> Iterator[str]:
         field, _, value = line.partition(":")
         if field != "data":
             if field not in ("event", "id", "retry"):
-                raise MalformedResponse(f"a stream line is not a Server-Sent Event: {_preview(line)}")
+                raise MalformedResponse(f"a stream line is not a Server-Sent Event: {preview(line)}")
             continue
         value = value.removeprefix(" ")
         size += len(value)
@@ -120,15 +98,6 @@ def sse_data(lines: Iterable[str]) -> Iterator[str]:
         yield "\n".join(data)
 
 
-def _count(data: dict[str, Any], key: str, where: str) -> int | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise MalformedResponse(f"{where} has {key}={value!r}, not a count")
-    return value
-
-
 def parse_usage(value: Any, where: str) -> Usage | None:
     """The ``usage`` object of a chunk or an answer (None when absent)."""
     if value is None:
@@ -136,10 +105,10 @@ def parse_usage(value: Any, where: str) -> Usage | None:
     if not isinstance(value, dict):
         raise MalformedResponse(f"{where} has a 'usage' that is not an object")
     details = value.get("prompt_tokens_details")
-    cached = _count(details, "cached_tokens", where) if isinstance(details, dict) else None
+    cached = count_field(details, "cached_tokens", where, MalformedResponse) if isinstance(details, dict) else None
     return Usage(
-        prompt_tokens=_count(value, "prompt_tokens", where) or 0,
-        completion_tokens=_count(value, "completion_tokens", where) or 0,
+        prompt_tokens=count_field(value, "prompt_tokens", where, MalformedResponse) or 0,
+        completion_tokens=count_field(value, "completion_tokens", where, MalformedResponse) or 0,
         cached_tokens=cached or 0,
     )
 
@@ -158,46 +127,47 @@ def parse_chunk(data: str, number: int) -> StreamChunk:
     try:
         value = json.loads(data)
     except ValueError:
-        raise MalformedResponse(f"{where} is not JSON: {_preview(data)}") from None
+        raise MalformedResponse(f"{where} is not JSON: {preview(data)}") from None
     if not isinstance(value, dict):
-        raise MalformedResponse(f"{where} is JSON but not an object: {_preview(data)}")
+        raise MalformedResponse(f"{where} is JSON but not an object: {preview(data)}")
     if value.get("error") is not None:
         return StreamChunk(error=error_text(value["error"]))
     usage = parse_usage(value.get("usage"), where)
     choices = value.get("choices")
     if not isinstance(choices, list):
-        raise MalformedResponse(f"{where} has no 'choices' list: {_preview(data)}")
+        raise MalformedResponse(f"{where} has no 'choices' list: {preview(data)}")
     if not choices:
         return StreamChunk(usage=usage)
     choice = choices[0]
     if not isinstance(choice, dict):
-        raise MalformedResponse(f"{where} has a choice that is not an object: {_preview(data)}")
+        raise MalformedResponse(f"{where} has a choice that is not an object: {preview(data)}")
     delta = choice.get("delta") or {}
     if not isinstance(delta, dict):
-        raise MalformedResponse(f"{where} has a 'delta' that is not an object: {_preview(data)}")
+        raise MalformedResponse(f"{where} has a 'delta' that is not an object: {preview(data)}")
     content = delta.get("content") or ""
     if not isinstance(content, str):
-        raise MalformedResponse(f"{where} has a non-text delta.content: {_preview(data)}")
+        raise MalformedResponse(f"{where} has a non-text delta.content: {preview(data)}")
     reason = choice.get("finish_reason")
     if reason is not None and not isinstance(reason, str):
-        raise MalformedResponse(f"{where} has a non-text finish_reason: {_preview(data)}")
+        raise MalformedResponse(f"{where} has a non-text finish_reason: {preview(data)}")
     return StreamChunk(content=content, finish_reason=reason or None, usage=usage)
 
 
 def error_message(raw: bytes) -> str:
     """One line from an error body: OpenAI's ``{"error": {"message": ...}}``, FastAPI's ``{"detail": ...}``, or text."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        value = None
-    if isinstance(value, dict):
-        if value.get("error") is not None:
-            return error_text(value["error"])
-        if value.get("detail") is not None:
-            return error_text(value["detail"] if isinstance(value["detail"], str) else json.dumps(value["detail"]))
-        if isinstance(value.get("message"), str):
-            return one_line(value["message"]) or "(no message)"
-    return one_line(raw.decode("utf-8", errors="replace"), 200) or "(empty body)"
+    return error_body_text(raw, _error_field)
+
+
+def _error_field(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    if value.get("error") is not None:
+        return error_text(value["error"])
+    if value.get("detail") is not None:
+        return error_text(value["detail"] if isinstance(value["detail"], str) else json.dumps(value["detail"]))
+    if isinstance(value.get("message"), str):
+        return one_line(value["message"]) or "(no message)"
+    return None
 
 
 def parse_object(raw: bytes, endpoint: str) -> dict[str, Any]:
@@ -206,7 +176,7 @@ def parse_object(raw: bytes, endpoint: str) -> dict[str, Any]:
         value = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise MalformedResponse(
-            f"the answer of {endpoint} is not JSON: {_preview(raw.decode('utf-8', 'replace'))}"
+            f"the answer of {endpoint} is not JSON: {preview(raw.decode('utf-8', 'replace'))}"
         ) from None
     if not isinstance(value, dict):
         raise MalformedResponse(f"the answer of {endpoint} is JSON but not an object")

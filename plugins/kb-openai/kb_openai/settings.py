@@ -12,12 +12,22 @@ from collections.abc import Mapping
 import attrs
 
 from kb_core import Config, ConfigError
+from kb_core.remote import RemoteServer, Timeouts
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
 URL_ENV = "KB_OPENAI_URL"
 KEY_ENV = "KB_OPENAI_API_KEY"
 MODEL_ENV = "KB_OPENAI_MODEL"
 TOKENIZE_MODES = ("auto", "off")
+#: How messages name the server, and where its URL is set.
+OPENAI = RemoteServer(
+    backend="openai",
+    name="the OpenAI-compatible server",
+    speaker="the server",
+    url_env=URL_ENV,
+    start="start the server",
+    expected="the server's /v1 API",
+)
 
 
 class Secret:
@@ -47,15 +57,6 @@ class Secret:
         return hash(self._value)
 
 
-@attrs.frozen
-class Timeouts:
-    """Seconds to connect, to wait for the next bytes, and for one whole request (0: no limit)."""
-
-    connect_s: float
-    read_s: float
-    total_s: float
-
-
 def parse_base_url(url: str) -> str:
     """``http://host:port/v1`` normalised (no trailing slash); ``host:port`` alone means ``http://host:port/v1``.
 
@@ -72,7 +73,7 @@ def parse_base_url(url: str) -> str:
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"invalid OpenAI-compatible server URL {url!r}",
-            hint=f"set [backends.openai] url (or {URL_ENV}) like http://127.0.0.1:8080/v1",
+            hint=f"set {OPENAI.url_setting} like http://127.0.0.1:8080/v1",
         )
     path = parts.path.rstrip("/") or "/v1"
     netloc = parts.netloc.rsplit("@", 1)[-1]  # never keep user:password@ in a URL that messages show
@@ -99,7 +100,7 @@ class OpenAISettings:
         ``api_key_env`` (default ``KB_OPENAI_API_KEY``). ``KB_OPENAI_URL`` overrides ``url``.
         """
         llm = config.models.llm
-        url = environ.get(URL_ENV) or str(options.get("url") or DEFAULT_URL)
+        url = OPENAI.configured_url(options, environ, DEFAULT_URL)
         model = str(environ.get(MODEL_ENV) or options.get("model") or llm.model or "").strip()
         key_env = str(options.get("api_key_env") or KEY_ENV)
         key = str(options.get("api_key") or environ.get(key_env) or "")
@@ -109,10 +110,14 @@ class OpenAISettings:
                 f"[backends.openai] tokenize = {tokenize!r} is not one of {', '.join(TOKENIZE_MODES)}",
                 hint="use 'auto' (ask the server's tokenize endpoint when it has one) or 'off'",
             )
-        timeouts = Timeouts(llm.connect_timeout_s, llm.read_timeout_s, llm.total_timeout_s)
-        return cls(parse_base_url(url), model, Secret(key), llm.context_tokens, llm.seed, timeouts, tokenize)
+        return cls(parse_base_url(url), model, Secret(key), llm.context_tokens, llm.seed, Timeouts.of(llm), tokenize)
 
     @property
     def root_url(self) -> str:
         """The server root: the base URL without a trailing ``/v1`` (where llama.cpp's extras live)."""
         return self.base_url.removesuffix("/v1")
+
+    @property
+    def host(self) -> str:
+        """The server's host name (or address), as the URL gives it."""
+        return urllib.parse.urlsplit(self.base_url).hostname or ""

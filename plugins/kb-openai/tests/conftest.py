@@ -28,7 +28,7 @@ import attrs
 import httpx
 import pytest
 
-from kb_core.config import Config
+from kb_core import Config
 from kb_openai.model import OpenAIModel, make_model
 
 LIFETIME_S = 60.0

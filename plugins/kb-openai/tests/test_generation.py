@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import socket
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from kb_core.app import KnowledgeBase
-from kb_core.config import Config
-from kb_core.errors import ConfigError, KbError
-from kb_core.extend.contracts import LanguageModel
-from kb_core.extend.registry import load_registry
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core import (
+    Config,
+    ConfigError,
+    Done,
+    GenerateRequest,
+    KbError,
+    KnowledgeBase,
+    LanguageModel,
+    Token,
+    load_registry,
+)
 from kb_openai.client import ApiError, ServerUnreachable, Unauthorized
 from kb_openai.model import ModelNotFound, OpenAIModel, make_model, upper_bound_tokens
 from kb_openai.settings import Secret, parse_base_url
@@ -122,6 +129,60 @@ def test_connection_refused(build_model: Build, closed_port: int) -> None:
     assert "KB_OPENAI_URL" in problem.fix
     with pytest.raises(ServerUnreachable):
         list(model.generate_stream(REQUEST))
+
+
+def test_an_unknown_host_is_named(build_model: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "kb-test.invalid":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    (problem,) = build_model("http://kb-test.invalid:8080/v1").check()
+    assert problem.message == (
+        "cannot reach the OpenAI-compatible server at http://kb-test.invalid:8080/v1:"
+        " cannot resolve host 'kb-test.invalid'"
+    )
+
+
+@pytest.fixture
+def plain_http_port() -> Iterator[int]:
+    """A port that answers a TLS handshake with a line of plain HTTP."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        listener.close()
+
+
+def test_a_failed_tls_handshake_is_one_line(build_model: Build, plain_http_port: int) -> None:
+    url = f"https://127.0.0.1:{plain_http_port}/v1"
+    (problem,) = build_model(url).check()
+    assert problem.message.startswith(f"cannot reach the OpenAI-compatible server at {url}: [SSL")
+    assert "\n" not in problem.message and "KB_OPENAI_URL" in problem.fix
+
+
+def test_a_cut_connection_names_the_server(fake_server: FakeServer, build_model: Build) -> None:
+    fake_server.drop_after_events = 2
+    _, done = run(build_model(fake_server.url))
+    assert done.error is not None and done.error.startswith(f"the connection to the server at {fake_server.url} broke")
+    assert done.error.endswith(
+        "(check the OpenAI-compatible server's log (the model may have crashed or run out of memory))"
+    )
 
 
 @pytest.mark.parametrize(

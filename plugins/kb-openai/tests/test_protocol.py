@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core.errors import ConfigError
+from kb_core import ConfigError
 from kb_openai.protocol import MalformedResponse, StreamChunk, Usage, error_message, parse_chunk, sse_data
 from kb_openai.settings import parse_base_url
 

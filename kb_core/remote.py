@@ -16,7 +16,7 @@ backend's; this module gives it
 
 A backend for an imaginary "Acme" server::
 
-    from kb_core.extend.remote import RemoteServer, ServerTimeout, ServerUnreachable, Timeouts, unreachable_reason
+    from kb_core.remote import RemoteServer, ServerTimeout, ServerUnreachable, Timeouts, unreachable_reason
 
     ACME = RemoteServer(
         backend="acme",                  # [backends.acme], kb --backend acme
