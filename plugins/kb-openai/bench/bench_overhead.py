@@ -6,7 +6,8 @@ For each backend it runs the prompt ``--runs`` times and reports the median of
 * time to the first token (prompt evaluation plus, for the server, the HTTP round trip);
 * decode time per token after the first: ``(total - first) / (tokens - 1)``.
 
-The server is llama-cpp-python's ``python -m llama_cpp.server``; the in-process side is
+The server is llama-cpp-python's, run as ``python -m kb_llamacpp.server`` (safe on AMX CPUs); the
+in-process side is
 kb-llamacpp's ``LlamaCppModel``, run in a subprocess of the same interpreter (``--python``, default
 ``$KB_LLAMA_SERVER_PYTHON``), which must have llama-cpp-python[server] and kb-llamacpp. Only one of
 the two runs at a time. Run under the heavy-job lock::
@@ -90,7 +91,7 @@ def run_server(python: str, gguf: Path, threads: int, max_tokens: int, runs: int
     command = [
         python,
         "-m",
-        "llama_cpp.server",
+        "kb_llamacpp.server",
         "--model",
         str(gguf),
         "--model_alias",

@@ -1,6 +1,7 @@
 """Two servers for the tests.
 
-* ``llama_server``: a real llama.cpp server (llama-cpp-python's ``python -m llama_cpp.server``) on
+* ``llama_server``: a real llama.cpp server (llama-cpp-python's, run as ``python -m kb_llamacpp.server``
+  so that it loads the model as kb-llamacpp does: no weight repacking where AMX crashes) on
   127.0.0.1 with the model kb-llamacpp ships, started once per session with an API key. The
   interpreter is ``$KB_LLAMA_SERVER_PYTHON`` (default: this one); it must have
   ``llama-cpp-python[server]`` and kb-llamacpp (or set ``KB_LLAMA_MODEL`` to a GGUF file).
@@ -95,7 +96,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     command = [
         python,
         "-m",
-        "llama_cpp.server",
+        "kb_llamacpp.server",
         "--model",
         str(gguf),
         "--model_alias",
