@@ -63,6 +63,7 @@ from kb_core.limits import LIMITS, Limits, check_k, check_path_glob, check_text
 from kb_core.maintenance import inspect_target
 from kb_core.retrieval.search import SearchResponse, search
 from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
+from kb_core.storage.answers import StoredAnswer, StoredAnswerNow, list_answers, stored_answer
 from kb_core.types import (
     SEARCH_MODES,
     Answer,
@@ -136,6 +137,8 @@ __all__ = [
     "SearchResponse",
     "SnippetMaker",
     "StoreView",
+    "StoredAnswer",
+    "StoredAnswerNow",
     "StreamEvent",
     "Token",
     "TokenStartsEmbedder",
@@ -149,6 +152,7 @@ __all__ = [
     "ignored_part",
     "ingest_paths",
     "inspect_target",
+    "list_answers",
     "load_config",
     "load_registry",
     "make_snippet",
@@ -158,6 +162,7 @@ __all__ = [
     "search",
     "similarity_floor",
     "similarity_to_score",
+    "stored_answer",
 ]
 
 # Until kb-serve imports them from kb_core.commands (not public here: not in __all__).

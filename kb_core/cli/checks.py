@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import click
 
-from kb_core.errors import KbError
-from kb_core.limits import GLOB_HELP, LIMITS, check_text, glob_problem
-from kb_core.terminal import shortened
+from kb_core.limits import LIMITS, check_path_glob, check_text
 
 
 def check_query(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -23,9 +21,5 @@ K_RANGE = click.IntRange(min=1, max=LIMITS.k)
 
 def check_glob(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A well-formed ``--path`` glob (or None)."""
-    if value is None:
-        return None
-    problem = glob_problem(value)
-    if problem:
-        raise KbError(f"invalid --path glob {shortened(value, 80)}: {problem}", hint=GLOB_HELP)
+    check_path_glob(value)  # the one line every interface gives
     return value

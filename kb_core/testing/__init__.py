@@ -32,7 +32,13 @@ from kb_core.testing.fakes import (
 )
 from kb_core.testing.index_contract import CORPUS, IndexContract
 from kb_core.testing.indexes import TestIndexesPlugin, WordIndex
-from kb_core.testing.language_models import CheckingLanguageModel, Script, ScriptedLanguageModel, ScriptedPlugin
+from kb_core.testing.language_models import (
+    CheckingLanguageModel,
+    Script,
+    ScriptedLanguageModel,
+    ScriptedPlugin,
+    extractive,
+)
 from kb_core.testing.model_contract import LanguageModelContract
 from kb_core.testing.real import StoreOfRecord, real_embedder
 
@@ -55,6 +61,7 @@ __all__ = [
     "check_parsed",
     "default_ctrl_c",
     "document_chunks",
+    "extractive",
     "isolate_environment",
     "real_embedder",
     "store_document",

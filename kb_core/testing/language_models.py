@@ -7,6 +7,7 @@ replays a script.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -68,6 +69,18 @@ class CheckingLanguageModel(ScriptedLanguageModel):
         """Record the check and give ``yes``."""
         self.checks.append(request)
         return self.yes
+
+
+def extractive(request: GenerateRequest) -> list[str]:
+    """A script that answers with the text of evidence entry [#1] (after its header line), citing ``[#1]``.
+
+    Its answers are grounded by kb's own checks whenever entry [#1] is the passage that answers:
+    ``ScriptedLanguageModel(extractive)``, ``ScriptedPlugin(extractive)``.
+    """
+    after = re.split(r"\[#1[\] ]", request.user, maxsplit=1)[1]
+    entry = re.split(r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]", after)[0]
+    words = entry.split("\n", 1)[1].split()
+    return [w if i == 0 else " " + w for i, w in enumerate(words)] + [" [#1]"]
 
 
 class ScriptedPlugin:

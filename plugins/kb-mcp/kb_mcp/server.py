@@ -30,8 +30,8 @@ TEXT_BOUNDS = {"minLength": 1, "maxLength": LIMITS.query_chars}
 INSTRUCTIONS = (
     "A local knowledge base. Use search to find passages (each hit has a citation path#Lstart-Lend and a score in"
     " [0, 1]), fetch to read a citation's exact text, ask for an answer grounded in the documents with citations"
-    " (or a refusal saying why), list_documents to see what is stored, and ingest to store text under a name"
-    " (or files, from folders the user allowed)."
+    " (or a refusal saying why), list_documents to see what is stored, answers to see stored answers and whether"
+    " their citations still hold, and ingest to store text under a name (or files, from folders the user allowed)."
 )
 
 
@@ -144,6 +144,18 @@ def build_server(tools: KbTools) -> MCPServer:
     ) -> CallToolResult:
         """The verbatim text of a citation, a chunk or a whole document."""
         return _result(lambda: tools.fetch(target))
+
+    @server.tool(annotations=read_only)
+    def answers(
+        answer_id: Annotated[
+            str | None,
+            Field(description="A stored answer's id (ans_...): that answer, with its citations as they stand now."),
+        ] = None,
+        stale: Annotated[bool, Field(description="Only the answers whose citations no longer hold.")] = False,
+        limit: Annotated[int, Field(description="At most this many (newest first).", ge=1, le=1000)] = 20,
+    ) -> CallToolResult:
+        """Stored answers and whether they still hold: a cited passage that changed or vanished makes one stale."""
+        return _result(lambda: tools.answers(answer_id, stale, limit))
 
     @server.tool(annotations=read_only)
     def list_documents(

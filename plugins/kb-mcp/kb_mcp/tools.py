@@ -114,6 +114,16 @@ class KbTools:
             documents = self.kb.store.list_documents(_nfc(prefix) if prefix else "")
         return Reply("document_list.v1", {"documents": documents})
 
+    def answers(self, answer_id: str | None = None, stale: bool = False, limit: int = 20) -> Reply:
+        """One stored answer with its citations as they stand now (``stored_answer.v1``), or the newest
+        stored answers with whether each still holds (``answer_history.v1``; ``stale``: only those that do not)."""
+        with self._lock:
+            if answer_id:
+                _check_length(answer_id, "answer_id", 64)
+                return Reply("stored_answer.v1", kb_core.stored_answer(self.kb.store, answer_id.strip()))
+            found, total = kb_core.list_answers(self.kb.store, max(1, min(limit, 1000)), stale_only=stale)
+        return Reply("answer_history.v1", {"answers": found, "total": total})
+
     def fetch(self, target: str) -> Reply:
         """The verbatim text of a citation (``path#L12-L34``), a chunk id or a whole document (``fetch.v1``)."""
         wanted = _nfc(_check_length(target, "target", TARGET_CHARS))

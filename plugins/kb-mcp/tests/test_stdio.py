@@ -35,7 +35,7 @@ def test_tools_are_listed_with_their_arguments(kb_dir: Path) -> None:
         return {tool.name: tool.input_schema for tool in (await session.list_tools()).tools}
 
     tools = with_server(kb_dir, scenario)
-    assert sorted(tools) == ["ask", "fetch", "ingest", "list_documents", "search"]
+    assert sorted(tools) == ["answers", "ask", "fetch", "ingest", "list_documents", "search"]
     assert tools["search"]["required"] == ["query"]
     assert set(tools["search"]["properties"]) == {"query", "mode", "k", "path"}
     assert tools["fetch"]["required"] == ["target"]
