@@ -164,8 +164,3 @@ __all__ = [
     "similarity_to_score",
     "stored_answer",
 ]
-
-# Until kb-serve imports them from kb_core.commands (not public here: not in __all__).
-from kb_core.cli.base import Session, emit, json_option, pass_session  # noqa: E402, F401
-from kb_core.limits import GLOB_HELP, glob_problem  # noqa: E402, F401
-from kb_core.output import dumps, envelope  # noqa: E402, F401

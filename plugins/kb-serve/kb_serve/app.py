@@ -1,6 +1,6 @@
 """The ASGI application: routes, bearer-token check, request limits, and errors as one JSON line.
 
-Every response body is the JSON `kb ... --json` prints (``kb_core.dumps``); every error is
+Every response body is the JSON `kb ... --json` prints (``kb_core.commands.dumps``); every error is
 ``{"error": message, "hint": hint}`` with a 4xx/5xx status, never a traceback.
 """
 
@@ -24,14 +24,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import kb_core
-from kb_core import LIMITS, Config, KbError, SearchQuery
-from kb_core.types import SEARCH_MODES
-from kb_serve import openapi
+from kb_core import LIMITS, SEARCH_MODES, Config, KbError, SearchQuery
+from kb_core.commands import dumps
+from kb_serve import openapi, reading
 from kb_serve.asking import CLIENT_LEFT, ask_options, ask_response
 from kb_serve.errors import ApiError, error_response, status_of
 from kb_serve.guards import HostPolicy, RequestGuard, is_json_media_type
 from kb_serve.service import KbService
 from kb_serve.settings import ServeSettings
+from kb_serve.webpage import PageFiles, SecurityHeaders, is_public
 
 __all__ = ["create_app", "error_response", "status_of"]
 
@@ -47,18 +48,21 @@ MAX_DIGITS = 30
 
 def json_response(schema_version: str, payload: Any, status: int = 200) -> Response:
     """A body with exactly the JSON of the CLI's ``--json``."""
-    return Response(kb_core.dumps(schema_version, payload), status_code=status, media_type="application/json")
+    return Response(dumps(schema_version, payload), status_code=status, media_type="application/json")
 
 
 class BearerAuth:
-    """Pure ASGI middleware: with a token set, every HTTP request must carry ``Authorization: Bearer <token>``."""
+    """Pure ASGI middleware: with a token set, every HTTP request must carry ``Authorization: Bearer <token>``.
+
+    (All but the page and its assets, which hold no data: the page asks for the token, then sends it.)
+    """
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.expected is None or scope["type"] != "http":
+        if self.expected is None or scope["type"] != "http" or is_public(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
@@ -179,12 +183,7 @@ class Api:
         if mode not in SEARCH_MODES:
             raise ApiError(400, f"unknown search mode {mode[:40]!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
         glob = _path_param(params.get("path") or "", "the path glob") or None
-        if glob is not None and (problem := kb_core.glob_problem(glob)):
-            raise ApiError(
-                400,
-                f"invalid path glob {glob[:80]!r}: {problem}",
-                hint=kb_core.GLOB_HELP,
-            )
+        kb_core.check_path_glob(glob)  # 400 with the one line every interface gives
         query = SearchQuery(text=text, k=cfg.default_k if k is None else k, mode=mode, path_glob=glob)
         return json_response("search_response.v1", await self._read(lambda: self.service.search(query)))
 
@@ -209,6 +208,31 @@ class Api:
             raise ApiError(400, "the upload holds no file", hint="send files as form parts: -F file=@notes.md")
         report = await anyio.to_thread.run_sync(lambda: self.service.upload(files))
         return json_response("ingest_report.v1", report)
+
+    async def document(self, request: Request) -> Response:
+        """``/documents/{path}``: GET reads the text, DELETE removes (one route, so a 405 names both)."""
+        return await (self.delete(request) if request.method == "DELETE" else self.document_text(request))
+
+    async def document_text(self, request: Request) -> Response:
+        """``GET /documents/{path}``: the stored text, line by line (``document_text.v1``)."""
+        path = _path_param(request.path_params["path"], "the path")
+        text = await self._read(lambda: self.service.read(lambda kb: reading.document_text(kb, path)))
+        return json_response("document_text.v1", text)
+
+    async def answers(self, request: Request) -> Response:
+        """``GET /answers?limit=``: the stored questions, newest first (as ``kb answers list --json``)."""
+        limit = _int_param(request, "limit")
+        if limit is not None and not 1 <= limit <= reading.MAX_ANSWERS:
+            raise ApiError(400, f"limit must be between 1 and {reading.MAX_ANSWERS} (got {limit})")
+        chosen = reading.DEFAULT_ANSWERS if limit is None else limit
+        history = await self._read(lambda: self.service.read(lambda kb: reading.answer_history(kb, chosen)))
+        return json_response("answer_history.v1", history)
+
+    async def stored_answer(self, request: Request) -> Response:
+        """``GET /answers/{answer_id}``: one stored answer with its citations (``stored_answer.v1``)."""
+        answer_id = _path_param(request.path_params["answer_id"], "the answer id")
+        answer = await self._read(lambda: self.service.read(lambda kb: reading.stored_answer(kb, answer_id)))
+        return json_response("stored_answer.v1", answer)
 
     async def delete(self, request: Request) -> Response:
         """``DELETE /documents/{path}`` (a path ending in '/' removes a folder)."""
@@ -273,11 +297,16 @@ def create_app(
         finally:
             service.close()
 
+    page = PageFiles()
     routes = [
+        Route("/", page.serve, methods=["GET"]),
+        Route("/page/{name:path}", page.serve, methods=["GET"]),
         Route("/health", api.health, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
         Route("/documents", api.documents, methods=["GET", "POST"]),
-        Route("/documents/{path:path}", api.delete, methods=["DELETE"]),
+        Route("/documents/{path:path}", api.document, methods=["GET", "DELETE"]),
+        Route("/answers", api.answers, methods=["GET"]),
+        Route("/answers/{answer_id}", api.stored_answer, methods=["GET"]),
         Route("/search", api.search, methods=["GET"]),
         Route("/ask", api.ask, methods=["POST"]),
         Route("/ask/stream", api.ask_stream, methods=["POST"]),
@@ -294,6 +323,7 @@ def create_app(
     )
     app.state.service = service
     app.add_middleware(BearerAuth, token=settings.token)
-    # outermost: a request to a host the server does not answer to, or a cross-site write, goes no further
+    # before the token and the routes: a request to a host the server does not answer to, or a cross-site write
     app.add_middleware(RequestGuard, policy=HostPolicy.build(settings.host, settings.allow_hosts), port=settings.port)
+    app.add_middleware(SecurityHeaders)  # outermost: on every response, refusals included
     return app

@@ -26,8 +26,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive
 
 import kb_core
-from kb_core import Answer, AskOptions, Cancelled, KbError
-from kb_core.types import SEARCH_MODES
+from kb_core import SEARCH_MODES, Answer, AskOptions, Cancelled, KbError
+from kb_core.commands import dumps, envelope
 from kb_serve.errors import ApiError, error_body
 from kb_serve.service import KbService
 
@@ -130,7 +130,7 @@ async def ask_response(
     def work() -> None:
         try:
             answer = service.ask(question, options, on_token=lambda text: put(("token", {"text": text})), gone=gone)
-            put(("answer", kb_core.envelope("answer.v1", answer)))
+            put(("answer", envelope("answer.v1", answer)))
         except Cancelled:
             log.info("the client left; its answer was stopped")
         except KbError as exc:
@@ -173,7 +173,7 @@ async def _whole(
         return Response(status_code=CLIENT_LEFT)
     if failure is not None:
         raise failure
-    return Response(kb_core.dumps("answer.v1", answer), media_type="application/json")
+    return Response(dumps("answer.v1", answer), media_type="application/json")
 
 
 async def _events(pieces: asyncio.Queue[object], gone: threading.Event) -> AsyncIterator[bytes]:

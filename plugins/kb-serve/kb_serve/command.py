@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kb_core import LIMITS, Session, json_option, pass_session
+from kb_core import LIMITS
+from kb_core.commands import Session, json_option, pass_session
 from kb_serve.settings import ServeSettings
 
 
@@ -73,6 +74,7 @@ from kb_serve.settings import ServeSettings
     show_default=True,
     help="Server log level (info: one line per request).",
 )
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser once listening.")
 @json_option
 @pass_session
 def serve_command(
@@ -89,9 +91,12 @@ def serve_command(
     search_timeout: float,
     query_cache: int,
     log_level: str,
+    open_browser: bool,
     as_json: bool,
 ) -> None:
-    """Serve the knowledge base over HTTP: upload, delete, list, search, ask (streamed), /openapi.json.
+    """Serve the knowledge base over HTTP, with a page for the browser at / (--open opens it).
+
+    The API: upload, delete, list, read, search, ask (streamed), stored answers, /openapi.json.
 
     Listens on 127.0.0.1 unless --host says otherwise; any other address needs a bearer token
     (--token or KB_SERVE_TOKEN), which every request must then carry. Requests must name the
@@ -114,4 +119,4 @@ def serve_command(
     )
     from kb_serve.running import serve
 
-    serve(session, settings, as_json, log_level)
+    serve(session, settings, as_json, log_level, open_browser=open_browser)

@@ -14,12 +14,19 @@ from importlib import resources
 from typing import Any
 
 import kb_core
-from kb_core import LIMITS
-from kb_core.types import SEARCH_MODES
+from kb_core import LIMITS, SEARCH_MODES
 from kb_serve.asking import MAX_NAME_CHARS, MAX_SEED
+from kb_serve.reading import DEFAULT_ANSWERS, MAX_ANSWERS
 
-KB_SCHEMAS = ("document_list.v1", "ingest_report.v1", "removed.v1", "search_response.v1", "answer.v1")
-OWN_SCHEMAS = ("health.v1", "error", "serve.v1")
+KB_SCHEMAS = (
+    "document_list.v1",
+    "ingest_report.v1",
+    "removed.v1",
+    "search_response.v1",
+    "answer.v1",
+    "answer_history.v1",
+)
+OWN_SCHEMAS = ("health.v1", "error", "serve.v1", "document_text.v1", "stored_answer.v1")
 
 
 def own_schema(name: str) -> dict[str, Any]:
@@ -46,7 +53,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "bad input (or no Host header)",
         401: "missing or wrong bearer token",
         403: "a write from another origin (Origin not allowed, or Sec-Fetch-Site: cross-site)",
-        404: "no such document (for a question: no such language-model backend)",
+        404: "no such document or stored answer (for a question: no such language-model backend)",
         409: "another writer, or a name taken by another folder",
         413: "the body is larger than its limit",
         415: "wrong Content-Type (or no parser for the file type)",
@@ -166,11 +173,39 @@ def _paths() -> dict[str, Any]:
             },
         },
         "/documents/{path}": {
+            "get": {
+                "summary": "A stored document's text, line by line (put back from its chunks)",
+                "operationId": "documentText",
+                "parameters": [{"name": "path", "in": "path", "required": True, "schema": PATH}],
+                "responses": {"200": _json("document_text.v1", "the text"), **_errors(404, 504)},
+            },
             "delete": {
                 "summary": "Remove a document (a path ending in / removes a folder)",
                 "operationId": "deleteDocument",
                 "parameters": [{"name": "path", "in": "path", "required": True, "schema": PATH}],
                 "responses": {"200": _json("removed.v1", "the removed paths"), **_errors(*WRITE, 404, 409, 507)},
+            },
+        },
+        "/answers": {
+            "get": {
+                "summary": "Stored questions, newest first (as kb answers list)",
+                "operationId": "listAnswers",
+                "parameters": [
+                    _query(
+                        "limit",
+                        f"how many (default {DEFAULT_ANSWERS})",
+                        {"type": "integer", "minimum": 1, "maximum": MAX_ANSWERS},
+                    )
+                ],
+                "responses": {"200": _json("answer_history.v1", "the stored questions"), **_errors(504)},
+            }
+        },
+        "/answers/{answer_id}": {
+            "get": {
+                "summary": "One stored answer with its citations",
+                "operationId": "storedAnswer",
+                "parameters": [{"name": "answer_id", "in": "path", "required": True, "schema": PATH}],
+                "responses": {"200": _json("stored_answer.v1", "the stored answer"), **_errors(404, 504)},
             }
         },
         "/search": {

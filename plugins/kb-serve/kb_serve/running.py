@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
+import webbrowser
 from typing import Any
 
 import click
 import uvicorn
 
-from kb_core import KbError, Session, emit
+from kb_core import KbError
+from kb_core.commands import Session, emit
 from kb_serve.app import create_app
 from kb_serve.service import KbService
 from kb_serve.settings import ServeSettings
@@ -47,8 +50,24 @@ class _Server(uvicorn.Server):
             self.announce()
 
 
-def serve(session: Session, settings: ServeSettings, as_json: bool, log_level: str) -> None:
-    """Open the knowledge base, bind, and serve until interrupted."""
+def open_page(url: str) -> None:
+    """Open ``url`` in the user's web browser, in a thread (a text-mode browser may hold it); a failure is one line."""
+
+    def run() -> None:
+        try:
+            opened = webbrowser.open(url)
+        except Exception as exc:  # webbrowser runs whatever the user's BROWSER names
+            opened, reason = False, str(exc)
+        else:
+            reason = "no browser found"
+        if not opened:
+            click.echo(f"kb serve: could not open a browser ({reason}); open {url} yourself", err=True)
+
+    threading.Thread(target=run, name="kb-serve-open", daemon=True).start()
+
+
+def serve(session: Session, settings: ServeSettings, as_json: bool, log_level: str, open_browser: bool = False) -> None:
+    """Open the knowledge base, bind, and serve until interrupted (``open_browser``: then open the page)."""
     settings.check()
     config = session.config
     app = create_app(config, settings)
@@ -72,12 +91,15 @@ def serve(session: Session, settings: ServeSettings, as_json: bool, log_level: s
             "serve.v1",
             info,
             lambda: click.echo(
-                f"kb serve: listening on {info['url']}"
-                f" ({'bearer token required' if settings.token else 'loopback, no token'});"
+                f"kb serve: listening on {info['url']} (open it in a browser for the page;"
+                f" {'bearer token required' if settings.token else 'loopback, no token'});"
                 f" knowledge base {info['kb_dir']}; Ctrl-C stops"
             ),
         )
         sys.stdout.flush()
+        if open_browser:  # (a browser may refuse the unspecified address 0.0.0.0: loopback names this server too)
+            local = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host)
+            open_page(f"http://{local}:{port}/" if local else f"{info['url']}/")
 
     server = _Server(
         uvicorn.Config(

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -43,6 +43,7 @@ from kb_serve import uploads
 from kb_serve.errors import ApiError, cut_paths, public_text
 from kb_serve.settings import ServeSettings
 
+T = TypeVar("T")
 #: Seconds between two looks, while a question waits for the model, at whether its client is still there.
 POLL_S = 0.1
 
@@ -260,6 +261,11 @@ class KbService:
             embedding=answer.embedding and attrs.evolve(answer.embedding, path=None),
             note=cut_paths(answer.note),
         )
+
+    def read(self, work: Callable[[KnowledgeBase], T]) -> T:
+        """``work(kb)`` on a borrowed reader handle (a read of the store: a document's text, stored answers)."""
+        with self.readers.borrow() as kb:
+            return work(kb)
 
     def search(self, query: SearchQuery) -> SearchResponse:
         """Search the knowledge base (as `kb search`)."""

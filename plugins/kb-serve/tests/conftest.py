@@ -25,16 +25,18 @@ import uvicorn
 
 from kb_core import (
     Block,
+    Done,
     GenerateRequest,
     KnowledgeBase,
     ParsedDocument,
+    StreamEvent,
+    Token,
     hookimpl,
     ingest_paths,
     load_config,
     load_registry,
 )
 from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin, isolate_environment
-from kb_core.types import Done, StreamEvent, Token
 from kb_serve import ServeSettings, create_app
 from kb_serve.running import bind
 
@@ -90,29 +92,43 @@ class PacedModel(ScriptedLanguageModel):
         self.plugin = plugin
 
     def generate_stream(self, request: GenerateRequest) -> Iterator[StreamEvent]:
-        """Wait for ``hold``, then yield ``tokens`` words and a citation; ``closed`` is set however it ends."""
+        """Wait for ``hold``, then yield the tokens (pausing after ``pause_after``); ``closed`` is set at the end."""
         plugin = self.plugin
         self.requests.append(request)
         plugin.generations += 1
         plugin.started.set()
+        words = plugin.script(request) if plugin.script is not None else None
         try:
             plugin.hold.wait(30)
-            for i in range(plugin.tokens):
+            count = plugin.tokens if words is None else len(words)
+            for i in range(count):
+                if i == plugin.pause_after:
+                    plugin.paused.set()
+                    plugin.resume.wait(30)
                 time.sleep(plugin.pace_s)
                 plugin.yielded += 1
-                yield Token(" wind" if i else "Wind")
-            yield Token(" [#1]")
-            yield Done("stop", 0, plugin.tokens + 1)
+                yield Token(words[i] if words is not None else " wind" if i else "Wind")
+            if words is None:
+                yield Token(" [#1]")
+            yield Done("stop", 0, count + 1)
         finally:
             plugin.closed.set()
 
 
 @attrs.define
 class PacedPlugin:
-    """Registers the ``scripted`` backend as a :class:`PacedModel`, and counts what it generates."""
+    """Registers the ``scripted`` backend as a :class:`PacedModel`, and counts what it generates.
+
+    ``script``: the tokens of a request (as :func:`extractive`) instead of ``tokens`` words "wind";
+    ``pause_after``: after that many tokens, set ``paused`` and wait for ``resume``.
+    """
 
     tokens: int = 20
     pace_s: float = 0.01
+    script: Callable[[GenerateRequest], list[str]] | None = None
+    pause_after: int = -1
+    paused: threading.Event = attrs.field(factory=threading.Event)
+    resume: threading.Event = attrs.field(factory=threading.Event)
     hold: threading.Event = attrs.field(factory=threading.Event)
     started: threading.Event = attrs.field(factory=threading.Event)
     closed: threading.Event = attrs.field(factory=threading.Event)
@@ -168,6 +184,12 @@ class Running:
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No user config, no stray KB_* variables, platform dirs under a temp folder."""
     isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"))
+
+
+@pytest.fixture
+def extractive_script() -> Callable[[GenerateRequest], list[str]]:
+    """:func:`extractive` (the scripted model's answer), for tests that build their own model."""
+    return extractive
 
 
 @pytest.fixture
@@ -239,3 +261,101 @@ def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Runn
     for handle in running:
         handle.gate.opened.set()
         handle.stop()
+
+
+# -- the browser (tests marked slow; they skip when Debian's Chromium is not installed) ----------
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Runs before the page's own scripts (Playwright injects it past the CSP): records CSP violations.
+CSP_WATCH = (
+    "window.__cspViolations = [];"
+    "document.addEventListener('securitypolicyviolation',"
+    " (e) => window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));"
+)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium (``/usr/bin/chromium``) driven by Playwright; skips when it is not installed."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"no browser: {CHROMIUM} is missing (bash scripts/install-browser installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@attrs.define
+class Tab:
+    """A browser tab on a running server, with every request it made, the dialogs it opened, its errors."""
+
+    page: Any
+    server: Running
+    requests: list[Any] = attrs.field(factory=list)
+    dialogs: list[str] = attrs.field(factory=list)
+    errors: list[str] = attrs.field(factory=list)
+
+    def goto(self, path: str = "/") -> None:
+        """Open ``path`` of the server and wait for the page to have asked the server for its status."""
+        self.page.goto(self.server.url + path)
+        self.page.wait_for_selector("#health:not(:empty)")  # (wait_for_function would eval: the CSP forbids it)
+
+    def ask(self, question: str) -> None:
+        """Type ``question`` and press Ask."""
+        self.page.fill("#question", question)
+        self.page.click("#ask-button")
+
+    def open_from(self, link: Any) -> None:
+        """Click ``link`` and wait until the viewer has shown what it opens (the page sets ``data-ready``)."""
+        opened = int(self.page.get_attribute("#viewer", "data-ready") or 0)
+        link.click()
+        self.page.wait_for_selector(f"#viewer[data-ready='{opened + 1}']", state="attached")
+
+    def foreign_requests(self) -> list[str]:
+        """The URLs the page requested from anywhere but the server."""
+        origin = self.server.url
+        return [r.url for r in self.requests if not (r.url == origin or r.url.startswith(origin + "/"))]
+
+    def check_clean(self) -> None:
+        """Nothing went elsewhere, no dialog opened, no script error, no CSP violation."""
+        assert self.foreign_requests() == []
+        assert self.dialogs == []
+        assert self.errors == []
+        assert self.page.evaluate("window.__cspViolations") == []
+
+
+@pytest.fixture
+def open_tab(chromium: Any) -> Iterator[Callable[..., Tab]]:
+    """Factory: a new tab (in its own browser context: its own sessionStorage) on a running server."""
+    contexts: list[Any] = []
+
+    def make(server: Running, width: int = 1280, height: int = 800) -> Tab:
+        context = chromium.new_context(viewport={"width": width, "height": height})
+        contexts.append(context)
+        requests: list[Any] = []
+        context.on("request", lambda request: requests.append(request))  # of every page the context opens
+        context.add_init_script(CSP_WATCH)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        tab = Tab(page, server, requests)
+        page.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
+        page.on("pageerror", lambda error: tab.errors.append(str(error)))
+        return tab
+
+    yield make
+    for context in contexts:
+        context.close()

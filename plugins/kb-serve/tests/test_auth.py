@@ -16,7 +16,8 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from kb_core import KbError, Session
+from kb_core import KbError
+from kb_core.commands import Session
 from kb_core.testing import default_ctrl_c
 from kb_serve.client import parse_sse
 from kb_serve.command import serve_command

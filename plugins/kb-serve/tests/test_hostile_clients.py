@@ -238,7 +238,8 @@ def test_uploads_are_bounded_by_the_shared_limit_by_default(start_server: Callab
         ("POST", "/openapi.json", {"GET"}),
         ("GET", "/ask", {"POST"}),
         ("PUT", "/ask/stream", {"POST"}),
-        ("GET", "/documents/notes/heliograph.md", {"DELETE"}),
+        ("POST", "/documents/notes/heliograph.md", {"GET", "DELETE"}),
+        ("DELETE", "/answers", {"GET"}),
     ],
 )
 def test_405_names_every_allowed_method(

@@ -1,0 +1,255 @@
+// An answer as kb gave it (answer.v1, or a stored answer): its text with every [#n] a link to the
+// cited lines, kb's verdict in words, its sources or (for a refusal) the nearest passages, and which
+// passage supports each sentence (hover or select a sentence to light its citations).
+
+import { append, docHref, el, langProp, place } from "./dom.js";
+
+const MARKER = /\[#(\d{1,3})\]/g;
+
+const DETAILS = {
+  model_refused: "The model said the passages it was given do not answer the question.",
+  empty: "The model gave an empty answer.",
+  no_claim: "The answer said nothing beyond the question and its citations.",
+  invalid_marker: "The answer cited a passage it had not been given.",
+  no_citation: "The answer cited none of the passages it was given.",
+  not_answered:
+    "Asked after answering, the model judged that the passages do not state the answer, so kb withdrew it.",
+  unsupported_claim: "The answer made a claim that none of the passages supports, so kb did not keep it.",
+};
+
+function score(value) {
+  return typeof value === "number" ? value.toFixed(2) : "?";
+}
+
+/** A refusal's reason in two or three words (the history's badges). */
+export const REASON_WORDS = {
+  no_chunks: "nothing found",
+  score_gate: "weak evidence",
+  llm_self_judge: "not answered",
+  unsupported: "unsupported claim",
+  generation_error: "model error",
+};
+
+/** Why kb refused, in one sentence. */
+export function refusalSentence(answer) {
+  const retrieval = answer.retrieval || {};
+  switch (answer.refusal_reason) {
+    case "no_chunks":
+      return "Nothing in the knowledge base matched the question, so kb did not ask the model.";
+    case "score_gate":
+      return (
+        `The closest passage kb found scores ${score(retrieval.top_score)}, below the ` +
+        `${score(retrieval.score_gate)} it needs to trust the evidence, so kb did not ask the model.`
+      );
+    case "unsupported":
+      return DETAILS.unsupported_claim;
+    case "generation_error":
+      return "The language model failed while writing the answer.";
+    case "llm_self_judge":
+      return DETAILS[answer.refusal_detail] || "The model's answer did not pass kb's checks.";
+    default:
+      return "kb did not answer.";
+  }
+}
+
+function verdict(answer) {
+  if (answer.grounded) {
+    const check =
+      typeof answer.answer_check === "number"
+        ? ` Asked afterwards, the model judged that the passages state it (p = ${answer.answer_check.toFixed(2)}).`
+        : "";
+    return el(
+      "div",
+      { className: "verdict grounded", role: "status" },
+      el("strong", {}, "Grounded"),
+      " ",
+      el("span", {}, `Every claim in the answer is backed by a passage it cites.${check}`),
+    );
+  }
+  return el(
+    "div",
+    { className: "verdict refused", role: "status" },
+    el("strong", {}, "Refused"),
+    " ",
+    el("span", { className: "reason" }, refusalSentence(answer)),
+    answer.note ? el("span", { className: "note" }, ` kb's note: ${answer.note}`) : null,
+  );
+}
+
+/** A link to a citation's lines; ``onOpen(citation, headingPath)`` opens it in the viewer. */
+export function citationLink(item, label, onOpen, className = "cite") {
+  const { citation } = item;
+  return el(
+    "a",
+    {
+      className,
+      href: docHref(citation.path, citation.start_line, citation.end_line),
+      title: `Open ${place(citation)}`,
+      data: item.marker === null || item.marker === undefined ? {} : { marker: item.marker },
+      on: {
+        click(event) {
+          if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+          event.preventDefault();
+          onOpen(citation, item.heading_path || []);
+        },
+      },
+    },
+    label,
+  );
+}
+
+/** ``text`` with every [#n] that names one of ``byMarker`` as a link (others stay text, marked as unknown). */
+function withMarkers(text, byMarker, onOpen) {
+  const parts = [];
+  let cursor = 0;
+  for (const match of text.matchAll(MARKER)) {
+    if (match.index > cursor) parts.push(text.slice(cursor, match.index));
+    const item = byMarker.get(Number(match[1]));
+    parts.push(
+      item
+        ? citationLink(item, match[0], onOpen)
+        : el("span", { className: "bad-marker", title: "not a passage kb found" }, match[0]),
+    );
+    cursor = match.index + match[0].length;
+  }
+  if (cursor < text.length) parts.push(text.slice(cursor));
+  return parts;
+}
+
+function supportTitle(sentence) {
+  if (sentence.kind !== "claim") return "Not a claim: it needs no source.";
+  if (!sentence.supported_by.length) return "No passage supports this sentence.";
+  const markers = sentence.supported_by.map((m) => `[#${m}]`).join(", ");
+  const share = typeof sentence.support === "number" ? ` (${Math.round(sentence.support * 100)}% of it found there)` : "";
+  return `Supported by ${markers}${share}${sentence.attributed ? "; kb found the source itself" : ""}.`;
+}
+
+function sentenceSpan(sentence, byMarker, onOpen) {
+  const supported = sentence.kind !== "claim" || sentence.supported_by.length > 0;
+  return el(
+    "span",
+    {
+      className: `sentence ${sentence.kind === "claim" ? (supported ? "supported" : "unsupported") : "aside"}`,
+      tabIndex: 0,
+      title: supportTitle(sentence),
+      data: { support: sentence.supported_by.join(" ") },
+    },
+    withMarkers(sentence.text, byMarker, onOpen),
+  );
+}
+
+/** The answer's text, sentence by sentence when kb checked it, with its markers as links. */
+function answerText(answer, byMarker, onOpen) {
+  const text = answer.answer || "";
+  const box = el("div", { className: "answer-text", lang: langProp(text) });
+  const sentences = Array.isArray(answer.sentences) ? answer.sentences : [];
+  let cursor = 0;
+  for (const sentence of sentences) {
+    const at = text.indexOf(sentence.text, cursor);
+    if (at < 0 || !sentence.text) continue;
+    if (at > cursor) append(box, withMarkers(text.slice(cursor, at), byMarker, onOpen));
+    box.append(sentenceSpan(sentence, byMarker, onOpen));
+    cursor = at + sentence.text.length;
+  }
+  if (cursor < text.length) append(box, withMarkers(text.slice(cursor), byMarker, onOpen));
+  return box;
+}
+
+function source(item, onOpen) {
+  const marked = item.marker !== null && item.marker !== undefined;
+  return el(
+    "li",
+    { className: "source", data: marked ? { marker: item.marker } : {} },
+    marked ? citationLink(item, `[#${item.marker}]`, onOpen, "cite source-marker") : null,
+    marked ? " " : null,
+    citationLink(item, place(item.citation), onOpen, "source-place"),
+    item.heading_path && item.heading_path.length
+      ? el("span", { className: "crumbs", lang: langProp(item.heading_path.join(" ")) }, item.heading_path.join(" › "))
+      : null,
+    typeof item.score === "number" ? el("span", { className: "score" }, `score ${item.score.toFixed(2)}`) : null,
+  );
+}
+
+/** Light the citations (markers in the text and sources) of the sentence under the pointer or focus. */
+function lightSupport(root) {
+  const light = (sentence) => {
+    const markers = new Set((sentence?.dataset.support || "").split(" ").filter(Boolean));
+    for (const node of root.querySelectorAll("[data-marker]")) {
+      node.classList.toggle("lit", markers.has(node.dataset.marker));
+    }
+    for (const node of root.querySelectorAll(".sentence.lit")) node.classList.remove("lit");
+    if (sentence) sentence.classList.add("lit");
+  };
+  const selected = () => root.querySelector(".sentence:focus");
+  root.addEventListener("mouseover", (event) => {
+    const sentence = event.target.closest?.(".sentence");
+    if (sentence) light(sentence);
+  });
+  root.addEventListener("mouseout", (event) => {
+    if (event.target.closest?.(".sentence") && !event.relatedTarget?.closest?.(".sentence")) light(selected());
+  });
+  root.addEventListener("focusin", (event) => light(event.target.closest?.(".sentence")));
+  root.addEventListener("focusout", () => light(null));
+}
+
+const BROKEN = {
+  removed: "the document was removed",
+  changed: "the cited text changed",
+  ambiguous: "the cited text left its lines and now stands in several places",
+};
+
+/** Why a stored answer no longer holds: each broken citation, with the old and the new wording. */
+function staleness(answer) {
+  const items = (answer.citations || [])
+    .filter((c) => c.now && (c.now.state === "stale" || c.now.state === "unverifiable"))
+    .map((c) =>
+      el(
+        "li",
+        {},
+        `[#${c.marker}] ${c.ref}: ${c.now.state === "unverifiable" ? "cannot be checked any more" : BROKEN[c.now.reason] || "stale"}`,
+        c.now.now_text ? el("div", { className: "muted small" }, `now: ${c.now.now_text}`) : null,
+      ),
+    );
+  return el("div", { className: "stale-note" }, el("p", {}, "This answer no longer holds: the notes changed since."), el("ul", {}, items));
+}
+
+/**
+ * The whole answer as DOM: question, text, verdict, sources or nearest passages.
+ * ``stored``: a stored answer (kb keeps no candidates or per-sentence support for it).
+ */
+export function renderAnswer(answer, { onOpen, stored = false, elapsed = null } = {}) {
+  const cited = answer.citations || [];
+  const candidates = answer.candidates || [];
+  const byMarker = new Map();
+  for (const item of [...cited, ...candidates]) {
+    if (item.marker !== null && item.marker !== undefined && !byMarker.has(item.marker)) byMarker.set(item.marker, item);
+  }
+  const root = el("div", { className: answer.grounded ? "result grounded" : "result refused" });
+  append(
+    root,
+    el("p", { className: "question", lang: langProp(answer.question) }, answer.question),
+    answerText(answer, byMarker, onOpen),
+    verdict(answer),
+  );
+  const sentences = Array.isArray(answer.sentences) ? answer.sentences : [];
+  if (sentences.some((s) => s.kind === "claim")) {
+    root.append(el("p", { className: "hint muted small" }, "Hover over or select a sentence to light the passage that supports it."));
+  }
+  if (cited.length) {
+    root.append(el("h3", {}, "Sources"), el("ol", { className: "sources" }, cited.map((c) => source(c, onOpen))));
+  }
+  if (!answer.grounded && candidates.length) {
+    const title = answer.refusal_detail === "not_answered" ? "Passages the withdrawn answer cited" : "Nearest passages";
+    root.append(el("h3", {}, title), el("ol", { className: "sources candidates" }, candidates.map((c) => source(c, onOpen))));
+  }
+  if (stored && (answer.state === "stale" || answer.state === "unverifiable")) root.append(staleness(answer));
+  const facts = [];
+  if (stored) facts.push(`stored ${answer.created_at}`);
+  if (answer.retrieval && answer.retrieval.mode) {
+    facts.push(`${answer.retrieval.mode} search`, `${answer.retrieval.chunks_returned} passages found`);
+  }
+  if (elapsed !== null) facts.push(elapsed < 1000 ? "answered in less than a second" : `answered in ${(elapsed / 1000).toFixed(1)} s`);
+  if (facts.length) root.append(el("p", { className: "facts muted small" }, facts.join(" · ")));
+  lightSupport(root);
+  return root;
+}

@@ -1,0 +1,104 @@
+// The one place the page turns data into DOM. Text always goes in as text nodes (node.append of a
+// string, textContent); no HTML string is ever parsed: no innerHTML, outerHTML, insertAdjacentHTML
+// or document.write anywhere in the page. An element's properties come from an allow-list, and a
+// link may only point inside the page ("#..."), so no data can become a javascript: URL.
+
+const PROPERTIES = new Set([
+  "className", "id", "type", "title", "lang", "hidden", "disabled", "tabIndex", "value",
+  "placeholder", "name", "htmlFor", "checked", "multiple", "accept", "role", "dir",
+]);
+
+/** A link target inside the page, or an error: data never becomes a URL of its own. */
+function pageHref(value) {
+  const href = String(value);
+  if (!href.startsWith("#")) throw new Error(`only in-page links are made, not ${href.slice(0, 20)}`);
+  return href;
+}
+
+/** Append children (nodes, or strings as text nodes; null, undefined and false are skipped). */
+export function append(node, ...children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+/**
+ * A new element: el("a", {href: "#/doc/x", className: "cite", on: {click}}, "[#1]").
+ * ``data`` sets data-* attributes, ``aria`` aria-* ones, ``on`` event listeners.
+ */
+export function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "href") node.setAttribute("href", pageHref(value));
+    else if (key === "on") for (const [event, handler] of Object.entries(value)) node.addEventListener(event, handler);
+    else if (key === "data") for (const [name, item] of Object.entries(value)) node.dataset[name] = String(item);
+    else if (key === "aria") for (const [name, item] of Object.entries(value)) node.setAttribute(`aria-${name}`, String(item));
+    else if (PROPERTIES.has(key)) node[key] = value;
+    else throw new Error(`el: the property ${key} is not allowed`);
+  }
+  return append(node, children);
+}
+
+/** Replace a node's children with ``children``. */
+export function fill(node, ...children) {
+  node.replaceChildren();
+  return append(node, children);
+}
+
+/** Set a node's text (its children become one text node). */
+export function setText(node, text) {
+  node.textContent = text ?? "";
+}
+
+/** The element with this id (it must exist: the page's own markup). */
+export function byId(id) {
+  const node = document.getElementById(id);
+  if (!node) throw new Error(`no element #${id}`);
+  return node;
+}
+
+const HANGUL = /[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]/;
+const KANA = /[\u3040-\u30ff]/;
+const HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/;
+
+/** The language tag of a text in Korean, Japanese or Chinese script (for wrapping and fonts), else "". */
+export function langOf(text) {
+  const sample = String(text ?? "").slice(0, 4000);
+  if (HANGUL.test(sample)) return "ko";
+  if (KANA.test(sample)) return "ja";
+  if (HAN.test(sample)) return "zh";
+  return "";
+}
+
+/** Give ``node`` the language of ``text``'s script, or none of its own (it inherits the page's). */
+export function setLang(node, lang) {
+  if (lang) node.lang = lang;
+  else node.removeAttribute("lang");
+}
+
+/** ``lang`` for el(): the script's language, or undefined (inherit the page's). */
+export function langProp(text) {
+  return langOf(text) || undefined;
+}
+
+/** A number of bytes in words. */
+export function bytes(count) {
+  if (count < 1024) return `${count} B`;
+  if (count < 1024 * 1024) return `${(count / 1024).toFixed(1)} KB`;
+  return `${(count / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The page's link to lines ``start``..``end`` of a stored document. */
+export function docHref(path, start, end) {
+  const lines = start ? `/L${start}-L${end || start}` : "";
+  return `#/doc/${encodeURIComponent(path)}${lines}`;
+}
+
+/** A citation's place as people read it: "notes/a.md, lines 3–6". */
+export function place(citation) {
+  const { path, start_line: start, end_line: end } = citation;
+  return start === end ? `${path}, line ${start}` : `${path}, lines ${start}–${end}`;
+}

@@ -1,0 +1,174 @@
+// The document viewer: a stored document's lines (GET /documents/{path}), the cited range
+// highlighted and scrolled to, with its heading path. A PDF shows the page the lines are on.
+
+import { documentPath, getJSON } from "./api.js";
+import { byId, el, fill, langOf, setLang, setText } from "./dom.js";
+
+const CACHE_SIZE = 8;
+const GAP_LINES = 3; // a run of this many lines no chunk covers is shown as one row
+const cache = new Map();
+let opening = 0;
+
+async function load(path) {
+  if (cache.has(path)) {
+    const doc = cache.get(path);
+    cache.delete(path);
+    cache.set(path, doc);
+    return doc;
+  }
+  const doc = await getJSON(documentPath(path));
+  cache.set(path, doc);
+  while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value);
+  return doc;
+}
+
+/** Forget the stored text of documents (after an upload or a delete). */
+export function forgetDocuments() {
+  cache.clear();
+}
+
+function headingAt(doc, line) {
+  const section = doc.sections.find((s) => s.start_line <= line && line <= s.end_line);
+  return section ? section.heading_path : [];
+}
+
+/** The lines to show: the whole document, or for a paged one the page that holds ``start``. */
+function shownRange(doc, start) {
+  const last = doc.line_count;
+  if (!doc.pages.length || !start) return { from: 1, to: last, page: null };
+  let page = 0;
+  while (page < doc.pages.length && doc.pages[page] <= start) page += 1;
+  if (page === 0) return { from: 1, to: doc.pages[0] - 1, page: null };
+  const to = page < doc.pages.length ? doc.pages[page] - 1 : last;
+  return { from: doc.pages[page - 1], to, page };
+}
+
+// One element per line, its number drawn by CSS (from data-n), in blocks of BLOCK_LINES that the
+// browser lays out only when they come into view (content-visibility: auto): a 5,000-line document
+// opens at its cited lines in a few tens of milliseconds instead of laying out every line first.
+const BLOCK_LINES = 100;
+
+function lineRow(number, text, hit) {
+  const row = document.createElement("div");
+  row.className = hit ? "line cited" : "line";
+  row.dataset.n = String(number);
+  row.append(text);
+  return row;
+}
+
+/** ``rows`` grouped into blocks the browser may skip laying out while they are off screen. */
+function blocks(rows) {
+  const out = document.createDocumentFragment();
+  for (let i = 0; i < rows.length; i += BLOCK_LINES) {
+    const block = document.createElement("div");
+    block.className = "lines";
+    block.append(...rows.slice(i, i + BLOCK_LINES));
+    out.append(block);
+  }
+  return out;
+}
+
+function documentLang(doc) {
+  if (doc.lang) return doc.lang;
+  let sample = "";
+  for (const line of doc.lines) {
+    if (line) sample += line;
+    if (sample.length > 2000) break;
+  }
+  return langOf(sample) || "";
+}
+
+function renderLines(doc, range, start, end) {
+  const rows = [];
+  const hit = (n) => start !== null && start <= n && n <= end;
+  let n = range.from;
+  while (n <= range.to) {
+    const text = doc.lines[n - 1];
+    if (text !== null && text !== undefined) {
+      rows.push(lineRow(n, text, hit(n)));
+      n += 1;
+      continue;
+    }
+    let last = n;
+    while (last < range.to && (doc.lines[last] === null || doc.lines[last] === undefined)) last += 1;
+    const cited = start !== null && start <= last && n <= end;
+    if (last - n + 1 >= GAP_LINES && !cited) {
+      rows.push(el("div", { className: "gap" }, `lines ${n}–${last}: not kept in the store (front matter, markup or blank lines)`));
+    } else {
+      for (let k = n; k <= last; k += 1) rows.push(lineRow(k, "", hit(k)));
+    }
+    n = last + 1;
+  }
+  return blocks(rows);
+}
+
+function where(doc, range, start, end) {
+  const parts = [];
+  if (range.page) parts.push(`page ${range.page} of ${doc.pages.length}`);
+  if (start !== null) parts.push(start === end ? `line ${start}` : `lines ${start}–${end}`);
+  parts.push(`${doc.line_count} lines in all`);
+  return parts.join(" · ");
+}
+
+/**
+ * Open ``path`` with lines ``start``..``end`` highlighted (null: none) and scrolled to;
+ * ``headingPath``: the citation's, else the one of the section holding ``start``.
+ */
+export async function openDocument(path, start = null, end = null, headingPath = null) {
+  performance.mark("kb:open-start");
+  const mine = ++opening;
+  const viewer = byId("viewer");
+  viewer.hidden = false;
+  byId("layout").classList.add("with-viewer");
+  setText(byId("viewer-path"), path);
+  setLang(byId("viewer-path"), langOf(path));
+  setText(byId("viewer-heading"), "");
+  setText(byId("viewer-where"), "Opening…");
+  byId("viewer-note").hidden = true;
+  const box = byId("viewer-lines");
+  let doc;
+  try {
+    doc = await load(path);
+  } catch (error) {
+    if (mine !== opening) return;
+    setText(byId("viewer-where"), "");
+    fill(box, el("p", { className: "error-text", role: "alert" }, `Cannot open ${path}: ${error.message}`));
+    return;
+  }
+  if (mine !== opening) return;
+  const first = start === null ? null : Math.max(1, Math.min(start, doc.line_count));
+  const last = first === null ? null : Math.max(first, Math.min(end ?? first, doc.line_count));
+  const range = shownRange(doc, first);
+  const heading = headingPath && headingPath.length ? headingPath : first === null ? [] : headingAt(doc, first);
+  setText(byId("viewer-path"), doc.title && doc.title !== path ? `${doc.title} — ${path}` : path);
+  setText(byId("viewer-heading"), heading.join(" › "));
+  setLang(byId("viewer-heading"), langOf(heading.join(" ")));
+  setText(byId("viewer-where"), where(doc, range, first, last));
+  const note = byId("viewer-note");
+  note.hidden = doc.exact;
+  setText(note, doc.exact ? "" : "The text kb keeps for this document, placed at the lines it came from; the file's own line breaks and markup may differ.");
+  setLang(box, documentLang(doc));
+  fill(box, renderLines(doc, range, first, last));
+  const target = box.querySelector(".line.cited");
+  box.scrollTop = 0;
+  if (target) box.scrollTop = target.getBoundingClientRect().top - box.getBoundingClientRect().top - box.clientHeight / 4;
+  viewer.dataset.path = path;
+  // measured to the next frame: the cited lines are on the screen
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      performance.measure("kb:open", "kb:open-start");
+      if (mine === opening) viewer.dataset.ready = String(mine);
+    }, 0),
+  );
+}
+
+/** Close the viewer. */
+export function closeDocument() {
+  byId("viewer").hidden = true;
+  byId("layout").classList.remove("with-viewer");
+  if (location.hash.startsWith("#/doc/")) history.replaceState(null, "", location.pathname + location.search);
+}
+
+export function setupViewer() {
+  byId("viewer-close").addEventListener("click", closeDocument);
+}

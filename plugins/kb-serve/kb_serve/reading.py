@@ -1,0 +1,171 @@
+"""What the page reads besides the CLI's JSON: a document's text by line, and the stored answers.
+
+**A document's text** (``GET /documents/{path}``) comes from the store of record, never from the
+file on disk: the store keeps every chunk's text with the source lines it covers
+(``start_line``..``end_line``), and not the whole file. The lines are put back from the chunks:
+
+* a chunk whose text has as many lines as its range (Markdown, plain text) gives those lines
+  exactly; so does one whose only extra lines are the blank lines the chunker put between blocks
+  (the parsed text of a PDF, which has no blank lines);
+* a chunk whose text does not line up with its range otherwise (HTML: the text was extracted from
+  the markup; Markdown blocks joined by one blank line where the file had two) is fitted into its
+  range, blank lines first dropped, extra lines joined onto the last one, so a citation of that
+  range still highlights that text; the document is then marked ``exact: false``;
+* a line no chunk covers (front matter, markup, blank lines between sections) is ``null``.
+
+Reading the store rather than the file means a citation shows what was indexed, even when the file
+has changed or gone since, and the server opens no file a request names.
+
+**Stored answers** (``GET /answers``, ``GET /answers/{id}``) are the rows ``kb ask`` keeps
+(:mod:`kb_core.storage.answers`): the list is ``kb answers list --json``; one answer carries its
+question, text, verdict and citations (the store keeps neither the candidates nor the sentences).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+import kb_core
+from kb_core import Chunk, KnowledgeBase, list_answers
+from kb_serve.errors import ApiError
+
+#: The most lines a document's text may have (a parser's line numbers are not trusted to be small).
+MAX_LINES = 1_000_000
+#: Stored answers one ``GET /answers`` lists at most, and by default.
+MAX_ANSWERS = 1000
+DEFAULT_ANSWERS = 50
+_LANG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}")
+_ANSWER_ID = re.compile(r"ans_[0-9a-f]{16}")
+
+
+def _fit(lines: list[str], height: int) -> tuple[list[str], bool]:
+    """``lines`` made exactly ``height`` long, and whether that is exact.
+
+    Blank lines go first, then extra lines are joined onto the last; a short text is padded. When
+    the blank lines are exactly the extra ones (blocks the chunker joined with a blank line that the
+    source did not have, as in a PDF's parsed text), dropping them gives the source lines exactly.
+    """
+    extra = len(lines) - height
+    if extra > 0:
+        kept = [line for line in lines if line.strip()]
+        if len(kept) == height:
+            return kept, True
+        lines = kept or [""]
+    if len(lines) > height:
+        lines = [*lines[: height - 1], " ".join(lines[height - 1 :])]
+    return lines + [""] * (height - len(lines)), False
+
+
+def reassemble(chunks: Sequence[Chunk]) -> tuple[list[str | None], bool]:
+    """The document's lines (``None``: no chunk covers it) and whether every chunk matched its range exactly."""
+    usable = [c for c in chunks if 1 <= c.start_line <= c.end_line]
+    count = min(max((c.end_line for c in usable), default=0), MAX_LINES)
+    lines: list[str | None] = [None] * count
+    exact = True
+    for chunk in sorted(usable, key=lambda c: c.ordinal):
+        height = chunk.end_line - chunk.start_line + 1
+        text = [line.removesuffix("\r") for line in chunk.text.split("\n")]
+        if len(text) != height:
+            text, fitted_exactly = _fit(text, height)
+            exact = exact and fitted_exactly
+        for offset, line in enumerate(text):
+            index = chunk.start_line - 1 + offset
+            if index >= count:
+                break
+            if lines[index] is None:  # an overlapping chunk repeats the lines before it
+                lines[index] = line
+    return lines, exact
+
+
+def _lang(metadata: dict[str, Any]) -> str | None:
+    for key in ("lang", "language"):
+        value = metadata.get(key)
+        if isinstance(value, str) and _LANG.fullmatch(value):
+            return value
+    return None
+
+
+def _pages(metadata: dict[str, Any]) -> list[int]:
+    value = metadata.get("page_lines")
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+        return value
+    return []
+
+
+def document_text(kb: KnowledgeBase, path: str) -> dict[str, Any]:
+    """``document_text.v1``: the stored document at ``path``, line by line; 404 when there is none."""
+    clean = unicodedata.normalize("NFC", path)
+    document = kb.store.get_document(clean)
+    if document is None:
+        raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
+    chunks = kb.store.chunks_of([document.path])
+    lines, exact = reassemble(chunks)
+    return {
+        "path": document.path,
+        "title": document.title,
+        "parser": document.parser,
+        "lang": _lang(document.metadata),
+        "line_count": len(lines),
+        "exact": exact,
+        "pages": _pages(document.metadata),
+        "sections": [
+            {"start_line": c.start_line, "end_line": c.end_line, "heading_path": list(c.heading_path)}
+            for c in chunks
+            if 1 <= c.start_line <= c.end_line
+        ],
+        "lines": lines,
+    }
+
+
+def answer_history(kb: KnowledgeBase, limit: int) -> dict[str, Any]:
+    """``answer_history.v1`` (as ``kb answers list --json``): the newest ``limit`` stored answers and the total."""
+    answers, total = list_answers(kb.store, limit)
+    return {"answers": answers, "total": total}
+
+
+def stored_answer(kb: KnowledgeBase, answer_id: str) -> dict[str, Any]:
+    """``stored_answer.v1``: one stored answer with its citations and whether they still hold; 404 when there is none.
+
+    ``state`` is the answer's (valid, reanchored, stale, unverifiable; null for a refusal) and each
+    citation's ``now`` says where it stands now and, when it broke, how (``kb answers show``).
+    """
+    row = None
+    if _ANSWER_ID.fullmatch(answer_id):
+        row = kb.store.conn.execute(
+            "SELECT answer_id, created_at, question, answer, grounded, refusal_reason, citations_json"
+            " FROM answers WHERE answer_id = ?",
+            (answer_id,),
+        ).fetchone()
+    if row is None:
+        raise ApiError(404, f"no stored answer with id {answer_id[:40]!r}", hint="GET /answers lists them")
+    citations = json.loads(row[6] or "[]")
+    now = kb_core.stored_answer(kb.store, answer_id)
+    by_marker = {c.marker: c for c in now.citations}
+    kept = [c for c in citations if isinstance(c, dict)] if isinstance(citations, list) else []
+    for citation in kept:
+        standing = by_marker.get(citation.get("marker"))
+        citation["now"] = (
+            None
+            if standing is None
+            else {
+                "start_line": standing.start_line,
+                "end_line": standing.end_line,
+                "state": standing.state,
+                "reason": standing.reason,
+                "now_text": standing.now_text,
+            }
+        )
+    return {
+        "answer_id": row[0],
+        "created_at": row[1],
+        "question": row[2],
+        "answer": row[3],
+        "grounded": bool(row[4]),
+        "refusal_reason": row[5],
+        "state": now.state,
+        "citations": kept,
+    }

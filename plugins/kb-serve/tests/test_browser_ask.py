@@ -1,0 +1,188 @@
+"""The page in a real browser (Debian's Chromium through Playwright): asking, streaming, stopping,
+citations, refusals, Korean, and the bearer token. Every test checks that the page asked nothing of
+any address but the server's, opened no dialog, raised no script error and broke no CSP rule.
+
+Writes ``docs/page.png``: the page answering, with its citation opened.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.slow
+
+SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "page.png"
+CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
+RELEASE = "When was Heliograph 2.3.0 released?"
+WIND = "At what wind speed does Heliograph move the panels to the stow angle?"
+OFF_TOPIC = "What is the capital of Mongolia's oldest bakery?"
+KOREAN = "김치찌개는 몇 분 동안 끓이나요?"
+TOKEN = "correct-horse-battery-staple"
+CITED_TEXTS = "Array.from(document.querySelectorAll('#viewer-lines .line.cited')).map(r => r.textContent)"
+
+
+def file_lines(path: str, start: int, end: int) -> list[str]:
+    """Lines ``start``..``end`` of a corpus file."""
+    return (CORPUS / path).read_text(encoding="utf-8").split("\n")[start - 1 : end]
+
+
+def cited_range(href: str) -> tuple[str, int, int]:
+    """(path, start, end) of a page link ``#/doc/PATH/Lstart-Lend``."""
+    from urllib.parse import unquote
+
+    _, _, encoded, lines = href.split("/")
+    start, end = lines.removeprefix("L").split("-L")
+    return unquote(encoded), int(start), int(end)
+
+
+def test_a_grounded_answer_streams_in_and_its_citation_opens_the_cited_lines(
+    start_server: Callable[..., Any], paced_llm: Any, extractive_script: Any, open_tab: Callable[..., Any]
+) -> None:
+    llm = paced_llm(script=extractive_script, pace_s=0.005, pause_after=4)  # four words, then wait for the test
+    server = start_server(llm=llm)
+    tab = open_tab(server)
+    tab.goto()
+    expect(tab.page.locator("#health")).to_contain_text("12 documents")
+    tab.ask(RELEASE)
+    assert llm.paused.wait(30)
+    streaming = tab.page.locator("#answer .answer-text.streaming")
+    expect(streaming).to_contain_text("Heliograph changelog 2.3.0")  # the first words, while the model writes
+    expect(tab.page.locator("#stop-button")).to_be_visible()
+    assert tab.page.locator("#answer a.cite").count() == 0
+    llm.resume.set()
+
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("backed by a passage it cites")
+    expect(tab.page.locator("#stop-button")).to_be_hidden()
+    link = tab.page.locator("#answer .answer-text a.cite").first
+    expect(link).to_have_text("[#1]")
+    href = link.get_attribute("href")
+    path, start, end = cited_range(href)
+    assert path == "notes/CHANGELOG.txt"
+    tab.page.hover("#answer .sentence.supported >> nth=0")  # the sentence lights the source that supports it
+    expect(tab.page.locator("#answer li.source.lit")).to_have_count(1)
+    expect(tab.page.locator("#answer li.source.lit")).to_contain_text("notes/CHANGELOG.txt")
+
+    tab.open_from(link)
+    expect(tab.page.locator("#viewer-path")).to_contain_text("notes/CHANGELOG.txt")
+    expect(tab.page.locator("#viewer-where")).to_contain_text(f"lines {start}–{end}")
+    expect(tab.page.locator("#viewer-lines .line.cited")).to_have_count(end - start + 1)
+    assert tab.page.evaluate(CITED_TEXTS) == file_lines(path, start, end)
+    assert tab.page.evaluate("location.hash") == href
+    assert "2.3.0 (2024-06-18)" in " ".join(tab.page.evaluate(CITED_TEXTS))
+
+    # the screenshot: an answer from a Markdown note, its citation open in its section
+    tab.ask(WIND)
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    tab.open_from(tab.page.locator("#answer .answer-text a.cite").first)
+    expect(tab.page.locator("#viewer-heading")).to_have_text("Heliograph › Operation › Wind protection")
+    tab.page.hover("#answer .sentence.supported >> nth=0")
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    tab.page.screenshot(path=str(SCREENSHOT))
+    tab.check_clean()
+
+
+def test_an_off_topic_question_is_refused_in_words_with_the_nearest_passages(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    server = start_server()
+    tab = open_tab(server)
+    tab.goto()
+    tab.ask(OFF_TOPIC)
+    verdict = tab.page.locator("#answer .verdict")
+    expect(verdict).to_contain_text("Refused")
+    expect(verdict.locator(".reason")).to_contain_text("so kb did not ask the model")
+    expect(tab.page.locator("#answer h3")).to_have_text(["Nearest passages"])
+    candidates = tab.page.locator("#answer .candidates li")
+    assert candidates.count() >= 1
+    tab.open_from(candidates.first.locator("a.source-place"))
+    expect(tab.page.locator("#viewer-lines .line.cited").first).to_be_visible()
+    tab.check_clean()
+
+
+def test_stop_and_esc_abort_the_answer_and_the_server_stops_generating(
+    start_server: Callable[..., Any], paced_llm: Any, open_tab: Callable[..., Any]
+) -> None:
+    llm = paced_llm(tokens=400, pace_s=0.025)  # 10 s of answer unless it is stopped
+    server = start_server(llm=llm)
+    tab = open_tab(server)
+    tab.goto()
+    for stop in (lambda: tab.page.keyboard.press("Escape"), lambda: tab.page.click("#stop-button")):
+        llm.closed.clear()
+        tab.ask(RELEASE)
+        expect(tab.page.locator("#answer .answer-text")).to_contain_text("Wind wind")
+        stop()
+        expect(tab.page.locator("#ask-state")).to_contain_text("Stopped")
+        assert llm.closed.wait(10), "the generation went on after the page stopped it"
+        stopped_at = llm.yielded
+        time.sleep(0.3)
+        assert llm.yielded == stopped_at
+        expect(tab.page.locator("#stop-button")).to_be_hidden()
+    assert llm.yielded < 2 * llm.tokens
+    with server.client() as http:
+        assert http.get("/answers").json()["total"] == 0  # nothing stored for a stopped answer
+    tab.check_clean()
+
+
+def test_a_korean_question_is_answered_and_its_source_shown_in_korean(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    server = start_server()
+    tab = open_tab(server, width=520, height=800)  # narrow: Korean must wrap, not overflow
+    tab.goto()
+    tab.ask(KOREAN)
+    expect(tab.page.locator("#answer .verdict")).to_be_visible()
+    assert tab.page.get_attribute("#answer .question", "lang") == "ko"
+    text = tab.page.locator("#answer .answer-text")
+    assert text.get_attribute("lang") == "ko"
+    assert text.evaluate("e => getComputedStyle(e).wordBreak") == "keep-all"
+    link = tab.page.locator("#answer a.cite, #answer a.source-place").first
+    path, start, end = cited_range(link.get_attribute("href"))
+    assert path == "ko/김치찌개.md"
+    tab.open_from(link)
+    expect(tab.page.locator("#viewer-lines .line.cited")).to_have_count(end - start + 1)
+    assert tab.page.get_attribute("#viewer-lines", "lang") == "ko"
+    assert tab.page.evaluate(CITED_TEXTS) == file_lines(path, start, end)
+    overflowing = tab.page.evaluate(
+        "() => ['#answer', '#viewer-lines', 'body'].map(s => document.querySelector(s))"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.id || e.tagName)"
+    )
+    assert overflowing == []
+    tab.page.goto(server.url + "/#/doc/zh%2Fgreat-wall.txt/L1-L3")  # Chinese breaks between characters
+    expect(tab.page.locator("#viewer-where")).to_contain_text("lines 1–3 · 9 lines in all")
+    assert tab.page.get_attribute("#viewer-lines", "lang") == "zh"
+    assert tab.page.locator("#viewer-lines").evaluate("e => getComputedStyle(e).wordBreak") == "normal"
+    assert tab.page.evaluate("document.body.scrollWidth <= document.body.clientWidth")
+    tab.check_clean()
+
+
+def test_beyond_loopback_the_page_asks_for_the_token_once_and_sends_it(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    server = start_server(token=TOKEN)
+    tab = open_tab(server)
+    tab.page.goto(server.url + "/")  # the page itself needs no token
+    expect(tab.page.locator("#token-form")).to_be_visible()
+    tab.page.fill("#token-input", "wrong")
+    tab.page.click("#token-form button")
+    expect(tab.page.locator("#token-error")).to_contain_text("the bearer token is wrong")
+    tab.page.fill("#token-input", TOKEN)
+    tab.page.click("#token-form button")
+    expect(tab.page.locator("#token-form")).to_be_hidden()
+    expect(tab.page.locator("#health")).to_contain_text("12 documents")
+    tab.ask(RELEASE)
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    asked = [r for r in tab.requests if r.url.endswith("/ask/stream")]
+    assert [r.headers.get("authorization") for r in asked] == [f"Bearer {TOKEN}"]
+    assert tab.page.evaluate("sessionStorage.getItem('kb-serve-token')") == TOKEN
+    tab.page.reload()
+    expect(tab.page.locator("#health")).to_contain_text("12 documents")
+    expect(tab.page.locator("#token-form")).to_be_hidden()  # asked once per tab
+    tab.errors.clear()
+    assert tab.foreign_requests() == [] and tab.dialogs == []
