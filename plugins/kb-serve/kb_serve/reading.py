@@ -147,7 +147,8 @@ def stored_answer(kb: KnowledgeBase, answer_id: str) -> dict[str, Any]:
     by_marker = {c.marker: c for c in now.citations}
     kept = [c for c in citations if isinstance(c, dict)] if isinstance(citations, list) else []
     for citation in kept:
-        standing = by_marker.get(citation.get("marker"))
+        marker = citation.get("marker")
+        standing = by_marker.get(marker) if isinstance(marker, int) else None
         citation["now"] = (
             None
             if standing is None
