@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kbtest import TEST_INDEXES_ENV, run_kb
 
-from kb_core.storage.store import StoreOfRecord
+from kb_core.storage.store import MIGRATIONS, StoreOfRecord
 
 ENV = TEST_INDEXES_ENV
 
@@ -38,7 +38,7 @@ def test_concurrent_first_opens_never_give_an_internal_error(tmp_path: Path) -> 
             _, err = process.communicate(timeout=120)
             assert process.returncode in (0, 1, 2), err  # 1: empty list; 2: 'no knowledge base' before init
             assert "internal error" not in err and "Traceback" not in err, err
-        assert StoreOfRecord(kb_dir, create=False).schema_version == 2
+        assert StoreOfRecord(kb_dir, create=False).schema_version == len(MIGRATIONS)
 
 
 def test_search_during_the_first_ingest_never_gives_an_internal_error(tmp_path: Path) -> None:
