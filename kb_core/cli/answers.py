@@ -9,7 +9,7 @@ import click
 from kb_core.answers.again import AskedAgain, changes_since
 from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
-from kb_core.cli.checks import K_RANGE
+from kb_core.cli.checks import K_RANGE, check_query
 from kb_core.crashes import last_crash
 from kb_core.errors import EXIT_NO_RESULT, KbError
 from kb_core.storage.answers import stored_answer
@@ -107,7 +107,7 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
 
 
 @click.command("ask")
-@click.argument("question", required=False)
+@click.argument("question", callback=check_query, required=False)
 @click.option("--again", "again_id", metavar="ID", help="Ask a stored question again and show what changed.")
 @click.option("--backend", help="Language model backend for this question (default: [models.llm] backend).")
 @click.option("--k", "k", type=K_RANGE, help="Chunks to retrieve (at least [search] default_k).")
