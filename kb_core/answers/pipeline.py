@@ -128,8 +128,10 @@ class RagPipeline:
         retrieve: Callable[[SearchQuery], Sequence[Hit]],
         language_model: Callable[[], LanguageModel],
         embedding_ref: Callable[[], ModelRef | None] = lambda: None,
+        check_backend: Callable[[], object] = lambda: None,
     ) -> None:
         self.config = config
+        self.check_backend = check_backend  # raises when the backend is not installed (before any retrieval)
         self.store = store
         self.retrieve = retrieve
         self.language_model = language_model
@@ -159,6 +161,7 @@ class RagPipeline:
                 f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
                 hint=f"use one of: {', '.join(UNSUPPORTED_POLICIES)}",
             )
+        self.check_backend()  # a typo in the backend's name fails before retrieval, after the input checks
         kind = kind_of(question)
         template = choose_template(options.template_version or self.config.rag.prompt_template_version, kind)
         trace_id = f"ret_{secrets.token_hex(4)}"
@@ -409,12 +412,12 @@ def ask(
     kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(), on_token: TokenCallback | None = None
 ) -> Answer:
     """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
-    kb.registry.get("language_models", options.backend or kb.config.models.llm.backend)  # a typo fails up front
     pipeline = RagPipeline(
         config=kb.config,
         store=kb.store,
         retrieve=lambda query: search(kb, query).hits,
         language_model=lambda: kb.language_model(options.backend),
         embedding_ref=lambda: kb.embedder().model_ref,
+        check_backend=lambda: kb.registry.language_model_factory(options.backend or kb.config.models.llm.backend),
     )
     return pipeline.ask(question, options, on_token)
