@@ -59,7 +59,7 @@ from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
 from kb_core.ingest.source import ignored_part
 
 # The bounds every interface shares.
-from kb_core.limits import LIMITS, Limits, check_k, check_path_glob, check_text
+from kb_core.limits import LIMITS, Limits, check_k, check_mode, check_path_glob, check_text
 from kb_core.maintenance import inspect_target
 from kb_core.retrieval.search import SearchResponse, search
 from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
@@ -146,6 +146,7 @@ __all__ = [
     "WriterBusyError",
     "ask",
     "check_k",
+    "check_mode",
     "check_path_glob",
     "check_text",
     "hookimpl",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import attrs
 
 from kb_core.errors import KbError
+from kb_core.types import SEARCH_MODES
 
 
 @attrs.frozen
@@ -50,6 +51,13 @@ def check_k(k: int | None) -> None:
         raise KbError(f"k must be at least 1 (got {k})")
     if k > LIMITS.k:
         raise KbError(f"k must be at most {LIMITS.k} (got {str(k)[:24]})", hint="ask for fewer hits")
+
+
+def check_mode(mode: str | None) -> None:
+    """Raise a one-line KbError for a search mode kb does not know (None: not given, fine)."""
+    if mode is not None and mode not in SEARCH_MODES:
+        *others, last = SEARCH_MODES
+        raise KbError(f"unknown search mode {mode[:40]!r}", hint=f"use {', '.join(others)} or {last}")
 
 
 def check_text(text: str, what: str = "query") -> str:

@@ -61,11 +61,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
-from kb_core.errors import KbError
 from kb_core.extend.contracts import SnippetMaker
-from kb_core.limits import check_k, check_path_glob, check_text
+from kb_core.limits import check_k, check_mode, check_path_glob, check_text
 from kb_core.retrieval.vectors import make_snippet
-from kb_core.types import SEARCH_MODES, Hit, SearchQuery
+from kb_core.types import Hit, SearchQuery
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
@@ -290,8 +289,7 @@ def _snippet(retriever: Any, query: SearchQuery, text: str) -> str:
 
 def check_mode_and_k(mode: str, k: int | None) -> None:
     """Raise a one-line KbError for a search mode kb does not know or a ``k`` out of bounds (None: not given)."""
-    if mode not in SEARCH_MODES:
-        raise KbError(f"unknown search mode {mode!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+    check_mode(mode)
     check_k(k)
 
 

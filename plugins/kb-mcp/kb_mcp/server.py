@@ -21,7 +21,6 @@ from kb_core.commands import error_line, storage_error
 from kb_mcp.folders import PATH_MAX
 from kb_mcp.tools import TARGET_CHARS, KbTools, Reply
 
-MODES = ["lexical", "vector", "hybrid"]
 LIMITS = kb_core.LIMITS
 # The bounds each argument's JSON Schema states. kb_core's checks enforce them, not pydantic, so that a
 # call out of bounds gets kb_core's own line, as the library and kb serve give it (`k must be at most 1000 (got ...)`).
@@ -92,7 +91,7 @@ def build_server(tools: KbTools) -> MCPServer:
             str | None,
             Field(
                 description="lexical, vector or hybrid (default: [search] mode).",
-                json_schema_extra={"enum": [*MODES, None]},
+                json_schema_extra={"enum": [*kb_core.SEARCH_MODES, None]},
             ),
         ] = None,
         k: Annotated[
@@ -122,7 +121,7 @@ def build_server(tools: KbTools) -> MCPServer:
             str | None,
             Field(
                 description="Retrieval mode: lexical, vector or hybrid (default: [search] mode).",
-                json_schema_extra={"enum": [*MODES, None]},
+                json_schema_extra={"enum": [*kb_core.SEARCH_MODES, None]},
             ),
         ] = None,
         k: Annotated[

@@ -24,7 +24,6 @@ from kb_core.commands import dumps, envelope
 from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
-MODES = ("lexical", "vector", "hybrid")
 TARGET_CHARS = kb_core.LIMITS.path_chars + 48  # a stored path and a line span: #L<digits>-L<digits>
 
 
@@ -47,11 +46,6 @@ class Reply:
 
 def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text.strip())
-
-
-def _check_mode(mode: str | None) -> None:
-    if mode is not None and mode not in MODES:
-        raise kb_core.KbError(f"unknown search mode {mode!r}", hint="use lexical, vector or hybrid")
 
 
 def _check_length(value: str, what: str, limit: int) -> str:
@@ -87,7 +81,7 @@ class KbTools:
     def search(self, query: str, mode: str | None = None, k: int | None = None, path: str | None = None) -> Reply:
         """Hits with citations and scores in [0, 1] (``search_response.v1``)."""
         kb_core.check_text(query, "query")
-        _check_mode(mode)
+        kb_core.check_mode(mode)
         kb_core.check_k(k)
         if path is not None:
             kb_core.check_path_glob(path)
@@ -100,7 +94,7 @@ class KbTools:
     def ask(self, question: str, mode: str | None = None, k: int | None = None) -> Reply:
         """A grounded answer with citations, or a refusal with its reason (``answer.v1``)."""
         kb_core.check_text(question, "question")
-        _check_mode(mode)
+        kb_core.check_mode(mode)
         kb_core.check_k(k)
         options = kb_core.AskOptions(k=k, mode=mode, backend=self.backend)
         with self._lock:

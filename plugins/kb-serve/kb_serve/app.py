@@ -24,7 +24,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import kb_core
-from kb_core import LIMITS, SEARCH_MODES, Config, KbError, SearchQuery
+from kb_core import LIMITS, Config, KbError, SearchQuery
 from kb_core.commands import dumps
 from kb_serve import openapi, reading
 from kb_serve.asking import CLIENT_LEFT, ask_options, ask_response
@@ -180,8 +180,7 @@ class Api:
         k = _int_param(request, "k")
         kb_core.check_k(k)  # 400 outside 1..LIMITS.k (a huge k once made the index allocate k x 16 bytes)
         mode = params.get("mode") or cfg.mode
-        if mode not in SEARCH_MODES:
-            raise ApiError(400, f"unknown search mode {mode[:40]!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+        kb_core.check_mode(mode)
         glob = _path_param(params.get("path") or "", "the path glob") or None
         kb_core.check_path_glob(glob)  # 400 with the one line every interface gives
         query = SearchQuery(text=text, k=cfg.default_k if k is None else k, mode=mode, path_glob=glob)

@@ -18,7 +18,7 @@ import json
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -26,7 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive
 
 import kb_core
-from kb_core import SEARCH_MODES, Answer, AskOptions, Cancelled, KbError
+from kb_core import Answer, AskOptions, Cancelled, KbError
 from kb_core.commands import dumps, envelope
 from kb_serve.errors import ApiError, error_body
 from kb_serve.service import KbService
@@ -66,18 +66,14 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
             f"unknown field(s): {', '.join(json.dumps(u)[:40] for u in unknown[:5])}",
             hint=f"known: {', '.join(sorted(_FIELDS))}",
         )
-    question = _typed(body, "question", str, "a string")
-    if question is None or not question.strip():
-        raise ApiError(400, "the question is empty", hint='send {"question": "what does X do?"}')
-    question = _checked(lambda: kb_core.check_text(question, "question"))
+    question = kb_core.check_text(_typed(body, "question", str, "a string") or "", "question")  # a KbError is a 400
     k = _typed(body, "k", int, "a whole number")
-    _checked(lambda: kb_core.check_k(k))
+    kb_core.check_k(k)
     temperature = _typed(body, "temperature", (int, float), "a number")
     if temperature is not None and (not math.isfinite(temperature) or temperature < 0):
         raise ApiError(400, "temperature must be a number >= 0")
     mode = _typed(body, "mode", str, "a string")
-    if mode is not None and mode not in SEARCH_MODES:
-        raise ApiError(400, f"unknown search mode {mode[:40]!r}", hint=f"use one of: {', '.join(SEARCH_MODES)}")
+    kb_core.check_mode(mode)
     seed = _typed(body, "seed", int, "a whole number")
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise ApiError(400, f"seed must be between 0 and {MAX_SEED}")
@@ -94,14 +90,6 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
         backend=backend,
     )
     return question, options
-
-
-def _checked(check: Callable[[], T]) -> T:
-    """``check()``, its KbError (a limit of kb_core's) as a 400."""
-    try:
-        return check()
-    except KbError as exc:
-        raise ApiError(400, exc.message, hint=exc.hint) from None
 
 
 def sse(event: str, data: Any) -> bytes:
