@@ -115,23 +115,27 @@ def document_lines(store: StoreOfRecord, path: str) -> list[str | None] | None:
 def recheck_documents(store: StoreOfRecord, paths: Iterable[str] | None = None) -> FreshnessReport:
     """Re-check the stored citations of the documents ``paths`` (None: of every document).
 
-    Only the answers citing them are read. A document whose content hash is the one a citation
-    was last checked against is not read again.
+    Only the answers citing them are read, once. A document whose content hash is the one its
+    citations were last checked against is not read again.
     """
     began = time.perf_counter()
-    query = "SELECT rowid, * FROM answer_citations WHERE state != 'unverifiable'"
     if paths is None:
-        rows = store.conn.execute(query).fetchall()
+        rows = store.conn.execute("SELECT rowid, * FROM answer_citations ORDER BY answer_id, marker").fetchall()
+        wanted = None
     else:
-        wanted = sorted(set(paths))
-        rows = []
-        for batch in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
-            marks = ",".join("?" * len(batch))
-            rows += store.conn.execute(f"{query} AND doc_path IN ({marks})", batch).fetchall()
+        wanted = set(paths)
+        query = (
+            "SELECT rowid, * FROM answer_citations WHERE answer_id IN"
+            " (SELECT answer_id FROM answer_citations WHERE doc_path IN ({marks})) ORDER BY answer_id, marker"
+        )
+        unique = {row["rowid"]: row for row in store.rows_in(query, sorted(wanted))}  # batches may overlap
+        rows = sorted(unique.values(), key=lambda row: (row["answer_id"], row["marker"]))
     by_path: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
-        by_path[row["doc_path"]].append(row)
+        if row["state"] != "unverifiable" and (wanted is None or row["doc_path"] in wanted):
+            by_path[row["doc_path"]].append(row)
     hashes = store.document_hashes_of(list(by_path))
+    now = {row["rowid"]: _now(row) for row in rows}
     updates = []
     for path, cited in by_path.items():
         current = hashes.get(path)
@@ -139,96 +143,84 @@ def recheck_documents(store: StoreOfRecord, paths: Iterable[str] | None = None) 
             continue
         lines = document_lines(store, path)
         for row in cited:
-            updates.append(_checked(store, row, lines, current))
-    with store.transaction():
-        store.conn.executemany(
-            "UPDATE answer_citations SET start_line = ?, end_line = ?, cited_text = ?, fingerprint = ?, doc_hash = ?,"
-            " state = ?, reason = ?, now_text = ?, checked_at = ? WHERE rowid = ?",
-            updates,
-        )
-    answer_ids = sorted({r["answer_id"] for r in rows})
-    return _report(store, answer_ids, began)
-
-
-def _checked(store: StoreOfRecord, r: Any, lines: Sequence[str | None] | None, doc_hash: str | None) -> tuple[Any, ...]:
-    """The UPDATE parameters of one citation row (an ``answer_citations`` row) after its re-check."""
-    text = r["cited_text"]
-    if text is None:  # stored before kb kept cited text: what its chunk id still points to, if anything
-        chunk = store.get_chunks([r["chunk_id"]]).get(r["chunk_id"])
-        if chunk is None:
-            return (
-                r["start_line"],
-                r["end_line"],
-                None,
-                None,
-                doc_hash,
-                "unverifiable",
-                "",
-                None,
-                now_iso(),
-                r["rowid"],
+            now[row["rowid"]], parameters = _checked(store, row, lines, current)
+            updates.append(parameters)
+    if updates:
+        with store.transaction():
+            store.conn.executemany(
+                "UPDATE answer_citations SET start_line = ?, end_line = ?, cited_text = ?, fingerprint = ?,"
+                " doc_hash = ?, state = ?, reason = ?, now_text = ?, checked_at = ? WHERE rowid = ?",
+                updates,
             )
-        text = chunk.text
-    outcome = recheck(CitedText(r["doc_path"], r["start_line"], r["end_line"], text), lines)
-    return (
-        outcome.start_line,
-        outcome.end_line,
-        text,
-        fingerprint(text),
-        doc_hash,
-        outcome.state,
-        outcome.reason,
-        outcome.now,
-        now_iso(),
-        r["rowid"],
+    by_answer: dict[str, list[CitationNow]] = defaultdict(list)
+    for row in rows:
+        by_answer[row["answer_id"]].append(now[row["rowid"]])
+    return _report(store, by_answer, began)
+
+
+def _now(row: Any) -> CitationNow:
+    """An ``answer_citations`` row as it stands."""
+    return CitationNow(
+        marker=row["marker"],
+        path=row["doc_path"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        state=row["state"],
+        reason=row["reason"],
+        cited_text=row["cited_text"],
+        now_text=row["now_text"],
     )
+
+
+def _checked(
+    store: StoreOfRecord, row: Any, lines: Sequence[str | None] | None, doc_hash: str | None
+) -> tuple[CitationNow, tuple[Any, ...]]:
+    """One citation row re-checked: how it stands now, and the parameters of its UPDATE."""
+    text = row["cited_text"]
+    if text is None:  # stored before kb kept cited text: what its chunk id still points to, if anything
+        chunk = store.get_chunks([row["chunk_id"]]).get(row["chunk_id"])
+        text = chunk.text if chunk is not None else None
+    if text is None:
+        checked = attrs.evolve(_now(row), state="unverifiable", reason="", now_text=None)
+    else:
+        outcome = recheck(CitedText(row["doc_path"], row["start_line"], row["end_line"], text), lines)
+        checked = attrs.evolve(
+            _now(row),
+            start_line=outcome.start_line,
+            end_line=outcome.end_line,
+            state=outcome.state,
+            reason=outcome.reason,
+            cited_text=text,
+            now_text=outcome.now,
+        )
+    stamp = fingerprint(text) if text is not None else None
+    parameters = (checked.start_line, checked.end_line, text, stamp, doc_hash, checked.state, checked.reason)
+    return checked, (*parameters, checked.now_text, now_iso(), row["rowid"])
 
 
 def citations_now(store: StoreOfRecord, answer_ids: Sequence[str]) -> dict[str, list[CitationNow]]:
     """answer id -> its citations as they stand now, by marker."""
     found: dict[str, list[CitationNow]] = defaultdict(list)
-    for batch in (list(answer_ids[i : i + 500]) for i in range(0, len(answer_ids), 500)):
-        marks = ",".join("?" * len(batch))
-        for r in store.conn.execute(
-            f"SELECT * FROM answer_citations WHERE answer_id IN ({marks}) ORDER BY answer_id, marker", batch
-        ):
-            found[r["answer_id"]].append(
-                CitationNow(
-                    marker=r["marker"],
-                    path=r["doc_path"],
-                    start_line=r["start_line"],
-                    end_line=r["end_line"],
-                    state=r["state"],
-                    reason=r["reason"],
-                    cited_text=r["cited_text"],
-                    now_text=r["now_text"],
-                )
-            )
+    query = "SELECT * FROM answer_citations WHERE answer_id IN ({marks}) ORDER BY answer_id, marker"
+    for row in store.rows_in(query, answer_ids):
+        found[row["answer_id"]].append(_now(row))
     return found
 
 
-def stale_answer_ids(store: StoreOfRecord) -> set[str]:
-    """The stored answers that no longer hold (a stale citation) or cannot be checked (unverifiable)."""
-    rows = store.conn.execute(
-        "SELECT DISTINCT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable')"
-    )
-    return {r[0] for r in rows}
-
-
-def _report(store: StoreOfRecord, answer_ids: list[str], began: float) -> FreshnessReport:
-    now = citations_now(store, answer_ids)
+def _report(store: StoreOfRecord, by_answer: dict[str, list[CitationNow]], began: float) -> FreshnessReport:
     counts: dict[str, int] = defaultdict(int)
     stale: list[StaleAnswer] = []
-    for answer_id in answer_ids:
-        citations = now.get(answer_id, [])
+    for answer_id, citations in sorted(by_answer.items()):
         state = answer_state(c.state for c in citations)
         counts[state] += 1
         if state in ("stale", "unverifiable"):
-            broken = tuple(c for c in citations if c.state in ("stale", "unverifiable"))
+            broken = tuple(
+                sorted((c for c in citations if c.state in ("stale", "unverifiable")), key=lambda c: c.marker)
+            )
             row = store.conn.execute("SELECT question FROM answers WHERE answer_id = ?", (answer_id,)).fetchone()
             stale.append(StaleAnswer(answer_id, row[0] if row else "", state, broken))
     return FreshnessReport(
-        answers_checked=len(answer_ids),
+        answers_checked=len(by_answer),
         valid=counts["valid"],
         reanchored=counts["reanchored"],
         stale=counts["stale"],
@@ -248,5 +240,4 @@ __all__ = [
     "document_lines",
     "record_citations",
     "recheck_documents",
-    "stale_answer_ids",
 ]

@@ -167,15 +167,20 @@ class StoreOfRecord:
             rows = self.conn.execute("SELECT path, content_hash FROM documents WHERE source_root = ?", (source_root,))
         return {row[0]: row[1] for row in rows}
 
+    def rows_in(self, query: str, values: Sequence[str]) -> Iterator[sqlite3.Row]:
+        """The rows of ``query`` for every one of ``values``: its ``{marks}`` is filled with a ``?`` each,
+        500 values at a time (SQLite bounds the parameters of one statement)::
+
+            store.rows_in("SELECT * FROM chunks WHERE chunk_id IN ({marks})", ids)
+        """
+        for start in range(0, len(values), 500):
+            part = list(values[start : start + 500])
+            yield from self.conn.execute(query.format(marks=",".join("?" * len(part))), part)
+
     def document_hashes_of(self, paths: Sequence[str]) -> dict[str, str]:
         """path -> content hash, for those of ``paths`` that are stored."""
-        found: dict[str, str] = {}
-        for start in range(0, len(paths), 500):
-            batch = list(paths[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            query = f"SELECT path, content_hash FROM documents WHERE path IN ({marks})"
-            found.update((r[0], r[1]) for r in self.conn.execute(query, batch))
-        return found
+        query = "SELECT path, content_hash FROM documents WHERE path IN ({marks})"
+        return {row[0]: row[1] for row in self.rows_in(query, paths)}
 
     def document_owners(self) -> dict[str, str]:
         """path -> the source root (absolute folder) each document came from."""
@@ -261,25 +266,13 @@ class StoreOfRecord:
 
     def chunks_of(self, doc_paths: Sequence[str]) -> list[Chunk]:
         """The chunks of the given documents, in document then ordinal order."""
-        out: list[Chunk] = []
-        for start in range(0, len(doc_paths), 500):
-            part = list(doc_paths[start : start + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(
-                f"SELECT * FROM chunks WHERE doc_path IN ({marks}) ORDER BY doc_path, ordinal", part
-            )
-            out.extend(_row_to_chunk(r) for r in rows)
-        return out
+        query = "SELECT * FROM chunks WHERE doc_path IN ({marks}) ORDER BY doc_path, ordinal"
+        return [_row_to_chunk(row) for row in self.rows_in(query, doc_paths)]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """chunk_id -> chunk, for the ids that exist."""
-        found: dict[str, Chunk] = {}
-        for start in range(0, len(chunk_ids), 500):
-            part = list(chunk_ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            for row in self.conn.execute(f"SELECT * FROM chunks WHERE chunk_id IN ({marks})", part):
-                found[row["chunk_id"]] = _row_to_chunk(row)
-        return found
+        query = "SELECT * FROM chunks WHERE chunk_id IN ({marks})"
+        return {row["chunk_id"]: _row_to_chunk(row) for row in self.rows_in(query, chunk_ids)}
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[list[Chunk]]:
         """Every chunk, in batches, in document then ordinal order."""
