@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from kbtest import DEFAULT_ENV, LEXICAL, TEST_INDEXES
+from kbtest import DEFAULT_ENV, LEXICAL
 
 from kb_core.app import KnowledgeBase
-from kb_core.config import load_config
 from kb_core.extend.contracts import FactoryContext
 from kb_core.extend.registry import registry, reset_registry
 
@@ -34,16 +32,7 @@ def embedder():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def make_kb(tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
-    """Factory: a KnowledgeBase in a temp dir on the test indexes; keyword args are dotted config overrides."""
-    opened: list[KnowledgeBase] = []
-
-    def factory(name: str = "kb", **overrides: object) -> KnowledgeBase:
-        dotted = TEST_INDEXES | {key.replace("__", "."): value for key, value in overrides.items()}
-        kb = KnowledgeBase(load_config(kb_dir=tmp_path / name, overrides=dotted, environ={}))
-        opened.append(kb)
-        return kb
-
-    yield factory
-    for kb in opened:
-        kb.close()
+def make_kb(make_test_kb: Callable[..., KnowledgeBase]) -> Callable[..., KnowledgeBase]:
+    """Factory: a KnowledgeBase in a temp dir on the test indexes; keyword args are dotted config overrides
+    (kb_core.testing's ``make_test_kb``, under the name the core's tests use)."""
+    return make_test_kb

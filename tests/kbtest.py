@@ -7,16 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kb_core.testing.pytest_plugin import TEST_INDEXES, TEST_PLUGIN_MODULES
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 CORPUS = FIXTURES / "corpus"
 
 #: The plugins every core test loads (``KB_PLUGIN_MODULES``): the test indexes of kb_core.testing, so
 #: the core's tests need no engine installed; tests of the real engines are marked ``needs_plugins``.
-TEST_PLUGINS = "kb_core.testing.indexes:TestIndexesPlugin"
-LEXICAL, VECTOR = "test-lexical", "test-vector"
-#: Both test indexes, as a config override and as the environment every core test runs in.
-TEST_INDEXES = {"indexes.enabled": [LEXICAL, VECTOR]}
+TEST_PLUGINS = TEST_PLUGIN_MODULES
+LEXICAL, VECTOR = TEST_INDEXES["indexes.enabled"]
+#: Both test indexes, as the environment every core test runs in (TEST_INDEXES: as a config override).
 DEFAULT_ENV = {"KB_PLUGIN_MODULES": TEST_PLUGINS, "KB_INDEXES__ENABLED": f'["{LEXICAL}", "{VECTOR}"]'}
 #: The lexical test index alone (no embeddings: faster).
 TEST_INDEXES_ENV = DEFAULT_ENV | {"KB_INDEXES__ENABLED": f'["{LEXICAL}"]'}

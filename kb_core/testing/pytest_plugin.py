@@ -59,15 +59,17 @@ def kb_test_plugins() -> str:
 @pytest.fixture
 def make_test_kb(tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
     """Factory: a KnowledgeBase in a temporary folder on the test indexes; keyword args are dotted overrides."""
-    from kb_core.extend.registry import load_registry
+    from kb_core.extend.registry import load_registry, registry
     from kb_core.testing.indexes import TestIndexesPlugin
 
     opened: list[KnowledgeBase] = []
-    registry = load_registry(extra_plugins=[("kb-test-indexes", TestIndexesPlugin())])
+    plugins = registry()  # the process's, when KB_PLUGIN_MODULES already loads the test indexes
+    if "test-lexical" not in plugins.names("indexes"):
+        plugins = load_registry(extra_plugins=[("kb-test-indexes", TestIndexesPlugin())])
 
     def factory(name: str = "kb", **overrides: object) -> KnowledgeBase:
         dotted = TEST_INDEXES | {key.replace("__", "."): value for key, value in overrides.items()}
-        kb = KnowledgeBase(load_config(kb_dir=tmp_path / name, overrides=dotted, environ={}), registry)
+        kb = KnowledgeBase(load_config(kb_dir=tmp_path / name, overrides=dotted, environ={}), plugins)
         opened.append(kb)
         return kb
 
