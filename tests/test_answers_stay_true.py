@@ -39,6 +39,15 @@ def _json(env: dict[str, str], *args: str, code: int | None = 0) -> dict:
     return data
 
 
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """A notes folder holding ``h.md`` (NOTE)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "h.md").write_text(NOTE)
+    return folder
+
+
 def _ask(env: dict[str, str], notes: Path) -> str:
     assert run_kb("ingest", str(notes), env=env).returncode == 0
     answer = _json(env, "ask", QUESTION)
@@ -47,10 +56,7 @@ def _ask(env: dict[str, str], notes: Path) -> str:
 
 
 @pytest.mark.slow
-def test_a_line_added_above_reanchors_and_the_answer_still_holds(tmp_path: Path, env: dict[str, str]) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "h.md").write_text(NOTE)
+def test_a_line_added_above_reanchors_and_the_answer_still_holds(env: dict[str, str], notes: Path) -> None:
     answer_id = _ask(env, notes)
     (notes / "h.md").write_text("Introduction.\n\n" + NOTE)
     ingest = run_kb("ingest", str(notes), env=env)
@@ -62,10 +68,7 @@ def test_a_line_added_above_reanchors_and_the_answer_still_holds(tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_a_changed_number_makes_the_answer_stale_with_both_wordings(tmp_path: Path, env: dict[str, str]) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "h.md").write_text(NOTE)
+def test_a_changed_number_makes_the_answer_stale_with_both_wordings(env: dict[str, str], notes: Path) -> None:
     answer_id = _ask(env, notes)
     (notes / "h.md").write_text(NOTE.replace("8080", "9090"))
     ingest = run_kb("ingest", str(notes), env=env)
@@ -87,10 +90,7 @@ def test_a_changed_number_makes_the_answer_stale_with_both_wordings(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_a_deleted_file_makes_the_answer_stale(tmp_path: Path, env: dict[str, str]) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "h.md").write_text(NOTE)
+def test_a_deleted_file_makes_the_answer_stale(env: dict[str, str], notes: Path) -> None:
     (notes / "other.md").write_text("# Other\n\nSomething else entirely.\n")
     answer_id = _ask(env, notes)
     (notes / "h.md").unlink()
@@ -100,10 +100,7 @@ def test_a_deleted_file_makes_the_answer_stale(tmp_path: Path, env: dict[str, st
 
 
 @pytest.mark.slow
-def test_a_folder_moved_with_repoint_keeps_the_answer_valid(tmp_path: Path, env: dict[str, str]) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "h.md").write_text(NOTE)
+def test_a_folder_moved_with_repoint_keeps_the_answer_valid(tmp_path: Path, env: dict[str, str], notes: Path) -> None:
     answer_id = _ask(env, notes)
     moved = tmp_path / "moved"
     shutil.move(notes, moved)
