@@ -130,43 +130,30 @@ def answer_history(kb: KnowledgeBase, limit: int) -> dict[str, Any]:
 def stored_answer(kb: KnowledgeBase, answer_id: str) -> dict[str, Any]:
     """``stored_answer.v1``: one stored answer with its citations and whether they still hold; 404 when there is none.
 
-    ``state`` is the answer's (valid, reanchored, stale, unverifiable; null for a refusal) and each
-    citation's ``now`` says where it stands now and, when it broke, how (``kb answers show``).
+    The answer and its ``state`` are kb_core's (``kb answers show``); each citation is the one the
+    answer gave (with its ``ref``, chunk and heading path, which the page links), and its ``now``
+    says where it stands now and, when it broke, how.
     """
-    row = None
-    if _ANSWER_ID.fullmatch(answer_id):
-        row = kb.store.conn.execute(
-            "SELECT answer_id, created_at, question, answer, grounded, refusal_reason, citations_json"
-            " FROM answers WHERE answer_id = ?",
-            (answer_id,),
-        ).fetchone()
-    if row is None:
+    if not _ANSWER_ID.fullmatch(answer_id):
         raise ApiError(404, f"no stored answer with id {answer_id[:40]!r}", hint="GET /answers lists them")
-    citations = json.loads(row[6] or "[]")
-    now = kb_core.stored_answer(kb.store, answer_id)
-    by_marker = {c.marker: c for c in now.citations}
-    kept = [c for c in citations if isinstance(c, dict)] if isinstance(citations, list) else []
-    for citation in kept:
+    now = kb_core.stored_answer(kb.store, answer_id)  # a NotFoundError is a 404
+    (raw,) = kb.store.conn.execute("SELECT citations_json FROM answers WHERE answer_id = ?", (answer_id,)).fetchone()
+    given = json.loads(raw or "[]")
+    citations = [c for c in given if isinstance(c, dict)] if isinstance(given, list) else []
+    standing = {c.marker: c for c in now.citations}
+    for citation in citations:
         marker = citation.get("marker")
-        standing = by_marker.get(marker) if isinstance(marker, int) else None
+        current = standing.get(marker) if isinstance(marker, int) else None
         citation["now"] = (
             None
-            if standing is None
+            if current is None
             else {
-                "start_line": standing.start_line,
-                "end_line": standing.end_line,
-                "state": standing.state,
-                "reason": standing.reason,
-                "now_text": standing.now_text,
+                "start_line": current.start_line,
+                "end_line": current.end_line,
+                "state": current.state,
+                "reason": current.reason,
+                "now_text": current.now_text,
             }
         )
-    return {
-        "answer_id": row[0],
-        "created_at": row[1],
-        "question": row[2],
-        "answer": row[3],
-        "grounded": bool(row[4]),
-        "refusal_reason": row[5],
-        "state": now.state,
-        "citations": kept,
-    }
+    payload = {key: getattr(now, key) for key in ("answer_id", "created_at", "question", "answer", "grounded")}
+    return payload | {"refusal_reason": now.refusal_reason, "state": now.state, "citations": citations}
