@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import anyio
@@ -15,9 +14,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
-from mcp_helpers import KB, schema, server_env, with_server
-
-from kb_core.testing import default_ctrl_c
+from mcp_helpers import KB, http_server, schema, server_env, with_server
 
 pytestmark = pytest.mark.slow
 
@@ -64,23 +61,7 @@ def free_port() -> int:
 
 
 def test_streamable_http_on_loopback_only(kb_dir: Path) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [KB, "--kb", str(kb_dir), "mcp", "--transport", "http", "--port", str(port)],
-        env=server_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_ctrl_c,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+    with http_server(kb_dir) as (process, port):
 
         async def main() -> CallToolResult:
             async with (
@@ -105,10 +86,6 @@ def test_streamable_http_on_loopback_only(kb_dir: Path) -> None:
         assert f"on http://127.0.0.1:{port}/mcp" in err
         assert "Traceback" not in err
         assert process.returncode == 130  # interrupted, as every kb command
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_http_port_in_use_is_one_line(kb_dir: Path) -> None:

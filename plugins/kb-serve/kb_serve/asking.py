@@ -18,7 +18,7 @@ import json
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -66,14 +66,14 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
             f"unknown field(s): {', '.join(json.dumps(u)[:40] for u in unknown[:5])}",
             hint=f"known: {', '.join(sorted(_FIELDS))}",
         )
-    question = kb_core.check_text(_typed(body, "question", str, "a string") or "", "question")  # a KbError is a 400
+    question = _checked(lambda: kb_core.check_text(_typed(body, "question", str, "a string") or "", "question"))
     k = _typed(body, "k", int, "a whole number")
-    kb_core.check_k(k)
+    _checked(lambda: kb_core.check_k(k))
     temperature = _typed(body, "temperature", (int, float), "a number")
     if temperature is not None and (not math.isfinite(temperature) or temperature < 0):
         raise ApiError(400, "temperature must be a number >= 0")
     mode = _typed(body, "mode", str, "a string")
-    kb_core.check_mode(mode)
+    _checked(lambda: kb_core.check_mode(mode))
     seed = _typed(body, "seed", int, "a whole number")
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise ApiError(400, f"seed must be between 0 and {MAX_SEED}")
@@ -90,6 +90,14 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
         backend=backend,
     )
     return question, options
+
+
+def _checked(check: Callable[[], T]) -> T:
+    """``check()``, its KbError (a limit of kb_core's) as the 400 ``ask_options`` promises."""
+    try:
+        return check()
+    except KbError as exc:
+        raise ApiError(400, exc.message, hint=exc.hint) from None
 
 
 def sse(event: str, data: Any) -> bytes:

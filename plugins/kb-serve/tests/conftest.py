@@ -9,9 +9,10 @@ it answers extractively, one word per token, from the evidence retrieval really 
 
 from __future__ import annotations
 
+import json
 import logging
-import re
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,21 +37,13 @@ from kb_core import (
     load_config,
     load_registry,
 )
-from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin, isolate_environment
+from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin, extractive
 from kb_serve import ServeSettings, create_app
 from kb_serve.running import bind
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "fixtures" / "corpus"
 START_TIMEOUT_S = 60.0
-
-
-def extractive(request: GenerateRequest) -> list[str]:
-    """Answer with the text of evidence entry [#1], one word per token, citing [#1]."""
-    after = re.split(r"\[#1[\] ]", request.user, maxsplit=1)[1]
-    entry = re.split(r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]", after)[0]
-    words = entry.split("\n", 1)[1].split()
-    return [w if i == 0 else " " + w for i, w in enumerate(words)] + [" [#1]"]
 
 
 class GatedParser:
@@ -180,10 +173,20 @@ class Running:
         self.thread.join(20)
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No user config, no stray KB_* variables, platform dirs under a temp folder."""
-    isolate_environment(monkeypatch, tmp_path_factory.mktemp("home"))
+@pytest.fixture
+def serve_json() -> Callable[[subprocess.Popen[str]], dict[str, Any]]:
+    """Reads what ``kb serve --json`` prints once it listens (``serve.v1``) from the process's stdout."""
+
+    def read(process: subprocess.Popen[str]) -> dict[str, Any]:
+        assert process.stdout is not None
+        lines: list[str] = []
+        while not lines or lines[-1] != "}\n":
+            line = process.stdout.readline()
+            assert line, process.stderr.read() if process.stderr else "no output"
+            lines.append(line)
+        return dict(json.loads("".join(lines)))
+
+    return read
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -83,7 +82,9 @@ def test_with_a_token_every_request_must_carry_it(start_server: Callable[..., An
 
 
 @pytest.mark.slow
-def test_kb_serve_runs_as_a_process_and_stops_on_ctrl_c(corpus_kb: Path, tmp_path: Path) -> None:
+def test_kb_serve_runs_as_a_process_and_stops_on_ctrl_c(
+    corpus_kb: Path, tmp_path: Path, serve_json: Callable[[subprocess.Popen[str]], dict[str, Any]]
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | {"KB_SERVE_TOKEN": TOKEN}
     kb = str(Path(sys.executable).parent / "kb")
     refused = subprocess.run(
@@ -101,13 +102,7 @@ def test_kb_serve_runs_as_a_process_and_stops_on_ctrl_c(corpus_kb: Path, tmp_pat
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_ctrl_c
     )
     try:
-        assert process.stdout is not None
-        lines: list[str] = []
-        while not lines or lines[-1] != "}\n":
-            line = process.stdout.readline()
-            assert line, process.stderr.read() if process.stderr else "no output"
-            lines.append(line)
-        info = json.loads("".join(lines))
+        info = serve_json(process)
         jsonschema.validate(info, own_schema("serve.v1"))
         assert info["auth"] is True and info["host"] == "127.0.0.1"
         with httpx.Client(base_url=info["url"], timeout=30) as http:

@@ -338,7 +338,9 @@ def test_a_question_abandoned_while_it_waits_never_generates(start_server: Calla
 
 
 @pytest.mark.slow
-def test_kb_serve_allow_host_as_a_process(corpus_kb: Path) -> None:
+def test_kb_serve_allow_host_as_a_process(
+    corpus_kb: Path, serve_json: Callable[[subprocess.Popen[str]], dict[str, Any]]
+) -> None:
     kb = str(Path(sys.executable).parent / "kb")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
     bad = subprocess.run(
@@ -348,13 +350,7 @@ def test_kb_serve_allow_host_as_a_process(corpus_kb: Path) -> None:
     command = [kb, "--kb", str(corpus_kb), "serve", "--port", "0", "--json", "--allow-host", "kb.lan"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        assert process.stdout is not None
-        lines: list[str] = []
-        while not lines or lines[-1] != "}\n":
-            line = process.stdout.readline()
-            assert line, process.stderr.read() if process.stderr else "no output"
-            lines.append(line)
-        url = json.loads("".join(lines))["url"]
+        url = serve_json(process)["url"]
         with httpx.Client(base_url=url, timeout=30) as http:
             assert http.get("/health", headers={"Host": "kb.lan"}).status_code == 200
             refused(http.get("/health", headers={"Host": "attacker.example"}), 421, "does not answer")
