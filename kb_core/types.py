@@ -208,6 +208,8 @@ class Done:
     completion_tokens: int = 0
     error: str | None = None
     cached_tokens: int = 0  # of prompt_tokens, how many were reused rather than evaluated
+    #: For a reply the request's ``verdict`` opened: P(no) / (P(yes) + P(no)) of its first token.
+    verdict_no_share: float | None = None
 
 
 StreamEvent = Token | Done
@@ -364,6 +366,8 @@ class Answer:
     refusal_detail: str | None = None
     sentences: tuple[SentenceSupport, ...] = ()
     verdict: str | None = None
+    verdict_confidence: float | None = None
+    verdict_withheld: bool = False
     answer_check: float | None = None
     ignored_instructions: tuple[int, ...] = ()
     packed: tuple[PackedChunk, ...] = ()

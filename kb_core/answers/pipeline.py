@@ -40,6 +40,7 @@ from kb_core.answers.prompts import PromptTemplate, choose_template, render_user
 from kb_core.answers.questions import QuestionKind, kind_of, verdict_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
+from kb_core.answers.verdicts import opening_confidence
 from kb_core.config import Config
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
@@ -262,6 +263,7 @@ class RagPipeline:
             check_ms=check_ms,
         )
         verdict_word = verdict_of(verdict.text) if run.kind.yes_no else None
+        confidence = opening_confidence(verdict_word, done.verdict_no_share, rag.verdict_no_share)
         ignored = tuple(m for m, chunk in packed_chunks.items() if passages[m] != chunk.text)
         return self._answer(
             run,
@@ -275,6 +277,7 @@ class RagPipeline:
             packed=tuple(items),
             prompt=prompt,
             verdict_word=verdict_word,
+            verdict_confidence=confidence,
             check=check,
             ignored=ignored,
             candidates=citations if withdrawn else None,
@@ -362,6 +365,7 @@ class RagPipeline:
         packed: tuple[PackedChunk, ...] = (),
         prompt: RenderedPrompt | None = None,
         verdict_word: str | None = None,
+        verdict_confidence: float | None = None,
         check: float | None = None,
         ignored: tuple[int, ...] = (),
         candidates: tuple[AnswerCitation, ...] | None = None,
@@ -389,6 +393,7 @@ class RagPipeline:
             refusal_detail=verdict.refusal_detail,
             sentences=verdict.sentences,
             verdict=verdict_word,
+            verdict_confidence=verdict_confidence,
             answer_check=check,
             ignored_instructions=ignored,
             citations=citations if verdict.grounded else (),

@@ -88,6 +88,8 @@ class QuestionResult:
     cached_tokens: int = 0
     verdict: str | None = None
     verdict_right: bool | None = None
+    verdict_confidence: float | None = None
+    verdict_withheld: bool = False
     answer_check: float | None = None
     claims: int = 0
     claims_supported: int = 0
@@ -274,6 +276,8 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
         verdict_right=(answer.grounded and answer.verdict == golden.expected_verdict)
         if golden.expected_verdict
         else None,
+        verdict_confidence=answer.verdict_confidence,
+        verdict_withheld=answer.verdict_withheld,
         answer_check=answer.answer_check,
         claims=sum(s.kind == "claim" for s in answer.sentences),
         claims_supported=sum(s.kind == "claim" and s.supported for s in answer.sentences),

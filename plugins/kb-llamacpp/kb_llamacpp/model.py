@@ -236,6 +236,7 @@ class LlamaCppModel:
         vocab = llama._model.vocab
         completion: list[int] = []
         finish = "length"
+        opening = self._verdict_processor(request)
         try:
             if budget > 0:
                 for token in llama.generate(
@@ -246,7 +247,7 @@ class LlamaCppModel:
                     min_p=self.settings.min_p,
                     repeat_penalty=self.settings.repeat_penalty,
                     grammar=grammar,
-                    logits_processor=self._verdict_processor(request),
+                    logits_processor=None if opening is None else llama_cpp.LogitsProcessorList([opening]),
                 ):
                     if llama_cpp.llama_vocab_is_eog(vocab, token):
                         finish = "stop"
@@ -269,7 +270,8 @@ class LlamaCppModel:
                 "error", len(prompt), len(completion), error=f"{type(exc).__name__}: {exc}", cached_tokens=cached
             )
             return
-        yield Done(finish, len(prompt), len(completion), cached_tokens=cached)
+        share = None if opening is None else opening.no_share_seen
+        yield Done(finish, len(prompt), len(completion), cached_tokens=cached, verdict_no_share=share)
 
     def _start_from_prefix(self, llama: Any, request: GenerateRequest, tokens: list[int]) -> int:
         """Leave the context holding the prompt's fixed prefix; the tokens reused (0 when there is none).
@@ -305,21 +307,18 @@ class LlamaCppModel:
         p_yes, p_no = yes_no_mass(logits, sorted(yes), sorted(no))
         return p_yes / (p_yes + p_no)
 
-    def _verdict_processor(self, request: GenerateRequest) -> Any:
-        """The logits processors that open a yes/no answer as ``request.verdict`` says (None without one)."""
+    def _verdict_processor(self, request: GenerateRequest) -> OpenWithVerdict | None:
+        """The logits processor that opens a yes/no answer as ``request.verdict`` says (None without one)."""
         if request.verdict is None:
             return None
-        import llama_cpp
-
         verdict = request.verdict
         alternatives = verdict.alternatives
-        opening = OpenWithVerdict(
+        return OpenWithVerdict(
             verdict,
             self._first_tokens(spellings(verdict.yes)),
             self._first_tokens(spellings(verdict.no)),
             None if alternatives is None else self._first_tokens(tuple(s for w in alternatives for s in spellings(w))),
         )
-        return llama_cpp.LogitsProcessorList([opening])
 
     def _first_tokens(self, words: tuple[str, ...]) -> set[int]:
         return {self._llama.tokenize(w.encode("utf-8"), add_bos=False, special=False)[0] for w in words}

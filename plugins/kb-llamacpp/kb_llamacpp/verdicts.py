@@ -54,6 +54,7 @@ class OpenWithVerdict:
         self.no_tokens = sorted(no_tokens - yes_tokens)
         self.alternative_tokens = alternative_tokens
         self.chosen: str | None = None  # "yes" or "no" once decided; None when the rule did not apply
+        self.no_share_seen: float | None = None  # P(no) / (P(yes) + P(no)) of the first token, once decided
         self._first = True
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
@@ -67,7 +68,8 @@ class OpenWithVerdict:
         if not self.yes_tokens or not self.no_tokens or not self._decides(best):
             return scores
         p_yes, p_no = yes_no_mass(scores, self.yes_tokens, self.no_tokens)
-        self.chosen = "no" if p_no / (p_yes + p_no) >= self.no_share else "yes"
+        self.no_share_seen = p_no / (p_yes + p_no)
+        self.chosen = "no" if self.no_share_seen >= self.no_share else "yes"
         pool = self.no_tokens if self.chosen == "no" else self.yes_tokens
         pick = max(pool, key=lambda token: float(scores[token]))
         decided = np.array(scores, copy=True)
