@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 ROOT = Path(__file__).resolve().parent.parent
+COMMAND = "kb_core/cli/answers.py"
 QUESTIONS = {False: "When was Heliograph 2.3.0 released?", True: "Was Heliograph 2.3.0 released in 2024?"}
 
 
@@ -64,13 +65,13 @@ def walk(question: str) -> list[str]:
                 rooms.append(os.path.relpath(back.f_code.co_filename, ROOT))
         return local
 
-    sys.settrace(tracer)
+    sys.settrace(tracer)  # the walk starts where `kb ask` takes the question: its command function
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             kb(["ask", question, "--json"])
     finally:
         sys.settrace(None)
-    return rooms
+    return rooms[rooms.index(COMMAND) :]
 
 
 def ours(filename: str) -> bool:

@@ -36,7 +36,7 @@ import attrs
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.packing import pack, select
-from kb_core.answers.prompts import PromptTemplate, choose_template, render_user
+from kb_core.answers.prompts import PromptTemplate, QuestionPrompt, question_prompt
 from kb_core.answers.questions import QuestionKind, kind_of, verdict_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
@@ -45,8 +45,8 @@ from kb_core.config import Config
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
 from kb_core.extend.contracts import AnswerChecker, LanguageModel
-from kb_core.limits import check_text
-from kb_core.retrieval.search import check_mode_and_k, search
+from kb_core.limits import check_k, check_text
+from kb_core.retrieval.search import check_mode_and_k, checked_search
 from kb_core.storage.answers import save_answer
 from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import (
@@ -105,7 +105,7 @@ class _Run:
 
     question: str
     options: AskOptions
-    template: PromptTemplate
+    prompt: QuestionPrompt  # the template, the question written in
     mode: str
     k: int
     started: float
@@ -113,6 +113,11 @@ class _Run:
     kind: QuestionKind  # decided once, here; every later stage reads it
     hits: list[Hit] = attrs.field(factory=list)
     retrieval_ms: float = 0.0
+
+    @property
+    def template(self) -> PromptTemplate:
+        """The prompt template chosen for the question."""
+        return self.prompt.template
 
 
 class RagPipeline:
@@ -157,6 +162,7 @@ class RagPipeline:
         mode = options.mode or self.config.search.mode
         check_mode_and_k(mode, options.k)
         k = max(options.k or 0, self.config.search.default_k)
+        check_k(k)  # [search] default_k too: retrieval takes the question as checked here
         if self.config.rag.unsupported_claims not in UNSUPPORTED_POLICIES:
             raise KbError(
                 f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
@@ -164,9 +170,9 @@ class RagPipeline:
             )
         self.check_backend()  # a typo in the backend's name fails before retrieval, after the input checks
         kind = kind_of(question)
-        template = choose_template(options.template_version or self.config.rag.prompt_template_version, kind)
+        prompt = question_prompt(options.template_version or self.config.rag.prompt_template_version, kind, question)
         trace_id = f"ret_{secrets.token_hex(4)}"
-        return _Run(question, options, template, mode, k, time.perf_counter(), trace_id, kind)
+        return _Run(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind)
 
     def _retrieve(self, run: _Run) -> list[Hit]:
         began = time.perf_counter()
@@ -201,10 +207,7 @@ class RagPipeline:
         template = run.template
         examples = sum(llm.count_tokens(a) + llm.count_tokens(b) + CHAT_TEMPLATE_SLACK for a, b in template.examples)
         overhead = (
-            llm.count_tokens(template.system)
-            + llm.count_tokens(render_user(template, run.question, ""))
-            + CHAT_TEMPLATE_SLACK
-            + examples
+            llm.count_tokens(template.system) + llm.count_tokens(run.prompt.user("")) + CHAT_TEMPLATE_SLACK + examples
         )
         room = llm.context_tokens - overhead - self.config.models.llm.max_tokens
         if room < MIN_EVIDENCE_TOKENS:
@@ -287,7 +290,7 @@ class RagPipeline:
         """The rendered prompt (kept for --explain) and the request the model is sent."""
         prompt = RenderedPrompt(
             system=run.template.system,
-            user=render_user(run.template, run.question, "\n\n".join(entries)),
+            user=run.prompt.user("\n\n".join(entries)),
             grammar=citation_grammar(len(entries)) if constrained else None,
         )
         llm_cfg = self.config.models.llm
@@ -324,10 +327,13 @@ class RagPipeline:
         prefixes evaluates only the entries and the question again.
         """
         judge, threshold = run.template.judge, self.config.rag.answer_check
-        if not verdict.grounded or threshold <= 0 or judge is None or not isinstance(llm, AnswerChecker):
+        user = run.prompt.judge_user("\n\n".join(entries))
+        if judge is None or user is None or not isinstance(llm, AnswerChecker):
+            return verdict, None, 0.0
+        if not verdict.grounded or threshold <= 0:
             return verdict, None, 0.0
         began = time.perf_counter()
-        asked = GenerateRequest(system=judge.system, user=render_user(judge, run.question, "\n\n".join(entries)))
+        asked = GenerateRequest(system=judge.system, user=user)
         check = round(llm.yes_probability(asked), 4)
         if check >= threshold:
             return verdict, check, elapsed_ms(began)
@@ -420,7 +426,7 @@ def ask(
     pipeline = RagPipeline(
         config=kb.config,
         store=kb.store,
-        retrieve=lambda query: search(kb, query).hits,
+        retrieve=lambda query: checked_search(kb, query).hits,
         language_model=lambda: kb.language_model(options.backend),
         embedding_ref=lambda: kb.embedder().model_ref,
         check_backend=lambda: kb.registry.language_model_factory(options.backend or kb.config.models.llm.backend),

@@ -330,7 +330,7 @@ REFUSAL_PATTERN = re.compile(
     re.IGNORECASE,
 )
 
-_SLOT = re.compile(r"\{(query|packed_chunks)\}")
+_QUERY_SLOT = re.compile(r"\{query\}")
 
 
 def choose_template(version: str, kind: QuestionKind) -> PromptTemplate:
@@ -346,10 +346,47 @@ def choose_template(version: str, kind: QuestionKind) -> PromptTemplate:
         ) from None
 
 
-def render_user(template: PromptTemplate | JudgePrompt, query: str, packed_chunks: str) -> str:
-    """The user message: both slots filled in one pass (inserted text is never re-scanned)."""
-    values = {"query": query, "packed_chunks": packed_chunks}
-    return _SLOT.sub(lambda m: values[m.group(1)], template.user)
+@attrs.frozen
+class QuestionPrompt:
+    """A template with the question written in, once: the user messages lack only the evidence.
+
+    >>> prompt = question_prompt("rag-v1", QuestionKind("latin", yes_no=False, choice=False), "Why?")
+    >>> prompt.user("[#1] a passage")
+    '[질문]\\nWhy?\\n\\n[근거]\\n[#1] a passage'
+    """
+
+    template: PromptTemplate
+    around_evidence: tuple[str, str]  # the answer's user message before and after the evidence
+    judge_around_evidence: tuple[str, str] | None  # the same for the answer check (None: no check)
+
+    def user(self, evidence: str) -> str:
+        """The answer's user message with ``evidence`` (the packed entries) in its slot."""
+        before, after = self.around_evidence
+        return before + evidence + after
+
+    def judge_user(self, evidence: str) -> str | None:
+        """The answer check's user message with ``evidence`` in its slot (None without a check)."""
+        if self.judge_around_evidence is None:
+            return None
+        before, after = self.judge_around_evidence
+        return before + evidence + after
+
+
+def question_prompt(version: str, kind: QuestionKind, question: str) -> QuestionPrompt:
+    """The template for ``version`` and the question's kind (see :func:`choose_template`), with ``question`` in."""
+    template = choose_template(version, kind)
+    judge = template.judge
+    return QuestionPrompt(
+        template,
+        _around_evidence(template.user, question),
+        None if judge is None else _around_evidence(judge.user, question),
+    )
+
+
+def _around_evidence(user: str, question: str) -> tuple[str, str]:
+    """A user message's text before and after its evidence slot, the question filled in (and never re-scanned)."""
+    before, _, after = user.partition("{packed_chunks}")
+    return _QUERY_SLOT.sub(lambda _: question, before), _QUERY_SLOT.sub(lambda _: question, after)
 
 
 def is_refusal(text: str) -> bool:

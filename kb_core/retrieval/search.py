@@ -294,10 +294,18 @@ def check_mode_and_k(mode: str, k: int | None) -> None:
 
 
 def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
-    """Search the knowledge base in ``query.mode``; hits are ranked 1..k with scores in [0, 1]."""
+    """Search the knowledge base in ``query.mode``; hits are ranked 1..k with scores in [0, 1].
+
+    The query is checked first (:mod:`kb_core.limits`): a mistake is one KbError line.
+    """
     check_mode_and_k(query.mode, query.k)
     check_text(query.text, "query")
     check_path_glob(query.path_glob)
+    return checked_search(kb, query)
+
+
+def checked_search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
+    """:func:`search` for a query its caller has already checked (the answer pipeline checks its question once)."""
     start = time.perf_counter()
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)

@@ -68,7 +68,7 @@ def save_answer(store: StoreOfRecord, answer: Answer) -> None:
     store.conn.execute(
         f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())
     )
-    record_citations(store, answer)
+    record_citations(store, answer.answer_id, answer.citations)
 
 
 def save_eval_run(

@@ -22,7 +22,7 @@ import attrs
 
 from kb_core.storage.freshness import CitationState, CitedText, StaleReason, fingerprint, recheck
 from kb_core.storage.store import StoreOfRecord, now_iso
-from kb_core.types import Answer
+from kb_core.types import AnswerCitation
 
 #: An answer's state, from its citations' (worst first: stale, unverifiable, re-anchored, valid).
 AnswerState = Literal["valid", "reanchored", "stale", "unverifiable"]
@@ -72,10 +72,13 @@ def answer_state(states: Iterable[str]) -> AnswerState:
     return next((state for state in _WORST_FIRST if state in seen), "valid")
 
 
-def record_citations(store: StoreOfRecord, answer: Answer) -> None:
-    """Keep what a grounded ``answer``'s citations rest on (inside the caller's transaction, if any)."""
-    cited = [c for c in answer.citations if c.marker is not None]
-    if not answer.grounded or not cited:
+def record_citations(store: StoreOfRecord, answer_id: str, citations: Sequence[AnswerCitation]) -> None:
+    """Keep what an answer's ``citations`` rest on (inside the caller's transaction, if any).
+
+    Only a grounded answer has citations; a refusal's candidates are not recorded.
+    """
+    cited = [c for c in citations if c.marker is not None]
+    if not cited:
         return
     chunks = store.get_chunks([c.chunk_id for c in cited])
     hashes = store.document_hashes_of([c.citation.path for c in cited])
@@ -84,7 +87,7 @@ def record_citations(store: StoreOfRecord, answer: Answer) -> None:
         chunk = chunks.get(c.chunk_id)
         text = chunk.text if chunk is not None else None
         rows.append(
-            (answer.answer_id, c.marker, c.chunk_id, c.citation.path, c.citation.start_line, c.citation.end_line)
+            (answer_id, c.marker, c.chunk_id, c.citation.path, c.citation.start_line, c.citation.end_line)
             + (text, fingerprint(text) if text is not None else None, hashes.get(c.citation.path))
             + ("valid" if text is not None else "unchecked", now_iso())
         )
