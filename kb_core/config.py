@@ -101,6 +101,7 @@ class RagConfig:
     # (or, for a yes/no question, is from the first hit's document)
     answer_check: float = 0.62  # the least P("the passages state the answer") the judge gives an answer; 0 = off
     verdict_no_share: float = 0.1  # a yes/no answer opens "No." when P(No)/(P(Yes)+P(No)) >= this; 0.5 = as the model
+    verdict_confidence: float = 0.5  # the least confidence of a stated verdict (kb_core.answers.verdicts); 0 = all
     unsupported_claims: str = "refuse"  # "refuse" the answer, or "drop" the unsupported sentences with a note
 
     def gate(self, mode: str) -> float:

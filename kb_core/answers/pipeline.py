@@ -40,7 +40,7 @@ from kb_core.answers.prompts import PromptTemplate, QuestionPrompt, question_pro
 from kb_core.answers.questions import QuestionKind, kind_of, verdict_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
-from kb_core.answers.verdicts import opening_confidence
+from kb_core.answers.verdicts import state_verdict
 from kb_core.config import Config
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
@@ -266,7 +266,9 @@ class RagPipeline:
             check_ms=check_ms,
         )
         verdict_word = verdict_of(verdict.text) if run.kind.yes_no else None
-        confidence = opening_confidence(verdict_word, done.verdict_no_share, rag.verdict_no_share)
+        opening = verdict_word if run.kind.wants_verdict else None  # a choice question states no verdict
+        stated = state_verdict(verdict, opening, done.verdict_no_share, passages, rag, run.template)
+        verdict, confidence, held = stated
         ignored = tuple(m for m, chunk in packed_chunks.items() if passages[m] != chunk.text)
         return self._answer(
             run,
@@ -281,6 +283,7 @@ class RagPipeline:
             prompt=prompt,
             verdict_word=verdict_word,
             verdict_confidence=confidence,
+            verdict_withheld=held,
             check=check,
             ignored=ignored,
             candidates=citations if withdrawn else None,
@@ -372,6 +375,7 @@ class RagPipeline:
         prompt: RenderedPrompt | None = None,
         verdict_word: str | None = None,
         verdict_confidence: float | None = None,
+        verdict_withheld: bool = False,
         check: float | None = None,
         ignored: tuple[int, ...] = (),
         candidates: tuple[AnswerCitation, ...] | None = None,
@@ -400,6 +404,7 @@ class RagPipeline:
             sentences=verdict.sentences,
             verdict=verdict_word,
             verdict_confidence=verdict_confidence,
+            verdict_withheld=verdict_withheld,
             answer_check=check,
             ignored_instructions=ignored,
             citations=citations if verdict.grounded else (),

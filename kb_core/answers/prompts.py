@@ -56,6 +56,7 @@ class PromptTemplate:
     examples: tuple[tuple[str, str], ...] = ()  # worked (user, assistant) turns before the question
     verdict_words: tuple[str, str] | None = None  # the words a yes/no answer opens with: (yes, no)
     verdict_alternatives: tuple[str, ...] | None = None  # a yes/no answer's other openings (VerdictOpening)
+    unsettled: str = ""  # opens a yes/no answer instead of a verdict kb withholds (kb_core.answers.verdicts)
 
 
 RAG_V1 = PromptTemplate(
@@ -194,6 +195,7 @@ RAG_V2 = PromptTemplate(
     examples=_examples("Evidence:\n{packed_chunks}\n\nQuestion: {query}", _EXAMPLES_EN),
     verdict_words=("Yes", "No"),
     verdict_alternatives=("Mixed", "Insufficient"),
+    unsettled="The passages do not settle whether the answer is yes or no.",
 )
 
 RAG_V2_KO = attrs.evolve(
@@ -217,6 +219,7 @@ RAG_V2_KO = attrs.evolve(
     examples=_examples("근거:\n{packed_chunks}\n\n질문: {query}", _EXAMPLES_KO),
     verdict_words=("예", "아니오"),
     verdict_alternatives=("근거",),  # "근거가 엇갈린다", "근거가 부족하다"
+    unsettled="찾은 글만으로는 예인지 아니오인지 판단할 수 없다.",
 )
 
 RAG_V2_ZH = attrs.evolve(
@@ -239,6 +242,7 @@ RAG_V2_ZH = attrs.evolve(
     examples=_examples("证据：\n{packed_chunks}\n\n问题：{query}", _EXAMPLES_ZH),
     verdict_words=("是", "否"),
     verdict_alternatives=("证据",),  # "证据不一", "证据不足"
+    unsettled="这些段落无法确定答案是“是”还是“否”。",
 )
 
 RAG_V3 = attrs.evolve(

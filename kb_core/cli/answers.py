@@ -64,13 +64,21 @@ def _print_explain(answer: Answer) -> None:
         )
 
 
+def _verdict_line(answer: Answer) -> str:
+    """How kb stated a yes/no verdict: with its confidence, or why it withheld it."""
+    sure = "unknown" if answer.verdict_confidence is None else f"{answer.verdict_confidence:.2f}"
+    if answer.verdict_withheld:
+        return f"; verdict withheld (the model said {answer.verdict}, confidence {sure}: the passages do not settle it)"
+    return f"; verdict {answer.verdict} (confidence {sure})"
+
+
 def _print_outcome(answer: Answer, streamed: str | None) -> None:
     """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates."""
     if streamed is None:
         click.echo(answer.answer)
     else:
         click.echo()
-        if streamed.strip() != answer.answer:  # citations repaired, sentences dropped, or the answer withdrawn
+        if streamed.strip() != answer.answer:  # citations repaired, sentences dropped, verdict withheld, withdrawn
             click.echo(_dim("As checked: ") + answer.answer)
     if answer.grounded:
         click.echo()
@@ -78,6 +86,8 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
         for c in answer.citations:
             click.echo(f"  [#{c.marker}] {shown(c.ref)}  (score {c.score:.2f})")
         verdict = click.style("grounded", fg="green")
+        if answer.verdict in ("yes", "no"):
+            verdict += _verdict_line(answer)
     else:
         verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")
         if answer.note:

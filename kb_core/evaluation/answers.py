@@ -28,6 +28,10 @@ A golden set is JSONL, one question per line::
                            the same without the tokens reused from the model's prefix cache
 ``check_curve``            for answer-check thresholds 0.0 .. 0.9, the grounded-with-expected rate
                            and the correct-refusal rate the same answers would give
+``verdicts``               for sets with ``expected_verdict``: the verdicts stated, right and withheld,
+                           their precision and coverage, and the risk-coverage curve over the
+                           verdict confidence (:mod:`kb_core.evaluation.verdicts`; ``verdicts.png``
+                           beside the report when matplotlib is installed)
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import attrs
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.errors import KbError
 from kb_core.evaluation.stats import percentile
+from kb_core.evaluation.verdicts import VerdictFigures, plot_curve, verdict_figures
 from kb_core.output import dumps
 from kb_core.storage.answers import save_eval_run
 from kb_core.storage.store import now_iso
@@ -130,6 +135,7 @@ class AnswerMetrics:
     claims: int = 0
     claims_supported: int = 0
     check_curve: tuple[CheckPoint, ...] = ()
+    verdicts: VerdictFigures = VerdictFigures()
 
     def rates(self) -> dict[str, float | None]:
         """The headline rates by name, in display order."""
@@ -161,6 +167,7 @@ class AnswerReport:
     metrics: AnswerMetrics
     results: tuple[QuestionResult, ...]
     report_path: str = ""
+    verdict_plot: str | None = None  # the risk-coverage PNG beside the report (labelled sets, matplotlib)
 
 
 # -- the golden set ----------------------------------------------------------------------------------
@@ -346,6 +353,7 @@ def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult
         claims=sum(r.claims for r in results),
         claims_supported=sum(r.claims_supported for r in results),
         check_curve=check_curve(golden, results),
+        verdicts=verdict_figures(results),
     )
 
 
@@ -373,6 +381,12 @@ def evaluate_answers(
         if progress is not None:
             progress("golden questions", done, len(golden))
     folder = Path(out_dir) if out_dir is not None else kb.directory / "eval" / f"answers-{run_id}"
+    metrics = summarize(golden, results)
+    plot = (
+        plot_curve(metrics.verdicts, folder / "verdicts.png", Path(golden_file).name)
+        if metrics.verdicts.labelled
+        else None
+    )
     report = AnswerReport(
         run_id=run_id,
         created_at=now_iso(),
@@ -384,9 +398,10 @@ def evaluate_answers(
         constrained=constrained,
         score_gate=kb.config.rag.gate(options.mode or kb.config.search.mode),
         prompt_template_version=options.template_version or kb.config.rag.prompt_template_version,
-        metrics=summarize(golden, results),
+        metrics=metrics,
         results=tuple(results),
         report_path=str(folder / "report.json"),
+        verdict_plot=None if plot is None else str(plot),
     )
     _write(report, folder)
     _record(kb, report)

@@ -28,8 +28,10 @@ class ScriptedLanguageModel:
         finish_reason: str = "stop",
         error: str | None = None,
         model_id: str = "scripted",
+        verdict_no_share: float | None = None,
     ) -> None:
         self.script = script
+        self.verdict_no_share = verdict_no_share  # reported for a request that opens with a verdict
         self.context_tokens = context_tokens
         self.finish_reason = finish_reason
         self.error = error
@@ -47,7 +49,8 @@ class ScriptedLanguageModel:
         prompt_tokens = self.count_tokens(request.system) + self.count_tokens(request.user)
         for piece in pieces:
             yield Token(piece)
-        yield Done(self.finish_reason, prompt_tokens, len(pieces), error=self.error)
+        share = self.verdict_no_share if request.verdict is not None else None
+        yield Done(self.finish_reason, prompt_tokens, len(pieces), error=self.error, verdict_no_share=share)
 
     def check(self) -> list[Problem]:
         """Nothing can be wrong with a script."""

@@ -52,6 +52,17 @@ export function refusalSentence(answer) {
   }
 }
 
+/** How kb stated the yes/no verdict: with its confidence, or withheld (null for other questions). */
+function yesNo(answer) {
+  if (answer.verdict !== "yes" && answer.verdict !== "no") return null;
+  const sure = typeof answer.verdict_confidence === "number" ? answer.verdict_confidence.toFixed(2) : "unknown";
+  const word = answer.verdict === "yes" ? "Yes" : "No";
+  const text = answer.verdict_withheld
+    ? ` Verdict withheld: the model leaned to "${word}" (confidence ${sure}), but the passages do not settle it.`
+    : ` Verdict "${word}" stated with confidence ${sure}.`;
+  return el("span", { className: answer.verdict_withheld ? "yes-no withheld" : "yes-no" }, text);
+}
+
 function verdict(answer) {
   if (answer.grounded) {
     const check =
@@ -64,6 +75,7 @@ function verdict(answer) {
       el("strong", {}, "Grounded"),
       " ",
       el("span", {}, `Every claim in the answer is backed by a passage it cites.${check}`),
+      yesNo(answer),
     );
   }
   return el(
