@@ -97,6 +97,15 @@ def show(report: AnswerReport) -> None:
     print(f"  prompt tokens p50          {m.prompt_tokens_p50}  (evaluated, not cached: {m.evaluated_tokens_p50})")
     print(f"  first token p50            {m.first_token_ms_p50} ms;  total p50 {m.latency_ms_p50:.0f} ms")
     print(f"  refusals by cause          {m.refusal_details}")
+    v = m.verdicts
+    if v.labelled:
+        print(
+            f"  verdicts stated            {v.stated} of {v.labelled} ({v.right} right, precision {v.precision}), "
+            f"{v.withheld} withheld; coverage {v.coverage}"
+        )
+        print("  verdict confidence -> stated, precision, coverage")
+        for p in v.curve[::2]:
+            print(f"    {p.threshold:.2f}  {p.stated}  {p.precision}  {p.coverage}")
     print("  answer-check threshold -> grounded with expected citation / correct refusals")
     for point in m.check_curve:
         print(f"    {point.threshold:.1f}  {point.grounded_expected_rate}  {point.correct_refusal_rate}")
@@ -147,7 +156,9 @@ def main() -> None:
         report = evaluate_answers(
             kb, load_golden(golden), AskOptions(), golden_file=golden, out_dir=OUT / f"answers-{args.set}-{args.label}"
         )
-        print(f"evaluated in {time.perf_counter() - began:.0f} s; report {report.report_path}")
+        print(
+            f"evaluated in {time.perf_counter() - began:.0f} s; report {report.report_path}; plot {report.verdict_plot}"
+        )
         show(report)
         prefill_ratio(kb, report)
 

@@ -357,3 +357,27 @@ def test_a_golden_line_may_hold_unicode_line_separators(tmp_path: Path) -> None:
     )
     [question] = load_golden(golden)
     assert question.question == "Is A\u2028B safe?"
+
+
+def test_eval_answers_reports_verdicts_and_draws_their_curve_for_a_labelled_set(
+    capsys: pytest.CaptureFixture[str], kb_dir: Path, scripted: ScriptedPlugin, tmp_path: Path
+) -> None:
+    golden = tmp_path / "yes-no.jsonl"
+    lines = [
+        {"question": "Does the Heliograph daemon listen on port 7341?", "answerable": True, "expected_verdict": "yes"},
+        {"question": "Is Heliograph written in COBOL?", "answerable": True, "expected_verdict": "no"},
+        {"question": "What port does the daemon use?", "answerable": True},
+    ]
+    golden.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    out = tmp_path / "r"
+    code, text, _ = kb_cli(capsys, kb_dir, "eval", "answers", "--golden", str(golden), "--out", str(out))
+    assert code == 0 and f"risk-coverage plot: {out / 'verdicts.png'}" in text
+    assert (out / "verdicts.png").read_bytes()[:4] == b"\x89PNG"
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    jsonschema.validate(report, schema("answer_report.v1"))
+    verdicts = report["metrics"]["verdicts"]
+    assert verdicts["labelled"] == 2 and len(verdicts["curve"]) == 21
+    stated = [
+        r for r in report["results"] if r["grounded"] and r["verdict"] in ("yes", "no") and not r["verdict_withheld"]
+    ]
+    assert verdicts["stated"] == len(stated)

@@ -247,11 +247,23 @@ def eval_answers_command(
             shown = "n/a" if value is None else f"{value:.3f}"
             click.echo(f"  {name:<24} {shown}")
         click.echo(f"  {'latency p50 / p95':<24} {m.latency_ms_p50 / 1000:.1f} s / {m.latency_ms_p95 / 1000:.1f} s")
+        v = m.verdicts
+        if v.labelled:
+            click.echo(
+                f"  {'verdicts':<24} {v.stated} stated of {v.labelled} ({v.right} right, precision "
+                f"{'n/a' if v.precision is None else f'{v.precision:.3f}'}), {v.withheld} withheld"
+            )
+            curve = ", ".join(f"{p.threshold:.2f}: {p.precision or 0:.2f}@{p.coverage or 0:.2f}" for p in v.curve[::4])
+            click.echo(f"  {'confidence: precision@coverage':<24} {curve}")
         for r in report.results:
             mark = "ok " if r.correct else "BAD"
             outcome = "grounded" if r.grounded else f"refused:{r.refusal_reason}"
             click.echo(f"  {mark} {r.id:<10} {outcome:<26} {r.question[:60]}")
         click.echo(f"report: {report.report_path}")
+        if report.verdict_plot:
+            click.echo(f"risk-coverage plot: {report.verdict_plot}")
+        elif v.labelled:
+            click.echo("no risk-coverage plot: pip install 'kb-core[evaluation]' (matplotlib) to draw it")
 
     emit(as_json, "answer_report.v1", report, human)
 
