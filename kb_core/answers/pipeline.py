@@ -35,16 +35,17 @@ import attrs
 
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.injection import without_instructions
+from kb_core.answers.judge import answer_check
 from kb_core.answers.packing import pack, select
 from kb_core.answers.prompts import PromptTemplate, QuestionPrompt, question_prompt
 from kb_core.answers.questions import QuestionKind, kind_of, verdict_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
-from kb_core.answers.verdicts import state_verdict
+from kb_core.answers.verdicts import state_verdict, verdict_opening
 from kb_core.config import Config
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
-from kb_core.extend.contracts import AnswerChecker, LanguageModel
+from kb_core.extend.contracts import LanguageModel
 from kb_core.limits import check_k, check_text
 from kb_core.retrieval.search import check_mode_and_k, checked_search
 from kb_core.storage.answers import save_answer
@@ -62,7 +63,6 @@ from kb_core.types import (
     RetrievalSummary,
     SearchQuery,
     TokenUsage,
-    VerdictOpening,
 )
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ class RagPipeline:
         else:
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.kind.yes_no)
-        verdict, check, check_ms = self._judged(llm, run, entries, verdict)
+        verdict, check, check_ms = answer_check(llm, run.prompt, entries, verdict, rag.answer_check)
         hit_of = {h.chunk_id: h for h in run.hits}
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
         cited = verdict.cited if verdict.grounded or withdrawn else ()
@@ -306,53 +306,9 @@ class RagPipeline:
             seed=llm_cfg.seed if run.options.seed is None else run.options.seed,
             grammar=prompt.grammar,
             examples=run.template.examples,
-            verdict=self._verdict_opening(run),
+            verdict=verdict_opening(run.template, run.kind, self.config.rag.verdict_no_share),
         )
         return prompt, request
-
-    def _verdict_opening(self, run: _Run) -> VerdictOpening | None:
-        """For a yes/no question, how its first word is decided (``[rag] verdict_no_share``); else None.
-
-        A choice question ("... north or south island?") is answered like a yes/no one, but gets no verdict.
-        """
-        words, share = run.template.verdict_words, self.config.rag.verdict_no_share
-        if words is None or share == 0.5 or not run.kind.wants_verdict:
-            return None
-        return VerdictOpening(words[0], words[1], share, run.template.verdict_alternatives)
-
-    def _judged(
-        self, llm: LanguageModel, run: _Run, entries: list[str], verdict: Verdict
-    ) -> tuple[Verdict, float | None, float]:
-        """The verdict after the answer check (withdrawn below ``[rag] answer_check``), P(Yes), its ms.
-
-        Only a grounded answer is judged, with the template's judge: a prompt of its own (a short
-        system message, the packed entries, the question), so a backend that caches prompt
-        prefixes evaluates only the entries and the question again.
-        """
-        judge, threshold = run.template.judge, self.config.rag.answer_check
-        user = run.prompt.judge_user("\n\n".join(entries))
-        if judge is None or user is None or not isinstance(llm, AnswerChecker):
-            return verdict, None, 0.0
-        if not verdict.grounded or threshold <= 0:
-            return verdict, None, 0.0
-        began = time.perf_counter()
-        asked = GenerateRequest(system=judge.system, user=user)
-        check = round(llm.yes_probability(asked), 4)
-        if check >= threshold:
-            return verdict, check, elapsed_ms(began)
-        note = (
-            f"asked after answering, the model judged that the passages do not state the answer "
-            f"(p={check:.2f}, below {threshold:.2f})"
-        )
-        withdrawn = attrs.evolve(
-            verdict,
-            grounded=False,
-            refusal_reason="llm_self_judge",
-            note=note,
-            text=run.template.unanswered_refusal,
-            refusal_detail=NOT_ANSWERED,
-        )
-        return withdrawn, check, elapsed_ms(began)
 
     # -- building and keeping answers -------------------------------------------------------------
 

@@ -26,8 +26,10 @@ import attrs
 import regex
 
 from kb_core.answers.prompts import PromptTemplate
+from kb_core.answers.questions import QuestionKind
 from kb_core.answers.validation import Verdict
 from kb_core.config import RagConfig
+from kb_core.types import VerdictOpening
 
 #: A passage reporting that something was not found: the evidence against a "yes".
 NEGATIVE_FINDING = regex.compile(
@@ -46,6 +48,17 @@ NEGATION = regex.compile(
 )
 #: The verdict word and the punctuation after it, at the opening of an answer.
 _OPENING = regex.compile(r"^\W*(?:(?:yes|no)\b|예|네|아니(?:요|오)|是|否|不是)[\p{P}\s]*", regex.IGNORECASE)
+
+
+def verdict_opening(template: PromptTemplate, kind: QuestionKind, no_share: float) -> VerdictOpening | None:
+    """For a yes/no question, how the model's first word is decided (``[rag] verdict_no_share``); else None.
+
+    A choice question ("... north or south island?") is answered like a yes/no one, but gets no verdict.
+    """
+    words = template.verdict_words
+    if words is None or no_share == 0.5 or not kind.wants_verdict:
+        return None
+    return VerdictOpening(words[0], words[1], no_share, template.verdict_alternatives)
 
 
 def opening_margin(verdict: str | None, no_share: float | None, threshold: float) -> float | None:

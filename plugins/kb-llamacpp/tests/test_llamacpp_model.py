@@ -247,6 +247,18 @@ def test_a_verdict_opening_decides_yes_or_no_and_leaves_the_rest_to_the_model(mo
     assert "".join(t.text for t in _collect(model, decided)[0]) == as_is  # a first token that is no verdict stays
 
 
+def test_the_share_a_verdict_was_decided_on_is_reported_in_done(model: LlamaCppModel) -> None:
+    evidence = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
+    request = GenerateRequest(
+        system="Answer from the evidence only, citing it like [#1]. Begin a yes/no answer with Yes. or No.",
+        user=f"Evidence:\n[#1] {evidence}\n\nQuestion: Does daily coffee raise blood pressure?",
+        max_tokens=8,
+    )
+    (done,) = _collect(model, attrs.evolve(request, verdict=VerdictOpening("Yes", "No", 0.5)))[1]
+    assert done.verdict_no_share is not None and 0.0 <= done.verdict_no_share < 0.5  # the model said yes
+    assert _collect(model, request)[1][0].verdict_no_share is None  # no verdict asked, none reported
+
+
 def test_a_verdict_replaces_an_opening_that_is_not_an_allowed_alternative(model: LlamaCppModel) -> None:
     evidence = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
     system = (

@@ -1,0 +1,50 @@
+"""The answer check: after a grounded answer, do the passages state the answer to the question?
+
+The template's judge is a prompt of its own (a short system message, the packed entries, the
+question), asked of a backend that gives token probabilities (:class:`~kb_core.AnswerChecker`);
+a backend that caches prompt prefixes evaluates only the entries and the question again.
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from kb_core.answers.prompts import QuestionPrompt
+from kb_core.answers.streaming import elapsed_ms
+from kb_core.answers.validation import Verdict
+from kb_core.extend.contracts import AnswerChecker, LanguageModel
+from kb_core.types import NOT_ANSWERED, GenerateRequest
+
+
+def answer_check(
+    llm: LanguageModel, prompt: QuestionPrompt, entries: list[str], verdict: Verdict, threshold: float
+) -> tuple[Verdict, float | None, float]:
+    """The verdict after the check (withdrawn when P(Yes) is below ``threshold``), P(Yes), its ms.
+
+    Only a grounded answer is judged; a ``threshold`` of 0, a template without a judge or a
+    backend without token probabilities leaves it as it is (P(Yes) None).
+    """
+    judge, user = prompt.template.judge, prompt.judge_user("\n\n".join(entries))
+    if judge is None or user is None or not isinstance(llm, AnswerChecker):
+        return verdict, None, 0.0
+    if not verdict.grounded or threshold <= 0:
+        return verdict, None, 0.0
+    began = time.perf_counter()
+    check = round(llm.yes_probability(GenerateRequest(system=judge.system, user=user)), 4)
+    if check >= threshold:
+        return verdict, check, elapsed_ms(began)
+    note = (
+        f"asked after answering, the model judged that the passages do not state the answer "
+        f"(p={check:.2f}, below {threshold:.2f})"
+    )
+    withdrawn = attrs.evolve(
+        verdict,
+        grounded=False,
+        refusal_reason="llm_self_judge",
+        note=note,
+        text=prompt.template.unanswered_refusal,
+        refusal_detail=NOT_ANSWERED,
+    )
+    return withdrawn, check, elapsed_ms(began)
