@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO))
 from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config, parse_value
-from kb_core.evaluation.answers import AnswerReport, evaluate_answers, load_golden
+from kb_core.evaluation.answers import AnswerReport, evaluate_answers
+from kb_core.evaluation.golden import load_golden
 from kb_core.ingest.pipeline import ingest_paths
 
 DATASETS = REPO.parent / "shared" / "datasets"

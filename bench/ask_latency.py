@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO))
 from kb_core.answers.pipeline import AskOptions, ask  # noqa: E402
 from kb_core.app import KnowledgeBase  # noqa: E402
 from kb_core.config import load_config  # noqa: E402
-from kb_core.evaluation.answers import evaluate_answers, load_golden  # noqa: E402
+from kb_core.evaluation.answers import evaluate_answers  # noqa: E402
+from kb_core.evaluation.golden import load_golden  # noqa: E402
 from kb_core.ingest.pipeline import ingest_paths  # noqa: E402
 
 CORPUS = REPO / "fixtures" / "corpus"

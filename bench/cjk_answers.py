@@ -38,7 +38,8 @@ sys.path.insert(0, str(REPO))
 from kb_core import Hit, KnowledgeBase, SearchQuery, load_config, search
 from kb_core.answers.pipeline import AskOptions
 from kb_core.config import parse_value
-from kb_core.evaluation.answers import GoldenQuestion, QuestionResult, doc_matches, evaluate_answers, load_golden
+from kb_core.evaluation.answers import QuestionResult, doc_matches, evaluate_answers
+from kb_core.evaluation.golden import GoldenQuestion, load_golden
 from kb_core.evaluation.stats import percentile
 from kb_core.ingest.pipeline import ingest_paths
 

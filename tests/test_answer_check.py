@@ -12,7 +12,8 @@ from kb_core.answers.prompts import RAG_V4_KO, RAG_V4_ZH, RAG_V5, choose_templat
 from kb_core.answers.questions import kind_of
 from kb_core.cli.main import main
 from kb_core.config import load_config
-from kb_core.evaluation.answers import GoldenQuestion, check_curve, score_answer
+from kb_core.evaluation.answers import check_curve, score_answer
+from kb_core.evaluation.golden import GoldenQuestion
 from kb_core.extend.registry import load_registry, reset_registry
 from kb_core.storage.store import StoreOfRecord
 from kb_core.testing import CheckingLanguageModel, ScriptedPlugin, TestIndexesPlugin, store_document

@@ -26,14 +26,8 @@ import pytest
 from kbtest import FIXTURES
 
 from kb_core import AskOptions, Hit, KnowledgeBase, SearchQuery, ingest_paths, load_config, search
-from kb_core.evaluation.answers import (
-    AnswerReport,
-    GoldenQuestion,
-    QuestionResult,
-    doc_matches,
-    evaluate_answers,
-    load_golden,
-)
+from kb_core.evaluation.answers import AnswerReport, QuestionResult, doc_matches, evaluate_answers
+from kb_core.evaluation.golden import GoldenQuestion, load_golden
 from kb_core.output import schema
 
 CJK = FIXTURES / "cjk"

@@ -23,15 +23,9 @@ from kb_core.app import KnowledgeBase
 from kb_core.cli.main import main
 from kb_core.config import load_config
 from kb_core.errors import KbError
-from kb_core.evaluation.answers import (
-    GoldenQuestion,
-    QuestionResult,
-    doc_matches,
-    load_golden,
-    parse_golden_line,
-    summarize,
-)
+from kb_core.evaluation.answers import QuestionResult, doc_matches, summarize
 from kb_core.evaluation.compare import compare_reports
+from kb_core.evaluation.golden import GoldenQuestion, load_golden, parse_golden_line
 from kb_core.evaluation.stats import percentile
 from kb_core.extend.registry import load_registry, reset_registry
 from kb_core.output import schema

@@ -840,7 +840,8 @@ def test_real_model_golden_set_smoke(real_kb, tmp_path: Path) -> None:  # type: 
     fixtures): off-topic questions must be refused, and grounded answers must cite the expected
     documents and hold no unsupported claim.
     """
-    from kb_core.evaluation.answers import evaluate_answers, load_golden
+    from kb_core.evaluation.answers import evaluate_answers
+    from kb_core.evaluation.golden import load_golden
 
     golden_file = Path(__file__).parents[1] / "fixtures" / "golden" / "answers.jsonl"
     report = evaluate_answers(

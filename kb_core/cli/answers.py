@@ -228,7 +228,8 @@ def eval_answers_command(
 ) -> None:
     """Ask every golden question; report grounded rate, correct refusals, citation precision, latency."""
     from kb_core.answers.pipeline import AskOptions
-    from kb_core.evaluation.answers import evaluate_answers, load_golden
+    from kb_core.evaluation.answers import evaluate_answers
+    from kb_core.evaluation.golden import load_golden
 
     golden = load_golden(golden_file)
     options = AskOptions(mode=mode, constrained=constrained, backend=backend)

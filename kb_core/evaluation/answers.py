@@ -36,17 +36,17 @@ A golden set is JSONL, one question per line::
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.errors import KbError
+from kb_core.evaluation.golden import GoldenQuestion
 from kb_core.evaluation.stats import percentile
 from kb_core.evaluation.verdicts import VerdictFigures, plot_curve, verdict_figures
 from kb_core.output import dumps
@@ -56,18 +56,6 @@ from kb_core.types import NOT_ANSWERED, Answer, ModelRef, Progress
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
-
-
-@attrs.frozen
-class GoldenQuestion:
-    """One golden question and what a right answer looks like."""
-
-    id: str
-    question: str
-    answerable: bool
-    expected_docs: tuple[str, ...] = ()
-    must_contain: tuple[str, ...] = ()
-    expected_verdict: str | None = None
 
 
 @attrs.frozen
@@ -170,58 +158,6 @@ class AnswerReport:
     verdict_plot: str | None = None  # the risk-coverage PNG beside the report (labelled sets, matplotlib)
 
 
-# -- the golden set ----------------------------------------------------------------------------------
-
-
-def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise KbError(f"{where}: {field} must be a list of strings")
-    return tuple(value)
-
-
-def parse_golden_line(line: str, number: int, source: str = "golden set") -> GoldenQuestion:
-    """One golden question from a JSONL line; KbError naming the line when it is malformed."""
-    where = f"{source} line {number}"
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise KbError(f"{where} is not valid JSON: {exc.msg}", hint="each line must be one JSON object") from None
-    if not isinstance(data, dict):
-        raise KbError(f"{where} is not a JSON object")
-    question = data.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise KbError(f"{where}: question must be a non-empty string")
-    answerable = data.get("answerable")
-    if not isinstance(answerable, bool):
-        raise KbError(f"{where}: answerable must be true or false")
-    qid = data.get("id", f"q{number}")
-    verdict = data.get("expected_verdict")
-    if verdict is not None and verdict not in VERDICTS:
-        raise KbError(f"{where}: expected_verdict must be one of {', '.join(VERDICTS)}")
-    return GoldenQuestion(
-        str(qid),
-        question,
-        answerable,
-        _strings(data.get("expected_docs"), "expected_docs", where),
-        _strings(data.get("must_contain"), "must_contain", where),
-        "mixed" if verdict == "maybe" else verdict,
-    )
-
-
-def load_golden(path: Path) -> list[GoldenQuestion]:
-    """The questions of a golden JSONL file (blank lines skipped)."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit inside a string
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KbError(f"cannot read golden set {path}: {exc}") from None
-    questions = [parse_golden_line(line, n, str(path)) for n, line in enumerate(lines, start=1) if line.strip()]
-    if not questions:
-        raise KbError(f"golden set {path} has no questions")
-    return questions
-
-
 # -- scoring -------------------------------------------------------------------------------------------
 
 
@@ -229,9 +165,6 @@ def doc_matches(doc_path: str, expected: str) -> bool:
     """True when a knowledge-base path names the expected document (either may carry a folder prefix)."""
     a, b = doc_path.strip("/"), expected.strip("/")
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
-
-
-VERDICTS = ("yes", "no", "maybe", "mixed")
 
 
 def _violation(answer: Answer) -> bool:

@@ -1,0 +1,75 @@
+"""Golden sets of answer evaluation: JSONL, one question per line (see :mod:`kb_core.evaluation.answers`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kb_core.errors import KbError
+
+#: The verdicts a golden question may expect (``maybe`` is read as ``mixed``).
+VERDICTS = ("yes", "no", "maybe", "mixed")
+
+
+@attrs.frozen
+class GoldenQuestion:
+    """One golden question and what a right answer looks like."""
+
+    id: str
+    question: str
+    answerable: bool
+    expected_docs: tuple[str, ...] = ()
+    must_contain: tuple[str, ...] = ()
+    expected_verdict: str | None = None
+
+
+def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KbError(f"{where}: {field} must be a list of strings")
+    return tuple(value)
+
+
+def parse_golden_line(line: str, number: int, source: str = "golden set") -> GoldenQuestion:
+    """One golden question from a JSONL line; KbError naming the line when it is malformed."""
+    where = f"{source} line {number}"
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise KbError(f"{where} is not valid JSON: {exc.msg}", hint="each line must be one JSON object") from None
+    if not isinstance(data, dict):
+        raise KbError(f"{where} is not a JSON object")
+    question = data.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise KbError(f"{where}: question must be a non-empty string")
+    answerable = data.get("answerable")
+    if not isinstance(answerable, bool):
+        raise KbError(f"{where}: answerable must be true or false")
+    qid = data.get("id", f"q{number}")
+    verdict = data.get("expected_verdict")
+    if verdict is not None and verdict not in VERDICTS:
+        raise KbError(f"{where}: expected_verdict must be one of {', '.join(VERDICTS)}")
+    return GoldenQuestion(
+        str(qid),
+        question,
+        answerable,
+        _strings(data.get("expected_docs"), "expected_docs", where),
+        _strings(data.get("must_contain"), "must_contain", where),
+        "mixed" if verdict == "maybe" else verdict,
+    )
+
+
+def load_golden(path: Path) -> list[GoldenQuestion]:
+    """The questions of a golden JSONL file (blank lines skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit inside a string
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KbError(f"cannot read golden set {path}: {exc}") from None
+    questions = [parse_golden_line(line, n, str(path)) for n, line in enumerate(lines, start=1) if line.strip()]
+    if not questions:
+        raise KbError(f"golden set {path} has no questions")
+    return questions
