@@ -223,13 +223,20 @@ def test_the_answer_check_tells_an_answering_passage_from_one_that_is_not(model:
     assert "7341" in before
 
 
-def test_a_verdict_opening_decides_yes_or_no_and_leaves_the_rest_to_the_model(model: LlamaCppModel) -> None:
-    evidence = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
-    plain = GenerateRequest(
+COFFEE = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
+
+
+def _coffee_question(max_tokens: int) -> GenerateRequest:
+    """A yes/no question whose evidence says yes."""
+    return GenerateRequest(
         system="Answer from the evidence only, citing it like [#1]. Begin a yes/no answer with Yes. or No.",
-        user=f"Evidence:\n[#1] {evidence}\n\nQuestion: Does daily coffee raise blood pressure?",
-        max_tokens=32,
+        user=f"Evidence:\n[#1] {COFFEE}\n\nQuestion: Does daily coffee raise blood pressure?",
+        max_tokens=max_tokens,
     )
+
+
+def test_a_verdict_opening_decides_yes_or_no_and_leaves_the_rest_to_the_model(model: LlamaCppModel) -> None:
+    plain = _coffee_question(32)
 
     def opened(share: float) -> str:
         return "".join(
@@ -248,19 +255,13 @@ def test_a_verdict_opening_decides_yes_or_no_and_leaves_the_rest_to_the_model(mo
 
 
 def test_the_share_a_verdict_was_decided_on_is_reported_in_done(model: LlamaCppModel) -> None:
-    evidence = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
-    request = GenerateRequest(
-        system="Answer from the evidence only, citing it like [#1]. Begin a yes/no answer with Yes. or No.",
-        user=f"Evidence:\n[#1] {evidence}\n\nQuestion: Does daily coffee raise blood pressure?",
-        max_tokens=8,
-    )
+    request = _coffee_question(8)
     (done,) = _collect(model, attrs.evolve(request, verdict=VerdictOpening("Yes", "No", 0.5)))[1]
     assert done.verdict_no_share is not None and 0.0 <= done.verdict_no_share < 0.5  # the model said yes
     assert _collect(model, request)[1][0].verdict_no_share is None  # no verdict asked, none reported
 
 
 def test_a_verdict_replaces_an_opening_that_is_not_an_allowed_alternative(model: LlamaCppModel) -> None:
-    evidence = "In 300 adults, blood pressure rose by 4 mmHg after four weeks of daily coffee, against none."
     system = (
         "Answer from the evidence only, citing it like [#1]. "
         "If the evidence does not say, reply only: Insufficient evidence."
@@ -280,6 +281,6 @@ def test_a_verdict_replaces_an_opening_that_is_not_an_allowed_alternative(model:
     assert reply(*unanswered, allowed).startswith("Insufficient evidence")  # an allowed opening stays
     assert reply(*unanswered, None).startswith("Insufficient evidence")
     assert reply(*unanswered, ()).startswith("No")  # no opening allowed but the verdict
-    explained_first = ("Does daily coffee raise blood pressure? Start with the number of adults.", evidence)
+    explained_first = ("Does daily coffee raise blood pressure? Start with the number of adults.", COFFEE)
     assert reply(*explained_first, None).startswith("300")  # the model explains before any verdict
     assert reply(*explained_first, allowed).startswith("No")  # the verdict first, then the model's own words
