@@ -89,9 +89,12 @@ def extractive(request: GenerateRequest) -> list[str]:
 class ScriptedPlugin:
     """An in-process plugin that registers the backend ``scripted`` (for CLI tests through the registry)."""
 
-    def __init__(self, script: Script = ("ok [#1]",), *, yes: float | None = None) -> None:
+    def __init__(
+        self, script: Script = ("ok [#1]",), *, yes: float | None = None, verdict_no_share: float | None = None
+    ) -> None:
         self.script = script
         self.yes = yes  # given: the models are CheckingLanguageModels that give this P(Yes)
+        self.verdict_no_share = verdict_no_share  # what the models report for a verdict opening
         self.models: list[ScriptedLanguageModel] = []
 
     @hookimpl
@@ -99,10 +102,11 @@ class ScriptedPlugin:
         """Register ``scripted``; every model it makes is kept in ``models``."""
 
         def make(_ctx: object) -> ScriptedLanguageModel:
+            share = self.verdict_no_share
             model = (
-                ScriptedLanguageModel(self.script)
+                ScriptedLanguageModel(self.script, verdict_no_share=share)
                 if self.yes is None
-                else CheckingLanguageModel(self.script, yes=self.yes)
+                else CheckingLanguageModel(self.script, yes=self.yes, verdict_no_share=share)
             )
             self.models.append(model)
             return model

@@ -186,3 +186,26 @@ def test_beyond_loopback_the_page_asks_for_the_token_once_and_sends_it(
     expect(tab.page.locator("#token-form")).to_be_hidden()  # asked once per tab
     tab.errors.clear()
     assert tab.foreign_requests() == [] and tab.dialogs == []
+
+
+@pytest.mark.parametrize(
+    ("no_share", "shown", "opening"),
+    [
+        (0.001, 'Verdict "Yes" stated with confidence 0.99', "Yes."),  # a sure model, passages that agree
+        (0.09, 'Verdict withheld: the model leaned to "Yes" (confidence 0.10)', "The passages do not settle"),
+    ],
+)
+def test_a_yes_no_answer_shows_its_verdict_or_says_it_was_withheld(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any], no_share: float, shown: str, opening: str
+) -> None:
+    from kb_core.testing import ScriptedPlugin, extractive
+
+    server = start_server(
+        llm=ScriptedPlugin(lambda request: ["Yes.", " ", *extractive(request)], verdict_no_share=no_share)
+    )
+    tab = open_tab(server)
+    tab.goto()
+    tab.ask("Did Heliograph 2.3.0 come out in 2024?")
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    expect(tab.page.locator("#answer .verdict .yes-no")).to_contain_text(shown)
+    expect(tab.page.locator("#answer .answer-text")).to_contain_text(opening)
