@@ -1,11 +1,13 @@
-"""The answer pipeline: retrieve -> gate -> select and pack -> prompt -> generate -> validate -> check -> persist.
+"""The answer pipeline: retrieve -> gate -> pack -> prompt -> generate -> validate -> check -> verdict -> persist.
 
 An answer is *grounded* only when every marker it cites (after repairing the loose forms small
 models write) names a packed chunk, it did not say the evidence is insufficient, it makes at
 least one claim, every claim is supported by a packed passage (checked by kb sentence by
 sentence, see :mod:`kb_core.answers.validation`), and, when the model offers it, the answer check
 (the template's judge, a separate prompt asked after the answer) says the passages state the answer
-to the question. Everything else is a refusal with a reason:
+to the question. A grounded answer to a yes/no question states its verdict ("Yes."/"No.") only
+when kb is confident of it, else says the passages do not settle it (:mod:`kb_core.answers.verdicts`).
+Everything else is a refusal with a reason:
 
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
 ``score_gate``       the best hit scores below the gate of its search mode (``[rag] score_gates``); no model call.
