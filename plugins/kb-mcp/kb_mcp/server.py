@@ -128,7 +128,11 @@ def build_server(tools: KbTools) -> MCPServer:
             int | None, Field(description=f"Chunks to retrieve, 1 to {LIMITS.k}.", json_schema_extra=K_BOUNDS)
         ] = None,
     ) -> CallToolResult:
-        """Answer from the documents with citations, or refuse (grounded=false) with the reason; answer.v1."""
+        """Answer from the documents with citations, or refuse (grounded=false) with the reason; answer.v1.
+
+        A yes/no answer opens with Yes/No only when kb is confident (verdict_confidence); otherwise
+        it says the passages do not settle it (verdict_withheld=true, verdict: the model's leaning).
+        """
         return _result(lambda: tools.ask(question, mode, k))
 
     @server.tool(annotations=read_only)
