@@ -112,6 +112,14 @@ class RagConfig:
 
 
 @attrs.define
+class ConversationsConfig:
+    """Follow-up questions in a thread (:mod:`kb_core.conversations`)."""
+
+    standalone: str = "model"  # how a follow-up is made standalone: "model", "previous_turn" or "as_asked"
+    history_tokens: int = 96  # the most tokens of the turns before a follow-up shown to the model; 0 = none
+
+
+@attrs.define
 class IndexesConfig:
     """Which registered indexes follow the store of record."""
 
@@ -127,6 +135,7 @@ class Config:
     models: ModelsConfig = attrs.field(factory=ModelsConfig)
     search: SearchConfig = attrs.field(factory=SearchConfig)
     rag: RagConfig = attrs.field(factory=RagConfig)
+    conversations: ConversationsConfig = attrs.field(factory=ConversationsConfig)
     indexes: IndexesConfig = attrs.field(factory=IndexesConfig)
     backends: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     sources: dict[str, str] = attrs.field(factory=dict, eq=False)

@@ -145,9 +145,18 @@ class RagPipeline:
         self.language_model = language_model
         self.embedding_ref = embedding_ref
 
-    def ask(self, question: str, options: AskOptions = AskOptions(), on_token: TokenCallback | None = None) -> Answer:
-        """Answer ``question`` from the knowledge base, or refuse; the answer is always persisted."""
-        run = self._start(question, options)
+    def ask(
+        self,
+        question: str,
+        options: AskOptions = AskOptions(),
+        on_token: TokenCallback | None = None,
+        history: str = "",
+    ) -> Answer:
+        """Answer ``question`` from the knowledge base, or refuse; the answer is always persisted.
+
+        ``history``: the turns before a follow-up, shown to the model before the question (never evidence).
+        """
+        run = self._start(question, options, history)
         run.hits = self._retrieve(run)
         answer = self._gate(run)
         if answer is None:
@@ -159,7 +168,7 @@ class RagPipeline:
 
     # -- stages ---------------------------------------------------------------------------------
 
-    def _start(self, question: str, options: AskOptions) -> _Run:
+    def _start(self, question: str, options: AskOptions, history: str) -> _Run:
         question = check_text(question, "question")
         mode = options.mode or self.config.search.mode
         check_mode_and_k(mode, options.k)
@@ -172,7 +181,8 @@ class RagPipeline:
             )
         self.check_backend()  # a typo in the backend's name fails before retrieval, after the input checks
         kind = kind_of(question)
-        prompt = question_prompt(options.template_version or self.config.rag.prompt_template_version, kind, question)
+        version = options.template_version or self.config.rag.prompt_template_version
+        prompt = question_prompt(version, kind, question, history)
         trace_id = f"ret_{secrets.token_hex(4)}"
         return _Run(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind)
 
@@ -383,7 +393,11 @@ class RagPipeline:
 
 
 def ask(
-    kb: KnowledgeBase, question: str, options: AskOptions = AskOptions(), on_token: TokenCallback | None = None
+    kb: KnowledgeBase,
+    question: str,
+    options: AskOptions = AskOptions(),
+    on_token: TokenCallback | None = None,
+    history: str = "",
 ) -> Answer:
     """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
     pipeline = RagPipeline(
@@ -394,4 +408,4 @@ def ask(
         embedding_ref=lambda: kb.embedder().model_ref,
         check_backend=lambda: kb.registry.language_model_factory(options.backend or kb.config.models.llm.backend),
     )
-    return pipeline.ask(question, options, on_token)
+    return pipeline.ask(question, options, on_token, history)

@@ -334,7 +334,8 @@ REFUSAL_PATTERN = re.compile(
     re.IGNORECASE,
 )
 
-_QUERY_SLOT = re.compile(r"\{query\}")
+_HISTORY_SLOT = "\x00history\x00"  # in no template; filled in one pass, so a question holding it is inert
+_SLOTS = re.compile(r"\{query\}|\x00history\x00")
 
 
 def choose_template(version: str, kind: QuestionKind) -> PromptTemplate:
@@ -376,21 +377,32 @@ class QuestionPrompt:
         return before + evidence + after
 
 
-def question_prompt(version: str, kind: QuestionKind, question: str) -> QuestionPrompt:
-    """The template for ``version`` and the question's kind (see :func:`choose_template`), with ``question`` in."""
+def question_prompt(version: str, kind: QuestionKind, question: str, history: str = "") -> QuestionPrompt:
+    """The template for ``version`` and the question's kind (see :func:`choose_template`), with ``question`` in.
+
+    ``history`` (the turns before a follow-up, :func:`kb_core.conversations.history_block`) goes
+    before the question in the answer's message only: the answer check judges the question alone.
+    """
     template = choose_template(version, kind)
     judge = template.judge
     return QuestionPrompt(
         template,
-        _around_evidence(template.user, question),
+        _around_evidence(template.user, question, history),
         None if judge is None else _around_evidence(judge.user, question),
     )
 
 
-def _around_evidence(user: str, question: str) -> tuple[str, str]:
-    """A user message's text before and after its evidence slot, the question filled in (and never re-scanned)."""
+def _around_evidence(user: str, question: str, history: str = "") -> tuple[str, str]:
+    """A user message's text before and after its evidence slot, the question (and the history, in a
+    paragraph before the question's) filled in, and never re-scanned."""
+    if history:
+        slot = user.index("{query}")
+        start = user.rfind("\n\n", 0, slot)
+        start = 0 if start < 0 else start + 2
+        user = f"{user[:start]}{_HISTORY_SLOT}\n\n{user[start:]}"
+    filled = {"{query}": question, _HISTORY_SLOT: history}
     before, _, after = user.partition("{packed_chunks}")
-    return _QUERY_SLOT.sub(lambda _: question, before), _QUERY_SLOT.sub(lambda _: question, after)
+    return _SLOTS.sub(lambda m: filled[m.group()], before), _SLOTS.sub(lambda m: filled[m.group()], after)
 
 
 def is_refusal(text: str) -> bool:

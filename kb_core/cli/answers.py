@@ -72,7 +72,7 @@ def _verdict_line(answer: Answer) -> str:
     return f"; verdict {answer.verdict} (confidence {sure})"
 
 
-def _print_outcome(answer: Answer, streamed: str | None) -> None:
+def print_outcome(answer: Answer, streamed: str | None) -> None:
     """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates."""
     if streamed is None:
         click.echo(answer.answer)
@@ -119,6 +119,8 @@ def _print_outcome(answer: Answer, streamed: str | None) -> None:
 @click.command("ask")
 @click.argument("question", callback=check_query, required=False)
 @click.option("--again", "again_id", metavar="ID", help="Ask a stored question again and show what changed.")
+@click.option("--continue", "continue_last", is_flag=True, help="Ask a follow-up in the last thread.")
+@click.option("--thread", "thread_id", metavar="ID", help="Ask a follow-up in the thread ID ('kb threads list').")
 @click.option("--backend", help="Language model backend for this question (default: [models.llm] backend).")
 @click.option("--k", "k", type=K_RANGE, help="Chunks to retrieve (at least [search] default_k).")
 @click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode, normally hybrid).")
@@ -136,6 +138,8 @@ def ask_command(
     session: Session,
     question: str | None,
     again_id: str | None,
+    continue_last: bool,
+    thread_id: str | None,
     backend: str | None,
     k: int | None,
     mode: str | None,
@@ -151,8 +155,14 @@ def ask_command(
     passage it was given and kb finds every claim in it in a packed passage (--explain shows
     each sentence's support); otherwise, or when nothing relevant is found, kb refuses and says
     why. Exit code 1 for a refusal.
+
+    Each question starts a thread: --continue (the last thread) and --thread ID ask a follow-up
+    ("and since which version?"), which kb makes a question that reads on its own from the turns
+    before; it says what it searched for.
     """
     from kb_core.answers.pipeline import AskOptions, ask
+    from kb_core.cli.threads import chosen_thread, print_searched
+    from kb_core.conversations import ask_in_thread
 
     crashed = last_crash()
     if crashed:
@@ -169,15 +179,27 @@ def ask_command(
     kb = session.kb(create=False)
     if (question is None) == (again_id is None):
         raise KbError("give a QUESTION or --again ID (one of them)", hint="see 'kb answers list' for stored ids")
+    if again_id and (continue_last or thread_id):
+        raise KbError("--again asks a stored question alone: leave out --continue and --thread")
+    in_thread = continue_last or thread_id is not None
+    current = chosen_thread(kb, thread_id, continue_last) if in_thread else None
     previous = stored_answer(kb.store, again_id.strip()) if again_id else None
     asked = previous.question if previous else str(question)
+    turn = None
     with terminal_progress() as progress:  # joining and loading a model the first time
         kb.progress = progress
-        answer = ask(kb, asked, options, None if as_json else on_token)
+        if previous is None:  # a question starts a thread that --continue goes on with
+            turn = ask_in_thread(kb, asked, current, options, None if as_json else on_token)
+            answer = turn.answer
+        else:
+            answer = ask(kb, asked, options, None if as_json else on_token)
     shown = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
 
     def human() -> None:
-        _print_outcome(answer, "".join(pieces) if shown else None)
+        print_outcome(answer, "".join(pieces) if shown else None)
+        if turn is not None and in_thread:
+            print_searched(turn)
+            click.echo(_dim(f"thread {turn.thread_id}, turn {turn.position}"))
         if explain:
             _print_explain(answer)
         if previous is not None:
@@ -188,7 +210,9 @@ def ask_command(
             for change in changes:
                 click.echo(f"  - {change}")
 
-    if previous is None:
+    if turn is not None and in_thread:
+        emit(as_json, "turn.v1", turn, human)
+    elif previous is None:
         emit(as_json, "answer.v1", answer, human)
     else:
         again = AskedAgain(previous, answer, changes_since(previous, answer))

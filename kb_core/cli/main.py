@@ -14,7 +14,7 @@ from importlib import metadata
 
 import click
 
-from kb_core.cli import answers, documents, history, search
+from kb_core.cli import answers, documents, history, search, threads
 from kb_core.cli.base import CONTEXT_SETTINGS, Session, error_line
 from kb_core.crashes import enable_fault_reports
 from kb_core.errors import KbError
@@ -82,9 +82,9 @@ def config_group() -> None:
 
 
 def _register_builtin_commands() -> None:
-    for command in (*documents.COMMANDS, *search.COMMANDS, *answers.COMMANDS, *history.COMMANDS):
+    for command in (*documents.COMMANDS, *search.COMMANDS, *answers.COMMANDS, *history.COMMANDS, *threads.COMMANDS):
         cli.add_command(command)
-    for command in (*search.EVAL_COMMANDS, *answers.EVAL_COMMANDS):
+    for command in (*search.EVAL_COMMANDS, *answers.EVAL_COMMANDS, *threads.EVAL_COMMANDS):
         eval_group.add_command(command)
     for command in documents.CONFIG_COMMANDS:
         config_group.add_command(command)

@@ -143,5 +143,6 @@ def purge_answers(
     store.conn.execute("PRAGMA secure_delete = ON")
     with store.transaction():
         store.conn.executemany("DELETE FROM answers WHERE answer_id = ?", [(a,) for a in chosen])
+        store.conn.execute("DELETE FROM threads WHERE thread_id NOT IN (SELECT thread_id FROM turns)")
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return chosen

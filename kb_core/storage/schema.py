@@ -97,4 +97,28 @@ MIGRATIONS: list[str] = [
         FROM answers AS a, json_each(a.citations_json) AS c
         WHERE a.grounded = 1 AND json_extract(c.value, '$.marker') IS NOT NULL
     """,
+    # 4: threads of follow-up questions; a turn keeps its question as asked, the standalone question
+    # searched with, how that was made, and the whole answer (answer.v1). Deleting a stored answer
+    # deletes its turn.
+    """
+    CREATE TABLE threads (
+        thread_id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE turns (
+        thread_id TEXT NOT NULL REFERENCES threads(thread_id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        answer_id TEXT NOT NULL REFERENCES answers(answer_id) ON DELETE CASCADE,
+        asked TEXT NOT NULL,
+        standalone TEXT NOT NULL,
+        method TEXT NOT NULL,
+        rewrite_ms REAL NOT NULL DEFAULT 0,
+        rewrite_prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        answer_json TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (thread_id, position)
+    );
+    CREATE INDEX turns_answer ON turns(answer_id);
+    """,
 ]
