@@ -116,6 +116,7 @@ def test_a_standalone_question_always_starts_with_the_question_as_asked(
 
 def test_history_keeps_the_newest_turns_that_fit_without_their_markers() -> None:
     earlier = [EarlierTurn(f"question {i}", f"answer {i} [#1][#2].") for i in range(5)]
+
     def words(text: str) -> int:
         return len(text.split())
 
