@@ -12,6 +12,7 @@ within a minor version. Open a knowledge base, ingest a folder, search it and as
             print(hit.citation, hit.score)
         answer = kb_core.ask(kb, "How are backups verified?")
         print(answer.answer if answer.grounded else answer.note)
+        turn = kb_core.ask_in_thread(kb, "How often?", thread_id=None)  # a thread; follow-ups pass its id
 
 Write a plugin: a module with functions marked :data:`hookimpl`, found through the entry-point
 group ``kb`` (``docs/plugins.md``), that registers factories of the contracts below. Three
@@ -26,6 +27,7 @@ from importlib import metadata as _metadata
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
 from kb_core.config import Config, load_config
+from kb_core.conversations import Turn, ask_in_thread
 
 # What plugins fill in, and what they exchange.
 from kb_core.errors import Cancelled, ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
@@ -64,6 +66,7 @@ from kb_core.maintenance import inspect_target
 from kb_core.retrieval.search import SearchResponse, search
 from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
 from kb_core.storage.answers import StoredAnswer, StoredAnswerNow, list_answers, stored_answer
+from kb_core.storage.threads import delete_thread, list_threads, stored_thread
 from kb_core.types import (
     SEARCH_MODES,
     Answer,
@@ -142,18 +145,22 @@ __all__ = [
     "StreamEvent",
     "Token",
     "TokenStartsEmbedder",
+    "Turn",
     "VerdictOpening",
     "WriterBusyError",
     "ask",
+    "ask_in_thread",
     "check_k",
     "check_mode",
     "check_path_glob",
     "check_text",
+    "delete_thread",
     "hookimpl",
     "ignored_part",
     "ingest_paths",
     "inspect_target",
     "list_answers",
+    "list_threads",
     "load_config",
     "load_registry",
     "make_snippet",
@@ -164,4 +171,5 @@ __all__ = [
     "similarity_floor",
     "similarity_to_score",
     "stored_answer",
+    "stored_thread",
 ]

@@ -14,7 +14,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.conversations import METHODS, StandaloneMethod, Turn, ask_in_thread
 from kb_core.errors import EXIT_NO_RESULT, KbError
-from kb_core.storage.threads import delete_thread, last_thread, list_threads, thread
+from kb_core.storage.threads import delete_thread, last_thread, list_threads, stored_thread
 from kb_core.terminal import shortened, shown
 from kb_core.types import Answer
 
@@ -31,7 +31,7 @@ def chosen_thread(kb: KnowledgeBase, thread_id: str | None, continue_last: bool)
     if thread_id is not None and continue_last:
         raise KbError("give --thread ID or --continue, not both")
     if thread_id is not None:
-        return thread(kb.store, thread_id.strip()).thread_id
+        return stored_thread(kb.store, thread_id.strip()).thread_id
     if continue_last:
         last = last_thread(kb.store)
         if last is None:
@@ -162,7 +162,7 @@ def threads_list_command(session: Session, limit: int | None, as_json: bool) -> 
 @pass_session
 def threads_show_command(session: Session, thread_id: str, as_json: bool) -> None:
     """Show a thread: each question as asked, what kb searched for, and the answer with its sources."""
-    shown_thread = thread(session.kb(create=False).store, thread_id.strip())
+    shown_thread = stored_thread(session.kb(create=False).store, thread_id.strip())
 
     def human() -> None:
         click.echo(f"{shown_thread.thread_id}  started {shown_thread.created_at}")

@@ -18,7 +18,7 @@ from kb_core.answers.streaming import TokenCallback
 from kb_core.conversations.standalone import METHODS, EarlierTurn, Standalone, StandaloneMethod, standalone
 from kb_core.errors import KbError
 from kb_core.limits import check_text
-from kb_core.storage.threads import add_turn, new_thread, thread
+from kb_core.storage.threads import add_turn, new_thread, stored_thread
 from kb_core.types import Answer
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def ask_in_thread(
     """Ask ``question`` in the thread ``thread_id`` (a new thread when None) and keep the turn."""
     earlier: list[EarlierTurn] = []
     if thread_id is not None:
-        turns = thread(kb.store, thread_id).turns  # a refusal's text says nothing of the topic: only its question
+        turns = stored_thread(kb.store, thread_id).turns  # a refusal's text says nothing of the topic
         earlier = [
             EarlierTurn(t.standalone, str(t.answer["answer"]) if t.answer.get("grounded") else "") for t in turns
         ]

@@ -119,7 +119,7 @@ def last_thread(store: StoreOfRecord) -> str | None:
     return threads[0].thread_id if threads else None
 
 
-def thread(store: StoreOfRecord, thread_id: str) -> Thread:
+def stored_thread(store: StoreOfRecord, thread_id: str) -> Thread:
     """The thread ``thread_id`` with its turns in order (NotFoundError when there is none)."""
     row = store.conn.execute(
         "SELECT thread_id, created_at, updated_at FROM threads WHERE thread_id = ?", (thread_id,)
@@ -141,7 +141,7 @@ def thread(store: StoreOfRecord, thread_id: str) -> Thread:
 
 def delete_thread(store: StoreOfRecord, thread_id: str) -> int:
     """Delete a thread, its turns and their stored answers (securely, as ``kb answers purge``); turns deleted."""
-    thread(store, thread_id)  # NotFoundError first
+    stored_thread(store, thread_id)  # NotFoundError first
     answers = [r[0] for r in store.conn.execute("SELECT answer_id FROM turns WHERE thread_id = ?", (thread_id,))]
     store.conn.execute("PRAGMA secure_delete = ON")
     with store.transaction():
