@@ -81,7 +81,7 @@ def extractive(request: GenerateRequest) -> list[str]:
     ``ScriptedLanguageModel(extractive)``, ``ScriptedPlugin(extractive)``.
     """
     after = re.split(r"\[#1[\] ]", request.user, maxsplit=1)[1]
-    entry = re.split(r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]", after)[0]
+    entry = re.split(r"\n\n\[#2[\] ]|\n\n(?:Question|질문|问题)[:：]|\n\n\[Earlier in this conversation", after)[0]
     words = entry.split("\n", 1)[1].split()
     return [w if i == 0 else " " + w for i, w in enumerate(words)] + [" [#1]"]
 

@@ -51,11 +51,12 @@ EXIT_TERMINATED = 0  # SIGTERM: a stop that was asked for (as kb watch)
 def mcp_command(session: Session, transport: str, port: int, ingest_folders: tuple[Path, ...]) -> None:
     """Serve this knowledge base as a Model Context Protocol server.
 
-    Tools: search, ask, fetch, list_documents, ingest. With --transport http the server listens on
-    http://127.0.0.1:PORT/mcp and nowhere else. The ingest tool reads files only inside the
-    --ingest-folder folders and [backends.mcp] ingest_folders (none by default: text only). Runs
-    until the client disconnects (stdio), Ctrl-C (exit code 130, at once, even during a call) or
-    SIGTERM (exit code 0). Status lines go to stderr; stdout is the protocol's.
+    Tools: search, ask (with follow-ups in threads), fetch, answers, threads, list_documents, ingest.
+    With --transport http the server listens on http://127.0.0.1:PORT/mcp and nowhere else. The
+    ingest tool reads files only inside the --ingest-folder folders and [backends.mcp]
+    ingest_folders (none by default: text only). Runs until the client disconnects (stdio), Ctrl-C
+    (exit code 130, at once, even during a call) or SIGTERM (exit code 0). Status lines go to
+    stderr; stdout is the protocol's.
     """
     import anyio  # the SDK loads only when the server starts, not with every kb command
 

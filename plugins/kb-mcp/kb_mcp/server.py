@@ -19,17 +19,19 @@ from pydantic import Field, ValidationError
 import kb_core
 from kb_core.commands import error_line, storage_error
 from kb_mcp.folders import PATH_MAX
-from kb_mcp.tools import TARGET_CHARS, KbTools, Reply
+from kb_mcp.tools import TARGET_CHARS, THREAD_ID_CHARS, KbTools, Reply
 
 LIMITS = kb_core.LIMITS
 # The bounds each argument's JSON Schema states. kb_core's checks enforce them, not pydantic, so that a
 # call out of bounds gets kb_core's own line, as the library and kb serve give it (`k must be at most 1000 (got ...)`).
 K_BOUNDS = {"minimum": 1, "maximum": LIMITS.k}
 TEXT_BOUNDS = {"minLength": 1, "maxLength": LIMITS.query_chars}
+THREAD_ID_BOUNDS = {"minLength": 1, "maxLength": THREAD_ID_CHARS}
 INSTRUCTIONS = (
     "A local knowledge base. Use search to find passages (each hit has a citation path#Lstart-Lend and a score in"
     " [0, 1]), fetch to read a citation's exact text, ask for an answer grounded in the documents with citations"
-    " (or a refusal saying why), list_documents to see what is stored, answers to see stored answers and whether"
+    " (or a refusal saying why; pass the thread_id it returns to ask a follow-up), threads to see earlier"
+    " conversations, list_documents to see what is stored, answers to see stored answers and whether"
     " their citations still hold, and ingest to store text under a name (or files, from folders the user allowed)."
 )
 
@@ -80,7 +82,8 @@ def _result(call: Callable[[], Reply]) -> CallToolResult:
 
 
 def build_server(tools: KbTools) -> MCPServer:
-    """An MCP server exposing ``search``, ``ask``, ``fetch``, ``list_documents`` and ``ingest`` over ``tools``."""
+    """An MCP server exposing ``search``, ``ask``, ``fetch``, ``answers``, ``threads``, ``list_documents`` and
+    ``ingest`` over ``tools``."""
     server = KbServer(name="kb", instructions=INSTRUCTIONS, version=kb_core.__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -127,13 +130,25 @@ def build_server(tools: KbTools) -> MCPServer:
         k: Annotated[
             int | None, Field(description=f"Chunks to retrieve, 1 to {LIMITS.k}.", json_schema_extra=K_BOUNDS)
         ] = None,
+        thread_id: Annotated[
+            str | None,
+            Field(
+                description="Ask a follow-up in this thread: the thread_id an earlier ask returned. Leave it out to"
+                " start a new thread. A follow-up may lean on the turns before it ('Which port does it listen on?').",
+                json_schema_extra=THREAD_ID_BOUNDS,
+            ),
+        ] = None,
     ) -> CallToolResult:
-        """Answer from the documents with citations, or refuse (grounded=false) with the reason; answer.v1.
+        """Answer from the documents with citations, or refuse (grounded=false) with the reason; ask.v1.
 
+        Every question is a turn of a thread. The result has answer.v1's fields plus thread_id,
+        position (1 for a new thread), asked, and standalone: the question kb searched with, which
+        reads on its own (a follow-up is completed from the earlier turns, e.g. "Which port does it
+        listen on? (the Heliograph daemon)"). To ask a follow-up, pass thread_id back.
         A yes/no answer opens with Yes/No only when kb is confident (verdict_confidence); otherwise
         it says the passages do not settle it (verdict_withheld=true, verdict: the model's leaning).
         """
-        return _result(lambda: tools.ask(question, mode, k))
+        return _result(lambda: tools.ask(question, mode, k, thread_id))
 
     @server.tool(annotations=read_only)
     def fetch(
@@ -159,6 +174,22 @@ def build_server(tools: KbTools) -> MCPServer:
     ) -> CallToolResult:
         """Stored answers and whether they still hold: a cited passage that changed or vanished makes one stale."""
         return _result(lambda: tools.answers(answer_id, stale, limit))
+
+    @server.tool(annotations=read_only)
+    def threads(
+        thread_id: Annotated[
+            str | None,
+            Field(
+                description="A thread's id (thr_...): that thread's turns in order.", json_schema_extra=THREAD_ID_BOUNDS
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Field(description="At most this many threads (most recently continued first).", ge=1, le=1000)
+        ] = 20,
+    ) -> CallToolResult:
+        """Threads of follow-up questions (thread_list.v1: id, times, turns, first question), or one thread's
+        turns with their answers (thread.v1). Pass a thread's id to ask as thread_id to go on with it."""
+        return _result(lambda: tools.threads(thread_id, limit))
 
     @server.tool(annotations=read_only)
     def list_documents(

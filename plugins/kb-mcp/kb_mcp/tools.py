@@ -25,6 +25,7 @@ from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
 TARGET_CHARS = kb_core.LIMITS.path_chars + 48  # a stored path and a line span: #L<digits>-L<digits>
+THREAD_ID_CHARS = 64  # kb's ids are thr_ and 12 hex digits; anything much longer is not one
 
 
 @attrs.frozen
@@ -55,8 +56,26 @@ def _check_length(value: str, what: str, limit: int) -> str:
     return value
 
 
+def _thread_id(value: str) -> str:
+    """A thread id as given, trimmed: bounded and not empty (whether it exists is looked up later)."""
+    wanted = _check_length(value, "thread_id", THREAD_ID_CHARS).strip()
+    if not wanted:
+        raise kb_core.KbError(
+            "the thread_id is empty", hint="leave it out to start a new thread, or pass the one an earlier ask returned"
+        )
+    return wanted
+
+
+def asked_in_thread(turn: kb_core.Turn) -> dict[str, Any]:
+    """The ``ask.v1`` payload of a turn: its answer's ``answer.v1`` fields, then the turn's own (without ``answer``)."""
+    fields = envelope("turn.v1", turn)
+    answer = fields.pop("answer")
+    del fields["schema_version"]
+    return {**answer, **fields}
+
+
 class KbTools:
-    """The five tools over one knowledge base (opened by the caller, closed by the caller).
+    """The seven tools over one knowledge base (opened by the caller, closed by the caller).
 
     ``ingest`` reads files only inside ``ingest_folders`` (:mod:`kb_mcp.folders`); every check of an
     agent's input runs before anything is read or written.
@@ -91,15 +110,43 @@ class KbTools:
             response = kb_core.search(self.kb, request)
         return Reply("search_response.v1", response)
 
-    def ask(self, question: str, mode: str | None = None, k: int | None = None) -> Reply:
-        """A grounded answer with citations, or a refusal with its reason (``answer.v1``)."""
+    def ask(self, question: str, mode: str | None = None, k: int | None = None, thread_id: str | None = None) -> Reply:
+        """A grounded answer with citations, or a refusal with its reason, as a turn of a thread (``ask.v1``).
+
+        Without ``thread_id`` the question starts a new thread; with one it is a follow-up, made
+        standalone from the turns before it (:func:`kb_core.ask_in_thread`). The result is
+        ``answer.v1``'s fields plus the turn's: ``thread_id``, ``position``, ``asked``, ``standalone``
+        (what kb searched with), ``method``, ``rewrite_ms`` and ``rewrite_prompt_tokens``.
+        """
         kb_core.check_text(question, "question")
         kb_core.check_mode(mode)
         kb_core.check_k(k)
+        wanted = None if thread_id is None else _thread_id(thread_id)
         options = kb_core.AskOptions(k=k, mode=mode, backend=self.backend)
         with self._lock:
-            answer = kb_core.ask(self.kb, question, options)
-        return Reply("answer.v1", answer)
+            if wanted is not None:
+                self._stored_thread(wanted)  # an unknown id is refused before anything is asked
+            turn = kb_core.ask_in_thread(self.kb, question, wanted, options)
+        return Reply("ask.v1", asked_in_thread(turn))
+
+    def threads(self, thread_id: str | None = None, limit: int = 20) -> Reply:
+        """The most recently continued threads (``thread_list.v1``), or one thread's turns (``thread.v1``)."""
+        with self._lock:
+            if thread_id is not None:
+                return Reply("thread.v1", self._stored_thread(_thread_id(thread_id)))
+            threads = kb_core.list_threads(self.kb.store, max(1, min(limit, 1000)))
+        return Reply("thread_list.v1", {"threads": threads})
+
+    def _stored_thread(self, thread_id: str) -> Any:
+        """The stored thread ``thread_id``; a NotFoundError that tells an agent what to pass instead."""
+        try:
+            return kb_core.stored_thread(self.kb.store, thread_id)
+        except kb_core.NotFoundError:
+            raise kb_core.NotFoundError(
+                f"no thread with id {thread_id!r}",
+                hint="pass the thread_id an earlier ask returned (the threads tool lists them),"
+                " or leave it out to start a new thread",
+            ) from None
 
     def list_documents(self, prefix: str = "") -> Reply:
         """Stored documents whose path starts with ``prefix`` (``document_list.v1``)."""

@@ -102,6 +102,12 @@ def schema(name: str) -> dict[str, Any]:
     raise LookupError(name)
 
 
+def answer_part(data: dict[str, Any]) -> dict[str, Any]:
+    """The ``answer.v1`` document inside an ``ask.v1`` one: its fields that ``answer.v1`` has."""
+    fields = schema("answer.v1")["properties"]
+    return {**{k: v for k, v in data.items() if k in fields}, "schema_version": "answer.v1"}
+
+
 def without_timings(value: Any) -> Any:
     """``value`` with every timing field (``took_ms``, ``*_ms``) dropped, to compare two runs."""
     if isinstance(value, dict):

@@ -34,17 +34,18 @@ def test_a_stale_answer_is_listed_and_shown_with_both_wordings(tmp_path: Path) -
         kb_core.ingest_paths(kb, [notes])
         tools = KbTools(kb)
         answer = tools.ask("Which port does the daemon listen on?").payload
-        assert answer.grounded
+        assert answer["grounded"]
+        answer_id = answer["answer_id"]
         listed = tools.answers().envelope()
         jsonschema.validate(listed, _schema("answer_history.v1"))
-        assert [(a["answer_id"], a["state"]) for a in listed["answers"]] == [(answer.answer_id, "valid")]
+        assert [(a["answer_id"], a["state"]) for a in listed["answers"]] == [(answer_id, "valid")]
         assert tools.answers(stale=True).envelope()["total"] == 0
 
         (notes / "h.md").write_text(NOTE.replace("8080", "9090"))
         kb_core.ingest_paths(kb, [notes])
         stale = tools.answers(stale=True).envelope()
-        assert [a["answer_id"] for a in stale["answers"]] == [answer.answer_id]
-        shown = tools.answers(answer.answer_id).envelope()
+        assert [a["answer_id"] for a in stale["answers"]] == [answer_id]
+        shown = tools.answers(answer_id).envelope()
         jsonschema.validate(shown, _schema("stored_answer.v1"))
         (citation,) = shown["citations"]
         assert (shown["state"], citation["reason"]) == ("stale", "changed")

@@ -71,6 +71,11 @@ def huge_requests(call: Call) -> None:
         ("search", {"query": "x" * 4001}, kb_line(kb_core.check_text, "x" * 4001, "query")),
         ("ask", {"question": "y" * 100_000}, kb_line(kb_core.check_text, "y" * 100_000, "question")),
         ("search", {"query": ""}, kb_line(kb_core.check_text, "", "query")),
+        (
+            "ask",
+            {"question": "how long are backups kept?", "thread_id": "t" * 100_000},
+            "kb: error: the thread_id is 100000 characters long; at most 64 are accepted",
+        ),
     ]
     before = documents(call)
     for tool, arguments, line in cases:
@@ -100,6 +105,8 @@ def test_the_schemas_state_the_bounds(kb_dir: Path) -> None:
     for tool, text in (("search", "query"), ("ask", "question")):
         assert (tools[tool][text]["minLength"], tools[tool][text]["maxLength"]) == (1, limits.query_chars)
     assert tools["ingest"]["name"]["maxLength"] == limits.path_chars
+    for tool in ("ask", "threads"):
+        assert (tools[tool]["thread_id"]["minLength"], tools[tool]["thread_id"]["maxLength"]) == (1, 64)
 
 
 @pytest.fixture

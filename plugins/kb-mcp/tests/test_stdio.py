@@ -35,10 +35,14 @@ def test_tools_are_listed_with_their_arguments(kb_dir: Path) -> None:
         return {tool.name: tool.input_schema for tool in (await session.list_tools()).tools}
 
     tools = with_server(kb_dir, scenario)
-    assert sorted(tools) == ["answers", "ask", "fetch", "ingest", "list_documents", "search"]
+    assert sorted(tools) == ["answers", "ask", "fetch", "ingest", "list_documents", "search", "threads"]
     assert tools["search"]["required"] == ["query"]
     assert set(tools["search"]["properties"]) == {"query", "mode", "k", "path"}
     assert tools["fetch"]["required"] == ["target"]
+    assert (tools["ask"]["required"], set(tools["ask"]["properties"])) == (
+        ["question"],
+        {"question", "mode", "k", "thread_id"},
+    )
 
 
 def test_search_returns_what_kb_search_json_prints(kb_dir: Path) -> None:
