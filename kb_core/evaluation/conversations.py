@@ -79,8 +79,8 @@ class ConversationMetrics:
     unchanged_turns: int  # retrieval turns whose reference rewrite is the question itself
     recall_at_5_asked_unchanged: float | None
     recall_at_5_standalone_unchanged: float | None
-    rewritten_turns: int
-    rewrite_ms_p50: float
+    rewritten_turns: int  # turns kb made standalone (the others were searched as asked, at no cost)
+    rewrite_ms_p50: float  # over the rewritten turns
     rewrite_ms_p95: float
     rewrite_prompt_tokens_p50: float
     answerable: int = 0
@@ -240,7 +240,7 @@ def summarize(conversations: int, results: Sequence[TurnResult]) -> Conversation
     if asked is not None and mine is not None and reference is not None and reference != asked:
         gap = round((mine - asked) / (reference - asked), 4)
     rewritten = [r for r in results if r.method != "as_asked"]
-    costs = [r.rewrite_ms for r in results]
+    costs = [r.rewrite_ms for r in rewritten]  # what a rewrite adds to the turn that needs one
     answered = [r for r in results if r.answer_id is not None]
     answerable = [r for r in answered if r.answerable]
     unanswerable = [r for r in answered if r.answerable is False]

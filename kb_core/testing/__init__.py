@@ -38,6 +38,7 @@ from kb_core.testing.language_models import (
     ScriptedLanguageModel,
     ScriptedPlugin,
     extractive,
+    following_up,
 )
 from kb_core.testing.model_contract import LanguageModelContract
 from kb_core.testing.real import StoreOfRecord, real_embedder
@@ -62,6 +63,7 @@ __all__ = [
     "default_ctrl_c",
     "document_chunks",
     "extractive",
+    "following_up",
     "isolate_environment",
     "real_embedder",
     "store_document",

@@ -112,3 +112,17 @@ class ScriptedPlugin:
             return model
 
         register("scripted", make)
+
+
+def following_up(topic: str, answer: Callable[[GenerateRequest], Sequence[str]] = extractive) -> Script:
+    """A script for threads: ``topic`` when kb asks what a follow-up is about, else ``answer``'s tokens.
+
+    ``ScriptedPlugin(following_up("the Heliograph daemon"))``: "Which port does it listen on?"
+    asked after a question is searched as "Which port does it listen on? (the Heliograph daemon)".
+    """
+    from kb_core.conversations.standalone import TOPIC_SYSTEM
+
+    def script(request: GenerateRequest) -> Sequence[str]:
+        return [topic] if request.system == TOPIC_SYSTEM else answer(request)
+
+    return script

@@ -10,14 +10,13 @@ from typing import Any
 
 import jsonschema
 import pytest
-from kb_mcp_test_backend import TOPIC, extractive
+from kb_mcp_test_backend import TOPIC
 from mcp import ClientSession
 from mcp.types import CallToolResult
 from mcp_helpers import answer_part, schema, text_of, with_server
 
 import kb_core
-from kb_core.testing import ScriptedPlugin, TestIndexesPlugin
-from kb_core.types import GenerateRequest
+from kb_core.testing import ScriptedPlugin, TestIndexesPlugin, following_up
 from kb_mcp.tools import THREAD_ID_CHARS, KbTools
 
 NOTE = "# Heliograph\n\nThe Heliograph daemon listens on port 8080 and logs to syslog.\n"
@@ -25,11 +24,8 @@ DAEMON = "the Heliograph daemon"
 UNKNOWN = "thr_000000000000"
 
 
-def conversing(request: GenerateRequest) -> list[str]:
-    """The topic when asked what a follow-up is about; else the first evidence entry, cited (never the turns before)."""
-    from kb_core.conversations.standalone import TOPIC_SYSTEM
-
-    return [DAEMON] if request.system == TOPIC_SYSTEM else extractive(request)
+#: The topic when asked what a follow-up is about; else the first evidence entry, cited.
+conversing = following_up(DAEMON)
 
 
 def checked(data: dict[str, Any]) -> dict[str, Any]:
