@@ -12,8 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kb_core.answers.prompts import PromptTemplate
+from kb_core.answers.prompts import PromptTemplate, QuestionPrompt
+from kb_core.errors import KbError
+from kb_core.extend.contracts import LanguageModel
 from kb_core.types import Chunk, Hit, PackedChunk
+
+#: Tokens a chat template adds around the system and user messages (role headers, BOS ...).
+CHAT_TEMPLATE_SLACK = 48
+#: The smallest evidence budget worth asking the model with.
+MIN_EVIDENCE_TOKENS = 32
 
 _DEFAULT_HEADER = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"
 
@@ -84,3 +91,18 @@ def pack(
         item = PackedChunk(marker, chunk.chunk_id, str(chunk.citation), round(hit.score, 4), cost, truncated, entry)
         packed.append((item, entry))
     return packed
+
+
+def evidence_budget(llm: LanguageModel, prompt: QuestionPrompt, answer_tokens: int, max_context_tokens: int) -> int:
+    """Evidence tokens: min(max_context_tokens, the model's context - the prompt around it - the answer's tokens)."""
+    template = prompt.template
+    examples = sum(llm.count_tokens(a) + llm.count_tokens(b) + CHAT_TEMPLATE_SLACK for a, b in template.examples)
+    overhead = llm.count_tokens(template.system) + llm.count_tokens(prompt.user("")) + CHAT_TEMPLATE_SLACK + examples
+    room = llm.context_tokens - overhead - answer_tokens
+    if room < MIN_EVIDENCE_TOKENS:
+        raise KbError(
+            f"the model's context ({llm.context_tokens} tokens) leaves no room for evidence "
+            f"(prompt {overhead} + answer {answer_tokens} tokens)",
+            hint="raise [models.llm] context_tokens or lower [models.llm] max_tokens",
+        )
+    return min(max_context_tokens, room)

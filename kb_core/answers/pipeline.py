@@ -18,6 +18,10 @@ Everything else is a refusal with a reason:
                      with or without a citation.
 ``generation_error`` the model's stream ended with an error.
 
+A follow-up in a thread (:mod:`kb_core.conversations`) arrives made standalone, with the turns
+before it as a ``history`` block the model reads before the question (never evidence: every
+check above holds as for a single question).
+
 Every answer, refusals included, is written to the ``answers`` table. The token loop runs on
 the calling thread; ``on_token`` receives the answer's text as it is generated (special tokens
 removed), and an ``on_token`` that fails is dropped without stopping the generation, unless it
@@ -38,7 +42,7 @@ import attrs
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check
-from kb_core.answers.packing import pack, select
+from kb_core.answers.packing import evidence_budget, pack, select
 from kb_core.answers.prompts import PromptTemplate, QuestionPrompt, question_prompt
 from kb_core.answers.questions import QuestionKind, kind_of, verdict_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
@@ -72,10 +76,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Tokens a chat template adds around the system and user messages (role headers, BOS ...).
-CHAT_TEMPLATE_SLACK = 48
-#: The smallest evidence budget worth asking the model with.
-MIN_EVIDENCE_TOKENS = 32
 #: How many nearest candidates a refusal lists.
 CANDIDATES_SHOWN = 3
 
@@ -214,27 +214,12 @@ class RagPipeline:
             run, "score_gate", "\n".join(lines), f"the best hit scores {top:.2f}, below the gate {gate:.2f}"
         )
 
-    def _budget(self, llm: LanguageModel, run: _Run) -> int:
-        """Evidence tokens: min(max_context_tokens, context - prompt overhead - reserved completion)."""
-        template = run.template
-        examples = sum(llm.count_tokens(a) + llm.count_tokens(b) + CHAT_TEMPLATE_SLACK for a, b in template.examples)
-        overhead = (
-            llm.count_tokens(template.system) + llm.count_tokens(run.prompt.user("")) + CHAT_TEMPLATE_SLACK + examples
-        )
-        room = llm.context_tokens - overhead - self.config.models.llm.max_tokens
-        if room < MIN_EVIDENCE_TOKENS:
-            raise KbError(
-                f"the model's context ({llm.context_tokens} tokens) leaves no room for evidence "
-                f"(prompt {overhead} + answer {self.config.models.llm.max_tokens} tokens)",
-                hint="raise [models.llm] context_tokens or lower [models.llm] max_tokens",
-            )
-        return min(self.config.rag.max_context_tokens, room)
-
     def _generate(self, run: _Run, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
         chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])
-        packed = pack(chosen, chunks, self._budget(llm, run), llm.count_tokens, run.template)
+        budget = evidence_budget(llm, run.prompt, self.config.models.llm.max_tokens, self.config.rag.max_context_tokens)
+        packed = pack(chosen, chunks, budget, llm.count_tokens, run.template)
         if not packed:
             log.warning("every retrieved chunk disappeared from the store before packing")
             return self._refusal(

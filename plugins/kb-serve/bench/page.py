@@ -92,14 +92,16 @@ class PacedPlugin:
 
 
 class SendTimes:
-    """ASGI wrapper: the wall-clock time each ``/ask/stream`` response first sends a ``token`` event."""
+    """ASGI wrapper: the wall-clock time each question's stream (``/threads``, ``/ask/stream``) first sends a
+    ``token`` event."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.first_token: list[float] = []
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["path"] != "/ask/stream":
+        asking = scope.get("path") == "/ask/stream" or str(scope.get("path", "")).startswith("/threads")
+        if scope["type"] != "http" or scope.get("method") != "POST" or not asking:
             await self.app(scope, receive, send)
             return
         seen = False
@@ -171,6 +173,7 @@ def first_tokens(page: Any, url: str, times: SendTimes, questions: int) -> None:
         page.fill("#question", QUESTION)
         page.click("#ask-button")
         page.wait_for_selector("#answer .verdict")
+        page.click("#new-thread")  # every question on its own, not a follow-up of the one before
         shown = page.evaluate("performance.timeOrigin + performance.getEntriesByName('kb:first-token')[0].startTime")
         assert len(times.first_token) == sent_before + 1
         delays.append(shown - offset - times.first_token[-1])

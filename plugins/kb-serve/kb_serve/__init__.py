@@ -2,9 +2,10 @@
 
 Endpoints: ``POST /documents`` (multipart upload, ingested), ``DELETE /documents/{path}``,
 ``GET /documents``, ``GET /search``, ``POST /ask`` (``answer.v1``; ``?stream=1`` or
-``/ask/stream`` for Server-Sent Events), ``GET /health``, ``GET /openapi.json``. Bodies are the
-JSON of the CLI's ``--json``; errors are ``{"error", "hint"}``. Build the app in-process with
-:func:`create_app`.
+``/ask/stream`` for Server-Sent Events), ``/threads`` (follow-up questions: ``POST /threads``,
+``POST /threads/{id}/ask``, ``GET /threads``, ``GET``/``DELETE /threads/{id}``), ``GET /health``,
+``GET /openapi.json``. Bodies are the JSON of the CLI's ``--json``; errors are ``{"error", "hint"}``.
+Build the app in-process with :func:`create_app`.
 """
 
 from __future__ import annotations

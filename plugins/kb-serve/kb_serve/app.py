@@ -7,9 +7,7 @@ Every response body is the JSON `kb ... --json` prints (``kb_core.commands.dumps
 from __future__ import annotations
 
 import hmac
-import json
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -21,17 +19,27 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 import kb_core
-from kb_core import LIMITS, Config, KbError, SearchQuery
-from kb_core.commands import dumps
+from kb_core import Config, KbError, SearchQuery
 from kb_serve import openapi, reading
 from kb_serve.asking import CLIENT_LEFT, ask_options, ask_response
+from kb_serve.bodies import (
+    UPLOAD_HINT,
+    bounded,
+    int_param,
+    json_response,
+    off_loop,
+    path_param,
+    read_json,
+    too_large,
+)
 from kb_serve.errors import ApiError, error_response, status_of
-from kb_serve.guards import HostPolicy, RequestGuard, is_json_media_type
+from kb_serve.guards import HostPolicy, RequestGuard
 from kb_serve.service import KbService
 from kb_serve.settings import ServeSettings
+from kb_serve.threads import ThreadApi
 from kb_serve.webpage import PageFiles, SecurityHeaders, is_public
 
 __all__ = ["create_app", "error_response", "status_of"]
@@ -40,15 +48,6 @@ log = logging.getLogger("kb_serve")
 T = TypeVar("T")
 #: Files and form fields one upload may carry.
 MAX_FILES = 1000
-UPLOAD_HINT = "send fewer or smaller files, or start kb serve with larger --max-upload-bytes/--max-file-bytes"
-JSON_HINT = f"send at most {LIMITS.json_body_bytes} bytes of JSON"
-_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
-MAX_DIGITS = 30
-
-
-def json_response(schema_version: str, payload: Any, status: int = 200) -> Response:
-    """A body with exactly the JSON of the CLI's ``--json``."""
-    return Response(dumps(schema_version, payload), status_code=status, media_type="application/json")
 
 
 class BearerAuth:
@@ -74,67 +73,6 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def _too_large(limit: int, what: str = "the upload", hint: str = UPLOAD_HINT) -> ApiError:
-    return ApiError(413, f"{what} is larger than {limit} bytes", hint=hint)
-
-
-def _limited(receive: Receive, limit: int, what: str = "the upload", hint: str = UPLOAD_HINT) -> Receive:
-    """``receive`` that fails with a 413 once the request body exceeds ``limit`` bytes."""
-    seen = 0
-
-    async def wrapped() -> Message:
-        nonlocal seen
-        message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise _too_large(limit, what, hint)
-        return message
-
-    return wrapped
-
-
-def _bounded(request: Request, limit: int, what: str, hint: str) -> Request:
-    """``request`` whose body may hold at most ``limit`` bytes: 413 at once on a larger Content-Length,
-    or as soon as a chunked body grows past it."""
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        raise _too_large(limit, what, hint)
-    return Request(request.scope, _limited(request.receive, limit, what, hint))
-
-
-def _int_param(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    if not _WHOLE_NUMBER.fullmatch(raw):
-        raise ApiError(400, f"{name} must be a whole number (got {raw[:40]!r})")
-    if len(raw) > MAX_DIGITS:
-        raise ApiError(400, f"{name} is out of range (got {raw[:24]}...)")
-    return int(raw)
-
-
-def _path_param(value: str, what: str) -> str:
-    if len(value) > LIMITS.path_chars:
-        raise ApiError(400, f"{what} is longer than {LIMITS.path_chars} characters", hint="shorten it")
-    return value
-
-
-async def read_json(request: Request) -> Any:
-    """The request's JSON body: 415 unless ``application/json``, 413 past ``LIMITS.json_body_bytes``, else 400."""
-    if not is_json_media_type(request.headers.get("content-type")):
-        raise ApiError(
-            415,
-            "the body must be sent as Content-Type: application/json",
-            hint="""curl -H 'Content-Type: application/json' -d '{"question": "..."}' ...""",
-        )
-    body = await _bounded(request, LIMITS.json_body_bytes, "the JSON body", JSON_HINT).body()
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):  # (UnicodeDecodeError, JSONDecodeError, too many digits, too deep)
-        raise ApiError(400, "the body must be JSON", hint='send {"question": "..."}') from None
-
-
 class Api:
     """The route handlers over one :class:`KbService`."""
 
@@ -144,15 +82,7 @@ class Api:
 
     async def _read(self, work: Callable[[], T]) -> T:
         """Run a read in a worker thread; a 504 when it outlives ``search_timeout_s``."""
-        try:
-            with anyio.fail_after(self.settings.search_timeout_s):
-                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-        except TimeoutError:
-            raise ApiError(
-                504,
-                f"the request took longer than {self.settings.search_timeout_s:g} s",
-                hint="narrow the query, or start kb serve with a larger --search-timeout",
-            ) from None
+        return await off_loop(work, self.settings.search_timeout_s)
 
     async def health(self, request: Request) -> Response:
         """``GET /health``."""
@@ -168,7 +98,7 @@ class Api:
 
     async def list_documents(self, request: Request) -> Response:
         """``GET /documents?prefix=``."""
-        prefix = _path_param(request.query_params.get("prefix", ""), "the prefix")
+        prefix = path_param(request.query_params.get("prefix", ""), "the prefix")
         documents = await self._read(lambda: self.service.list_documents(prefix))
         return json_response("document_list.v1", {"documents": documents})
 
@@ -177,11 +107,11 @@ class Api:
         params = request.query_params
         text = kb_core.check_text(params.get("q", ""), "query")  # 400 when empty or too long
         cfg = self.service.config.search
-        k = _int_param(request, "k")
+        k = int_param(request, "k")
         kb_core.check_k(k)  # 400 outside 1..LIMITS.k (a huge k once made the index allocate k x 16 bytes)
         mode = params.get("mode") or cfg.mode
         kb_core.check_mode(mode)
-        glob = _path_param(params.get("path") or "", "the path glob") or None
+        glob = path_param(params.get("path") or "", "the path glob") or None
         kb_core.check_path_glob(glob)  # 400 with the one line every interface gives
         query = SearchQuery(text=text, k=cfg.default_k if k is None else k, mode=mode, path_glob=glob)
         return json_response("search_response.v1", await self._read(lambda: self.service.search(query)))
@@ -194,14 +124,14 @@ class Api:
                 "an upload must be multipart/form-data",
                 hint="curl -F file=@notes.md http://127.0.0.1:8765/documents",
             )
-        limited = _bounded(request, self.settings.max_upload_bytes, "the upload", UPLOAD_HINT)
+        limited = bounded(request, self.settings.max_upload_bytes, "the upload", UPLOAD_HINT)
         files: list[tuple[str, bytes]] = []
         async with limited.form(max_files=MAX_FILES, max_fields=MAX_FILES) as form:
             for _field, value in form.multi_items():
                 if not isinstance(value, UploadFile):
                     continue
                 if value.size is not None and value.size > self.settings.max_file_bytes:
-                    raise _too_large(self.settings.max_file_bytes, f"{value.filename!r}")
+                    raise too_large(self.settings.max_file_bytes, f"{value.filename!r}")
                 files.append((value.filename or "", await value.read()))
         if not files:
             raise ApiError(400, "the upload holds no file", hint="send files as form parts: -F file=@notes.md")
@@ -214,13 +144,13 @@ class Api:
 
     async def document_text(self, request: Request) -> Response:
         """``GET /documents/{path}``: the stored text, line by line (``document_text.v1``)."""
-        path = _path_param(request.path_params["path"], "the path")
+        path = path_param(request.path_params["path"], "the path")
         text = await self._read(lambda: self.service.read(lambda kb: reading.document_text(kb, path)))
         return json_response("document_text.v1", text)
 
     async def answers(self, request: Request) -> Response:
         """``GET /answers?limit=``: the stored questions, newest first (as ``kb answers list --json``)."""
-        limit = _int_param(request, "limit")
+        limit = int_param(request, "limit")
         if limit is not None and not 1 <= limit <= reading.MAX_ANSWERS:
             raise ApiError(400, f"limit must be between 1 and {reading.MAX_ANSWERS} (got {limit})")
         chosen = reading.DEFAULT_ANSWERS if limit is None else limit
@@ -229,13 +159,13 @@ class Api:
 
     async def stored_answer(self, request: Request) -> Response:
         """``GET /answers/{answer_id}``: one stored answer with its citations (``stored_answer.v1``)."""
-        answer_id = _path_param(request.path_params["answer_id"], "the answer id")
+        answer_id = path_param(request.path_params["answer_id"], "the answer id")
         answer = await self._read(lambda: self.service.read(lambda kb: reading.stored_answer(kb, answer_id)))
         return json_response("stored_answer.v1", answer)
 
     async def delete(self, request: Request) -> Response:
         """``DELETE /documents/{path}`` (a path ending in '/' removes a folder)."""
-        path = _path_param(request.path_params["path"], "the path")
+        path = path_param(request.path_params["path"], "the path")
         removed = await anyio.to_thread.run_sync(lambda: self.service.delete(path))
         return json_response("removed.v1", {"removed": removed})
 
@@ -309,6 +239,7 @@ def create_app(
         Route("/search", api.search, methods=["GET"]),
         Route("/ask", api.ask, methods=["POST"]),
         Route("/ask/stream", api.ask_stream, methods=["POST"]),
+        *ThreadApi(service).routes(),
     ]
     app = Starlette(
         routes=routes,

@@ -1,9 +1,11 @@
-"""``POST /ask``: the question's options from JSON, and the answer whole or as Server-Sent Events.
+"""``POST /ask`` (and the questions of ``/threads``): the question's options from JSON, and the answer whole
+or as Server-Sent Events.
 
 Streaming: the generation runs in a worker thread; each piece of text ``kb_core.ask`` hands its
 ``on_token`` callback crosses to the event loop through a queue and goes out as a ``token``
-event (``{"text": ...}``); one final ``answer`` event carries the ``answer.v1`` JSON (or one
-``error`` event carries ``{"error", "hint"}``). Every event's data is one line of JSON.
+event (``{"text": ...}``); one final ``answer`` event carries the ``answer.v1`` JSON (for a
+question asked in a thread, one ``turn`` event carries ``turn.v1``), or one ``error`` event
+carries ``{"error", "hint"}``. Every event's data is one line of JSON.
 
 A client that leaves stops its answer: when the event stream is closed (or, for a whole answer,
 when the connection drops) a flag is set; a question still waiting for the model leaves the
@@ -26,7 +28,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive
 
 import kb_core
-from kb_core import Answer, AskOptions, Cancelled, KbError
+from kb_core import AskOptions, Cancelled, KbError
 from kb_core.commands import dumps, envelope
 from kb_serve.errors import ApiError, error_body
 from kb_serve.service import KbService
@@ -105,39 +107,61 @@ def sse(event: str, data: Any) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
 
+#: What a question's work is given: the token callback, and the flag set when the client has left.
+Work = Callable[[Callable[[str], None], threading.Event], T]
+
+
 async def ask_response(
     service: KbService, question: str, options: AskOptions, stream: bool, receive: Receive
 ) -> Response:
-    """The answer as ``answer.v1`` JSON, or as an event stream; 503 at once when the queue is full.
+    """The answer as ``answer.v1`` JSON, or as an event stream ending in an ``answer`` event (see :func:`respond`)."""
+    return await respond(
+        service,
+        lambda on_token, gone: service.ask(question, options, on_token=on_token, gone=gone),
+        "answer.v1",
+        stream,
+        receive,
+        label=question,
+    )
 
-    ``receive``: the request's, whose body has been read (it then reports only the client leaving).
+
+async def respond(
+    service: KbService, work: Work[Any], schema: str, stream: bool, receive: Receive, label: str
+) -> Response:
+    """What ``work`` makes (it asks the model) as ``schema`` JSON, or as an event stream; 503 at once when the
+    queue is full.
+
+    The stream's final event is named by the schema (``answer`` for ``answer.v1``, ``turn`` for ``turn.v1``).
+    ``receive``: the request's, whose body has been read (it then reports only the client leaving);
+    ``label``: the question, for the log.
     """
-    service.gate.admit()  # from here on, service.ask must run: it gives the place in the queue back
+    service.gate.admit()  # from here on, work must run: the service gives the place in the queue back
     gone = threading.Event()
     if not stream:
-        return await _whole(service, question, options, receive, gone)
+        return await _whole(work, schema, receive, gone)
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[object] = asyncio.Queue()
+    final = schema.split(".")[0]
 
     def put(item: object) -> None:
         with contextlib.suppress(RuntimeError):  # the server shut down while the model was still writing
             loop.call_soon_threadsafe(pieces.put_nowait, item)
 
-    def work() -> None:
+    def run() -> None:
         try:
-            answer = service.ask(question, options, on_token=lambda text: put(("token", {"text": text})), gone=gone)
-            put(("answer", envelope("answer.v1", answer)))
+            made = work(lambda text: put(("token", {"text": text})), gone)
+            put((final, envelope(schema, made)))
         except Cancelled:
             log.info("the client left; its answer was stopped")
         except KbError as exc:
             put(("error", error_body(exc.message, exc.hint)))
         except Exception:
-            log.exception("internal error while answering %r", question[:80])
+            log.exception("internal error while answering %r", label[:80])
             put(("error", error_body("internal error", "see the server log")))
         finally:
             put(_END)
 
-    threading.Thread(target=work, name="kb-serve-ask", daemon=True).start()  # now: a client that leaves frees its place
+    threading.Thread(target=run, name="kb-serve-ask", daemon=True).start()  # now: a client that leaves frees its place
     return StreamingResponse(
         _events(pieces, gone),
         media_type="text/event-stream",
@@ -145,22 +169,20 @@ async def ask_response(
     )
 
 
-async def _whole(
-    service: KbService, question: str, options: AskOptions, receive: Receive, gone: threading.Event
-) -> Response:
-    """The answer as one JSON body; ``gone`` is set if the client disconnects before it is ready."""
+async def _whole(work: Work[Any], schema: str, receive: Receive, gone: threading.Event) -> Response:
+    """What ``work`` makes as one JSON body; ``gone`` is set if the client disconnects before it is ready."""
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
         gone.set()
 
-    answer: Answer | None = None
+    made: Any = None
     failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(watch)
         try:
-            answer = await anyio.to_thread.run_sync(lambda: service.ask(question, options, gone=gone))
+            made = await anyio.to_thread.run_sync(lambda: work(lambda _text: None, gone))
         except Exception as exc:  # raised below: inside the task group it would come out wrapped in a group
             failure = exc
         group.cancel_scope.cancel()
@@ -169,7 +191,7 @@ async def _whole(
         return Response(status_code=CLIENT_LEFT)
     if failure is not None:
         raise failure
-    return Response(dumps("answer.v1", answer), media_type="application/json")
+    return Response(dumps(schema, made), media_type="application/json")
 
 
 async def _events(pieces: asyncio.Queue[object], gone: threading.Event) -> AsyncIterator[bytes]:

@@ -17,6 +17,7 @@ import kb_core
 from kb_core import LIMITS, SEARCH_MODES
 from kb_serve.asking import MAX_NAME_CHARS, MAX_SEED
 from kb_serve.reading import DEFAULT_ANSWERS, MAX_ANSWERS
+from kb_serve.threads import DEFAULT_THREADS, MAX_THREADS
 
 KB_SCHEMAS = (
     "document_list.v1",
@@ -25,6 +26,10 @@ KB_SCHEMAS = (
     "search_response.v1",
     "answer.v1",
     "answer_history.v1",
+    "turn.v1",
+    "thread.v1",
+    "thread_list.v1",
+    "thread_deleted.v1",
 )
 OWN_SCHEMAS = ("health.v1", "error", "serve.v1", "document_text.v1", "stored_answer.v1")
 
@@ -53,8 +58,8 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "bad input (or no Host header)",
         401: "missing or wrong bearer token",
         403: "a write from another origin (Origin not allowed, or Sec-Fetch-Site: cross-site)",
-        404: "no such document or stored answer (for a question: no such language-model backend)",
-        409: "another writer, or a name taken by another folder",
+        404: "no such document, stored answer or thread (for a question: no such language-model backend)",
+        409: "another writer, a name taken by another folder, or a thread a question is being answered in",
         413: "the body is larger than its limit",
         415: "wrong Content-Type (or no parser for the file type)",
         421: "the Host header names a host this server does not answer to",
@@ -123,6 +128,35 @@ SSE_EVENT = {
         },
     },
 }
+TURN_SSE_DESCRIPTION = (
+    'Server-Sent Events: `token` events (data `{"text": ...}`) as the answer is generated, then one '
+    "`turn` event whose data is the turn.v1 JSON (with `standalone`, the question kb searched with), "
+    "or one `error` event (data: the error body)."
+)
+TURN_EVENT = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"enum": ["token", "turn", "error"]},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "required": ["text"],
+                        "properties": {"text": {"type": "string"}},
+                        "additionalProperties": False,
+                    },
+                    _ref("turn.v1"),
+                    _ref("error"),
+                ]
+            },
+        },
+    },
+}
+THREAD_ID = {"name": "thread_id", "in": "path", "required": True, "schema": PATH}
 ASK_BODY_DESCRIPTION = (
     f"the question, as Content-Type application/json (optionally charset=utf-8), at most {LIMITS.json_body_bytes} bytes"
 )
@@ -143,6 +177,72 @@ def _paths() -> dict[str, Any]:
         "required": ["file"],
         "properties": {"file": {"type": "array", "minItems": 1, "items": {"type": "string", "format": "binary"}}},
     }
+    return {**_main_paths(ask_body, upload_schema), **_thread_paths(ask_body)}
+
+
+def _thread_paths(ask_body: dict[str, Any]) -> dict[str, Any]:
+    stream = _query(
+        "stream", "1: answer with Server-Sent Events (as does Accept: text/event-stream)", {"type": "string"}
+    )
+    turn = {
+        "description": "the turn (or, with stream=1 or Accept: text/event-stream, " + TURN_SSE_DESCRIPTION + ")",
+        "content": {
+            "application/json": {"schema": _ref("turn.v1")},
+            "text/event-stream": {"schema": _ref("turn_event")},
+        },
+    }
+    return {
+        "/threads": {
+            "get": {
+                "summary": "Threads of follow-up questions, the most recently continued first (as kb threads list)",
+                "operationId": "listThreads",
+                "parameters": [
+                    _query(
+                        "limit",
+                        f"how many (default {DEFAULT_THREADS})",
+                        {"type": "integer", "minimum": 1, "maximum": MAX_THREADS},
+                    )
+                ],
+                "responses": {"200": _json("thread_list.v1", "the threads"), **_errors(504)},
+            },
+            "post": {
+                "summary": "Start a thread: ask its first question (as kb chat)",
+                "operationId": "startThread",
+                "parameters": [stream],
+                "requestBody": ask_body,
+                "responses": {"200": turn, **_errors(*JSON_BODY, 404, 503, 507)},
+            },
+        },
+        "/threads/{thread_id}": {
+            "get": {
+                "summary": "One thread: each question as asked, what kb searched for, and the answer",
+                "operationId": "showThread",
+                "parameters": [THREAD_ID],
+                "responses": {"200": _json("thread.v1", "the thread, its turns in order"), **_errors(404, 504)},
+            },
+            "delete": {
+                "summary": "Delete a thread with its turns and their stored answers",
+                "operationId": "deleteThread",
+                "parameters": [THREAD_ID],
+                "responses": {
+                    "200": _json("thread_deleted.v1", "the thread and how many turns went with it"),
+                    **_errors(*WRITE, 404, 409, 507),
+                },
+            },
+        },
+        "/threads/{thread_id}/ask": {
+            "post": {
+                "summary": "Ask a follow-up in a thread: made standalone, answered with the turns before it in mind",
+                "operationId": "askInThread",
+                "parameters": [THREAD_ID, stream],
+                "requestBody": ask_body,
+                "responses": {"200": turn, **_errors(*JSON_BODY, 404, 503, 504, 507)},
+            }
+        },
+    }
+
+
+def _main_paths(ask_body: dict[str, Any], upload_schema: dict[str, Any]) -> dict[str, Any]:
     return {
         "/health": {
             "get": {
@@ -265,12 +365,13 @@ def document() -> dict[str, Any]:
     schemas.update({name: own_schema(name) for name in OWN_SCHEMAS})
     schemas["ask_request"] = ASK_BODY
     schemas["answer_event"] = SSE_EVENT
+    schemas["turn_event"] = TURN_EVENT
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "kb-core>=0.2,<0.3",
             "version": kb_core.__version__,
-            "description": "A local knowledge base: upload, search, and ask questions answered with citations.",
+            "description": "A local knowledge base: upload, search, ask (and follow up) with citations.",
         },
         "components": {"schemas": schemas, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}, {}],

@@ -3,10 +3,11 @@
 * **Reads** (search, list, health) borrow one of ``readers`` KnowledgeBase handles, each with its
   own SQLite connections; SQLite's WAL mode and Tantivy's lock-free readers let them run while
   an ingest writes.
-* **Writes** (upload, delete) go through one writer handle under a lock, so uploads queue
-  instead of failing on kb's writer lock.
-* **Asks** use one handle of their own, so the language model is loaded once; a lock lets one
-  generation run at a time, ``ask_queue`` more may wait, and one more is refused with a 503.
+* **Writes** (upload, delete, a thread deleted) go through one writer handle under a lock, so
+  uploads queue instead of failing on kb's writer lock.
+* **Asks** (questions, and questions in threads) use one handle of their own, so the language
+  model is loaded once; a lock lets one generation run at a time, ``ask_queue`` more may wait,
+  and one more is refused with a 503.
 
 All handles share one embedder (loaded once, at start-up).
 """
@@ -37,6 +38,7 @@ from kb_core import (
     KnowledgeBase,
     SearchQuery,
     SearchResponse,
+    Turn,
     WriterBusyError,
 )
 from kb_serve import uploads
@@ -332,6 +334,11 @@ class KbService:
             uploads.undo(w for w in written if w.name in failed)
             return self.public_report(report)
 
+    def write(self, work: Callable[[KnowledgeBase], T]) -> T:
+        """``work(kb)`` on the writer handle, one write at a time (a change to the store: a thread deleted)."""
+        with self._writing() as kb:
+            return work(kb)
+
     def delete(self, path: str) -> list[str]:
         """Remove a document (or, for a path ending in '/', a folder); uploaded files are deleted too."""
         with self._writing() as kb:
@@ -358,6 +365,30 @@ class KbService:
         ``gone``: set when the client has left; the question then leaves the queue, or its generation
         stops at the next token, with :class:`kb_core.Cancelled` (nothing is stored).
         """
+        answer = self._generate(lambda kb, token: kb_core.ask(kb, question, options, on_token=token), on_token, gone)
+        return self.public_answer(answer)
+
+    def ask_in_thread(
+        self,
+        question: str,
+        thread_id: str | None,
+        options: AskOptions,
+        on_token: Callable[[str], None] | None = None,
+        gone: threading.Event | None = None,
+    ) -> Turn:
+        """Ask ``question`` in the thread ``thread_id`` (None: a new one) and keep the turn, as :meth:`ask` does."""
+        turn = self._generate(
+            lambda kb, token: kb_core.ask_in_thread(kb, question, thread_id, options, on_token=token), on_token, gone
+        )
+        return attrs.evolve(turn, answer=self.public_answer(turn.answer))
+
+    def _generate(
+        self,
+        work: Callable[[KnowledgeBase, Callable[[str], None]], T],
+        on_token: Callable[[str], None] | None,
+        gone: threading.Event | None,
+    ) -> T:
+        """``work(kb, token)`` on the asking handle once it is this question's turn at the model."""
 
         def token(text: str) -> None:
             if gone is not None and gone.is_set():
@@ -368,4 +399,4 @@ class KbService:
         with self.gate.turn(gone):
             if gone is not None and gone.is_set():
                 raise Cancelled("the client left before its turn")
-            return self.public_answer(kb_core.ask(self._asker, question, options, on_token=token))
+            return work(self._asker, token)

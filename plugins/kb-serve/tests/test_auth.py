@@ -62,6 +62,11 @@ def test_with_a_token_every_request_must_carry_it(start_server: Callable[..., An
             ("GET", "/documents"),
             ("GET", "/search?q=wind"),
             ("POST", "/ask"),
+            ("GET", "/threads"),
+            ("POST", "/threads"),
+            ("GET", "/threads/thr_000000000000"),
+            ("DELETE", "/threads/thr_000000000000"),
+            ("POST", "/threads/thr_000000000000/ask"),
             ("DELETE", "/documents/notes/heliograph.md"),
             ("GET", "/nowhere"),
         ):

@@ -1,6 +1,7 @@
 """The page in a real browser (Debian's Chromium through Playwright): asking, streaming, stopping,
-citations, refusals, Korean, and the bearer token. Every test checks that the page asked nothing of
-any address but the server's, opened no dialog, raised no script error and broke no CSP rule.
+citations, refusals, Korean, the bearer token, and follow-up questions in a conversation. Every test
+checks that the page asked nothing of any address but the server's, opened no dialog, raised no
+script error and broke no CSP rule.
 
 Writes ``docs/page.png``: the page answering, with its citation opened.
 """
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from kb_core.testing import following_up
+
 pytestmark = pytest.mark.slow
 
 SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "page.png"
@@ -24,6 +27,9 @@ WIND = "At what wind speed does Heliograph move the panels to the stow angle?"
 OFF_TOPIC = "What is the capital of Mongolia's oldest bakery?"
 KOREAN = "김치찌개는 몇 분 동안 끓이나요?"
 TOKEN = "correct-horse-battery-staple"
+DAEMON = "What does the Heliograph daemon do?"
+FOLLOW_UP = "Which port does it listen on?"
+TOPIC = "the Heliograph daemon"
 CITED_TEXTS = "Array.from(document.querySelectorAll('#viewer-lines .line.cited')).map(r => r.textContent)"
 
 
@@ -77,7 +83,8 @@ def test_a_grounded_answer_streams_in_and_its_citation_opens_the_cited_lines(
     assert tab.page.evaluate("location.hash") == href
     assert "2.3.0 (2024-06-18)" in " ".join(tab.page.evaluate(CITED_TEXTS))
 
-    # the screenshot: an answer from a Markdown note, its citation open in its section
+    # the screenshot: an answer from a Markdown note, its citation open in its section (a new conversation)
+    tab.page.click("#new-thread")
     tab.ask(WIND)
     expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
     tab.open_from(tab.page.locator("#answer .answer-text a.cite").first)
@@ -178,7 +185,7 @@ def test_beyond_loopback_the_page_asks_for_the_token_once_and_sends_it(
     expect(tab.page.locator("#health")).to_contain_text("12 documents")
     tab.ask(RELEASE)
     expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
-    asked = [r for r in tab.requests if r.url.endswith("/ask/stream")]
+    asked = [r for r in tab.requests if r.url.endswith("/threads?stream=1")]
     assert [r.headers.get("authorization") for r in asked] == [f"Bearer {TOKEN}"]
     assert tab.page.evaluate("sessionStorage.getItem('kb-serve-token')") == TOKEN
     tab.page.reload()
@@ -209,3 +216,60 @@ def test_a_yes_no_answer_shows_its_verdict_or_says_it_was_withheld(
     expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
     expect(tab.page.locator("#answer .verdict .yes-no")).to_contain_text(shown)
     expect(tab.page.locator("#answer .answer-text")).to_contain_text(opening)
+
+
+def test_a_follow_up_shows_what_kb_searched_for_below_the_turn_before(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    server = start_server(script=following_up(TOPIC))
+    tab = open_tab(server)
+    tab.goto()
+    expect(tab.page.locator("#new-thread")).to_be_hidden()
+    tab.ask(DAEMON)
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    expect(tab.page.locator("#answer .searched")).to_have_count(0)  # a first question is searched as asked
+    expect(tab.page.locator("#new-thread")).to_be_visible()
+    expect(tab.page.locator("#question")).to_have_attribute("placeholder", "Ask a follow-up question")
+    expect(tab.page.locator("#question")).to_have_value("")
+
+    tab.ask(FOLLOW_UP)
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    expect(tab.page.locator("#answer .question")).to_have_text(FOLLOW_UP)
+    expect(tab.page.locator("#answer .searched")).to_have_text(f"searched for: {FOLLOW_UP} ({TOPIC})")
+    expect(tab.page.locator("#answer .answer-text")).to_contain_text("7341")
+    expect(tab.page.locator("#earlier .question")).to_have_text([DAEMON])  # the turn before stays, above
+    expect(tab.page.locator("#earlier .verdict")).to_have_count(1)
+    with server.client() as http:
+        threads = http.get("/threads").json()["threads"]
+    assert [(t["turns"], t["first_question"]) for t in threads] == [(2, DAEMON)]
+    posted = [r.url.removeprefix(server.url) for r in tab.requests if r.method == "POST"]
+    assert posted == ["/threads?stream=1", f"/threads/{threads[0]['thread_id']}/ask?stream=1"]
+    tab.open_from(tab.page.locator("#earlier a.cite").first)  # an earlier turn's citation still opens
+    expect(tab.page.locator("#viewer-path")).to_contain_text("notes/heliograph.md")
+
+    tab.page.click("#new-thread")  # start over: the next question starts a thread of its own
+    expect(tab.page.locator("#earlier")).to_be_hidden()
+    expect(tab.page.locator("#answer")).to_be_hidden()
+    expect(tab.page.locator("#new-thread")).to_be_hidden()
+    tab.ask(RELEASE)
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    expect(tab.page.locator("#earlier")).to_be_hidden()
+    with server.client() as http:
+        assert [t["turns"] for t in http.get("/threads").json()["threads"]] == [1, 2]
+    tab.check_clean()
+
+
+def test_what_kb_searched_for_is_shown_as_text_even_when_it_holds_markup(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    hostile = "<img src=x onerror=window.__pwned=1> the Heliograph daemon"
+    server = start_server(script=following_up(hostile))
+    tab = open_tab(server)
+    tab.goto()
+    tab.ask(DAEMON)
+    expect(tab.page.locator("#answer .verdict")).to_be_visible()
+    tab.ask(FOLLOW_UP)
+    expect(tab.page.locator("#answer .searched")).to_contain_text(f"({hostile})")
+    assert tab.page.locator("#panel-ask img").count() == 0
+    assert tab.page.evaluate("window.__pwned") is None
+    tab.check_clean()

@@ -138,6 +138,7 @@ def test_cross_site_writes_are_403_and_plant_nothing(start_server: Callable[...,
     port = port_of(server)
     with server.client() as http:
         before = http.get("/documents").json()["documents"]
+        thread = http.post("/threads", json={"question": QUESTION}).json()["thread_id"]
         for headers in [
             {"Origin": "http://attacker.example"},  # a form on any web page posting to 127.0.0.1
             {"Origin": f"http://attacker.example:{port}"},
@@ -152,9 +153,13 @@ def test_cross_site_writes_are_403_and_plant_nothing(start_server: Callable[...,
             refused(http.delete("/documents/notes/heliograph.md", headers=headers), 403, "may not change")
             refused(http.post("/ask", json={"question": QUESTION}, headers=headers), 403, "may not change")
             refused(http.post("/ask/stream", json={"question": QUESTION}, headers=headers), 403, "may not")
+            refused(http.post("/threads", json={"question": QUESTION}, headers=headers), 403, "may not change")
+            refused(http.post(f"/threads/{thread}/ask", json={"question": QUESTION}, headers=headers), 403, "may not")
+            refused(http.delete(f"/threads/{thread}", headers=headers), 403, "may not change")
             still_up(server)
         assert http.get("/documents").json()["documents"] == before
         assert not (server.kb_dir / "uploads" / "planted.md").exists()
+        assert [t["turns"] for t in http.get("/threads").json()["threads"]] == [1]  # no question asked, none deleted
         # a read from another origin is answered (the browser keeps the answer from the page)
         assert http.get("/documents", headers={"Origin": "http://attacker.example"}).status_code == 200
         # the server's own pages (same origin), and scripts without Origin, may write
@@ -170,7 +175,7 @@ def test_cross_site_writes_are_403_and_plant_nothing(start_server: Callable[...,
             assert reply.status_code == 200 and reply.json()["added"] == [f"own{i}.md"], (headers, reply.text)
 
 
-@pytest.mark.parametrize("path", ["/ask", "/ask/stream"])
+@pytest.mark.parametrize("path", ["/ask", "/ask/stream", "/threads"])
 def test_json_endpoints_take_only_application_json(start_server: Callable[..., Any], path: str) -> None:
     server = start_server()
     body = json.dumps({"question": QUESTION}).encode()
@@ -240,6 +245,9 @@ def test_uploads_are_bounded_by_the_shared_limit_by_default(start_server: Callab
         ("PUT", "/ask/stream", {"POST"}),
         ("POST", "/documents/notes/heliograph.md", {"GET", "DELETE"}),
         ("DELETE", "/answers", {"GET"}),
+        ("PUT", "/threads", {"GET", "POST"}),
+        ("POST", "/threads/thr_000000000000", {"GET", "DELETE"}),
+        ("GET", "/threads/thr_000000000000/ask", {"POST"}),
     ],
 )
 def test_405_names_every_allowed_method(
@@ -265,8 +273,11 @@ def test_responses_carry_no_absolute_local_paths(start_server: Callable[..., Any
             http.get("/search", params={"q": "wind stow"}),
             http.post("/ask", json={"question": QUESTION}),
             http.delete("/documents/ops/a.md"),
+            http.post("/threads", json={"question": QUESTION}),
+            http.get("/threads"),
         ]
-        assert [r.status_code for r in replies] == [200, 200, 200, 409, 200, 200, 200, 200]
+        replies.append(http.get(f"/threads/{replies[-2].json()['thread_id']}"))
+        assert [r.status_code for r in replies] == [200, 200, 200, 409, 200, 200, 200, 200, 200, 200, 200]
         for reply in replies:
             for local in {server.kb_dir, server.kb_dir.resolve(), REPO, Path.home()}:
                 assert str(local) not in reply.text, (reply.request.url, reply.text[:300])

@@ -21,6 +21,11 @@ ROUTES = {
     ("/search", "get"),
     ("/ask", "post"),
     ("/ask/stream", "post"),
+    ("/threads", "get"),
+    ("/threads", "post"),
+    ("/threads/{thread_id}", "get"),
+    ("/threads/{thread_id}", "delete"),
+    ("/threads/{thread_id}/ask", "post"),
 }
 
 
@@ -57,6 +62,12 @@ def test_the_openapi_document_describes_every_route_and_its_schemas_hold(start_s
         body = {"question": "When does Heliograph stow the panels?", "k": 4}
         jsonschema.validate(body, schemas["ask_request"])
         jsonschema.validate(http.post("/ask", json=body).json(), schemas["answer.v1"])
+        turn = http.post("/threads", json=body).json()
+        jsonschema.validate(turn, schemas["turn.v1"])
+        jsonschema.validate(http.get("/threads").json(), schemas["thread_list.v1"])
+        jsonschema.validate(http.get(f"/threads/{turn['thread_id']}").json(), schemas["thread.v1"])
+        jsonschema.validate(http.get("/threads/thr_nonesuch").json(), schemas["error"])
+        jsonschema.validate(http.delete(f"/threads/{turn['thread_id']}").json(), schemas["thread_deleted.v1"])
 
 
 def test_the_openapi_document_states_the_limits() -> None:
@@ -78,7 +89,7 @@ def test_the_openapi_document_states_the_limits() -> None:
     upload = doc["paths"]["/documents"]["post"]["requestBody"]
     assert upload["content"]["multipart/form-data"]["schema"]["required"] == ["file"]
     assert str(LIMITS.upload_bytes) in upload["description"]
-    for path in ("/ask", "/ask/stream"):
+    for path in ("/ask", "/ask/stream", "/threads", "/threads/{thread_id}/ask"):
         operation = doc["paths"][path]["post"]
         assert str(LIMITS.json_body_bytes) in operation["requestBody"]["description"]
         assert {"400", "401", "403", "413", "415", "421", "503"} <= set(operation["responses"])

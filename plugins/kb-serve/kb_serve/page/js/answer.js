@@ -225,11 +225,18 @@ function staleness(answer) {
   return el("div", { className: "stale-note" }, el("p", {}, "This answer no longer holds: the notes changed since."), el("ul", {}, items));
 }
 
+/** What kb searched for, when it is not what was asked (a follow-up made standalone). */
+function searchedFor(asked, searched) {
+  if (!searched || searched === asked) return null;
+  return el("p", { className: "searched muted small" }, "searched for: ", el("span", { className: "standalone", lang: langProp(searched) }, searched));
+}
+
 /**
  * The whole answer as DOM: question, text, verdict, sources or nearest passages.
  * ``stored``: a stored answer (kb keeps no candidates or per-sentence support for it).
+ * ``asked``, ``searched``: a turn of a conversation, the question as asked and as kb searched with it.
  */
-export function renderAnswer(answer, { onOpen, stored = false, elapsed = null } = {}) {
+export function renderAnswer(answer, { onOpen, stored = false, elapsed = null, asked = null, searched = null } = {}) {
   const cited = answer.citations || [];
   const candidates = answer.candidates || [];
   const byMarker = new Map();
@@ -239,7 +246,8 @@ export function renderAnswer(answer, { onOpen, stored = false, elapsed = null } 
   const root = el("div", { className: answer.grounded ? "result grounded" : "result refused" });
   append(
     root,
-    el("p", { className: "question", lang: langProp(answer.question) }, answer.question),
+    el("p", { className: "question", lang: langProp(asked ?? answer.question) }, asked ?? answer.question),
+    searchedFor(asked ?? answer.question, searched),
     answerText(answer, byMarker, onOpen),
     verdict(answer),
   );

@@ -1,0 +1,192 @@
+"""``/threads``: follow-up questions in threads (as ``kb chat``, ``kb ask --thread`` and ``kb threads``).
+
+* ``POST /threads`` asks the first question of a new thread, ``POST /threads/{id}/ask`` a follow-up in
+  one. The body is ``/ask``'s. A follow-up is made standalone before kb searches ("Which port does it
+  listen on?" -> "Which port does it listen on? (the Heliograph daemon)"), the turns before it go into
+  the prompt, and its answer is checked like any other. The reply is ``turn.v1`` (the question as
+  asked, the ``standalone`` one kb searched with, how it was made, the answer): one JSON body, or,
+  with ``?stream=1`` or ``Accept: text/event-stream``, Server-Sent Events as ``/ask`` sends them
+  (``token`` events, then one ``turn`` event, or one ``error`` event).
+* ``GET /threads?limit=`` lists them (``thread_list.v1``), ``GET /threads/{id}`` shows one with its
+  turns (``thread.v1``), ``DELETE /threads/{id}`` deletes it with its turns and their stored answers
+  (``thread_deleted.v1``).
+
+An unknown thread is a 404 before anything is asked. A thread a question is waiting or being answered
+in is not deleted (409), so a turn never lands in a thread deleted under it. Stored turns are shown
+as answers are (no local model paths).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import anyio
+import attrs
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+import kb_core
+from kb_core import NotFoundError
+from kb_serve.asking import ask_options, respond
+from kb_serve.bodies import int_param, json_response, off_loop, path_param, read_json
+from kb_serve.errors import ApiError, cut_paths
+from kb_serve.service import KbService
+
+#: Threads one ``GET /threads`` lists at most, and by default.
+MAX_THREADS = 1000
+DEFAULT_THREADS = 50
+THREADS_HINT = "GET /threads lists the threads"
+T = TypeVar("T")
+
+
+def wants_stream(request: Request) -> bool:
+    """Whether the client asked for Server-Sent Events (``?stream=1``, or ``Accept: text/event-stream``)."""
+    if request.query_params.get("stream", "") in ("1", "true", "yes"):
+        return True
+    return "text/event-stream" in request.headers.get("accept", "").lower()
+
+
+def public_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """A stored turn's ``answer.v1`` as responses show answers: no model or embedding file, no folders in the note."""
+    shown = dict(answer)
+    for key in ("model", "embedding"):
+        if isinstance(shown.get(key), dict):
+            shown[key] = {**shown[key], "path": None}
+    if isinstance(shown.get("note"), str):
+        shown["note"] = cut_paths(shown["note"])
+    return shown
+
+
+def _thread_id(request: Request) -> str:
+    return path_param(request.path_params["thread_id"], "the thread id")
+
+
+def _known(work: Callable[[], T]) -> T:
+    """``work()``, its "no such thread" a 404 whose hint names the route that lists them."""
+    try:
+        return work()
+    except NotFoundError as exc:
+        raise ApiError(404, exc.message, hint=THREADS_HINT) from None
+
+
+class ThreadsInUse:
+    """The threads a question is waiting or being answered in, and those being deleted: never both at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._asking: Counter[str] = Counter()
+        self._deleting: set[str] = set()
+
+    @contextmanager
+    def asking(self, thread_id: str | None) -> Iterator[None]:
+        """Mark ``thread_id`` in use for the block (None: a new thread, which nobody can delete yet)."""
+        if thread_id is None:
+            yield
+            return
+        with self._lock:
+            if thread_id in self._deleting:
+                raise ApiError(409, "this thread is being deleted", hint=THREADS_HINT)
+            self._asking[thread_id] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._asking[thread_id] -= 1
+                if self._asking[thread_id] <= 0:
+                    del self._asking[thread_id]
+
+    @contextmanager
+    def deleting(self, thread_id: str) -> Iterator[None]:
+        """Mark ``thread_id`` as being deleted for the block; a 409 when a question is under way in it."""
+        with self._lock:
+            if self._asking[thread_id] or thread_id in self._deleting:
+                raise ApiError(
+                    409,
+                    "a question is being answered in this thread (or it is being deleted)",
+                    hint="delete it once the answer is done (or stopped)",
+                )
+            self._deleting.add(thread_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._deleting.discard(thread_id)
+
+
+class ThreadApi:
+    """The route handlers of ``/threads`` over one :class:`KbService`."""
+
+    def __init__(self, service: KbService) -> None:
+        self.service = service
+        self.in_use = ThreadsInUse()
+
+    def routes(self) -> list[Route]:
+        """The routes (one per path, so a 405 names every method of it in ``Allow``)."""
+        return [
+            Route("/threads", self.threads, methods=["GET", "POST"]),
+            Route("/threads/{thread_id}", self.thread, methods=["GET", "DELETE"]),
+            Route("/threads/{thread_id}/ask", self.follow_up, methods=["POST"]),
+        ]
+
+    async def _read(self, work: Callable[[], T]) -> T:
+        return await off_loop(work, self.service.settings.search_timeout_s)
+
+    async def threads(self, request: Request) -> Response:
+        """``/threads``: GET lists, POST asks a new thread's first question."""
+        return await (self._ask(request, None) if request.method == "POST" else self.list_threads(request))
+
+    async def thread(self, request: Request) -> Response:
+        """``/threads/{id}``: GET shows the thread, DELETE deletes it."""
+        return await (self.delete(request) if request.method == "DELETE" else self.show(request))
+
+    async def list_threads(self, request: Request) -> Response:
+        """``GET /threads?limit=``: threads, the most recently continued first (as ``kb threads list --json``)."""
+        limit = int_param(request, "limit")
+        if limit is not None and not 1 <= limit <= MAX_THREADS:
+            raise ApiError(400, f"limit must be between 1 and {MAX_THREADS} (got {limit})")
+        chosen = DEFAULT_THREADS if limit is None else limit
+        found = await self._read(lambda: self.service.read(lambda kb: kb_core.list_threads(kb.store, chosen)))
+        return json_response("thread_list.v1", {"threads": found})
+
+    async def show(self, request: Request) -> Response:
+        """``GET /threads/{id}``: the thread's turns in order (``thread.v1``)."""
+        thread_id = _thread_id(request)
+        thread = await self._read(
+            lambda: self.service.read(lambda kb: _known(lambda: kb_core.stored_thread(kb.store, thread_id)))
+        )
+        turns = tuple(attrs.evolve(t, answer=public_answer(t.answer)) for t in thread.turns)
+        return json_response("thread.v1", attrs.evolve(thread, turns=turns))
+
+    async def delete(self, request: Request) -> Response:
+        """``DELETE /threads/{id}``: the thread, its turns and their stored answers (``thread_deleted.v1``)."""
+        thread_id = _thread_id(request)
+
+        def work() -> int:
+            with self.in_use.deleting(thread_id):
+                return self.service.write(lambda kb: _known(lambda: kb_core.delete_thread(kb.store, thread_id)))
+
+        turns = await anyio.to_thread.run_sync(work)
+        return json_response("thread_deleted.v1", {"thread_id": thread_id, "turns": turns})
+
+    async def follow_up(self, request: Request) -> Response:
+        """``POST /threads/{id}/ask``: a follow-up in the thread."""
+        thread_id = _thread_id(request)
+        return await self._ask(request, thread_id)
+
+    async def _ask(self, request: Request, thread_id: str | None) -> Response:
+        question, options = ask_options(await read_json(request))
+        if thread_id is not None:  # a 404 now, before a stream starts
+            await self._read(
+                lambda: self.service.read(lambda kb: _known(lambda: kb_core.stored_thread(kb.store, thread_id)))
+            )
+
+        def work(on_token: Callable[[str], None], gone: threading.Event) -> kb_core.Turn:
+            with self.in_use.asking(thread_id):
+                return self.service.ask_in_thread(question, thread_id, options, on_token=on_token, gone=gone)
+
+        return await respond(self.service, work, "turn.v1", wants_stream(request), request.receive, label=question)
