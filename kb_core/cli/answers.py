@@ -161,7 +161,7 @@ def ask_command(
     before; it says what it searched for.
     """
     from kb_core.answers.pipeline import AskOptions, ask
-    from kb_core.cli.threads import chosen_thread, print_searched
+    from kb_core.cli.threads import chosen_thread, echoing, print_searched
     from kb_core.conversations import ask_in_thread
 
     crashed = last_crash()
@@ -171,11 +171,7 @@ def ask_command(
         k=k, mode=mode, temperature=temperature, seed=seed, explain=explain, constrained=constrained, backend=backend
     )
     pieces: list[str] = []
-
-    def on_token(text: str) -> None:
-        pieces.append(text)
-        click.echo(text, nl=False)
-
+    on_token = echoing(pieces)
     kb = session.kb(create=False)
     if (question is None) == (again_id is None):
         raise KbError("give a QUESTION or --again ID (one of them)", hint="see 'kb answers list' for stored ids")
@@ -189,7 +185,8 @@ def ask_command(
     with terminal_progress() as progress:  # joining and loading a model the first time
         kb.progress = progress
         if previous is None:  # a question starts a thread that --continue goes on with
-            turn = ask_in_thread(kb, asked, current, options, None if as_json else on_token)
+            searched = None if as_json or not in_thread else print_searched
+            turn = ask_in_thread(kb, asked, current, options, None if as_json else on_token, searched)
             answer = turn.answer
         else:
             answer = ask(kb, asked, options, None if as_json else on_token)
@@ -198,7 +195,6 @@ def ask_command(
     def human() -> None:
         print_outcome(answer, "".join(pieces) if shown else None)
         if turn is not None and in_thread:
-            print_searched(turn)
             click.echo(_dim(f"thread {turn.thread_id}, turn {turn.position}"))
         if explain:
             _print_explain(answer)

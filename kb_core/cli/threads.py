@@ -12,7 +12,7 @@ import click
 from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
-from kb_core.conversations import METHODS, StandaloneMethod, Turn, ask_in_thread
+from kb_core.conversations import METHODS, Standalone, StandaloneMethod, ask_in_thread
 from kb_core.errors import EXIT_NO_RESULT, KbError
 from kb_core.storage.threads import delete_thread, last_thread, list_threads, stored_thread
 from kb_core.terminal import shortened, shown
@@ -40,11 +40,11 @@ def chosen_thread(kb: KnowledgeBase, thread_id: str | None, continue_last: bool)
     return None
 
 
-def print_searched(turn: Turn) -> None:
-    """Say what kb searched for when it is not the question as asked."""
-    if turn.standalone != turn.asked:
-        how = "completed by the model" if turn.method == "model" else "completed from the previous turn"
-        click.echo(click.style(f"searched for: {shown(turn.standalone)}  ({how})", dim=True))
+def print_searched(searched: Standalone) -> None:
+    """Say what kb searches for (before the answer streams) when it is not the question as asked."""
+    if searched.method != "as_asked":
+        how = "completed by the model" if searched.method == "model" else "completed from the previous turn"
+        click.echo(click.style(f"searched for: {shown(searched.question)}  ({how})", dim=True))
 
 
 def print_sources(answer: Answer | None) -> None:
@@ -113,7 +113,7 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
         try:
             with terminal_progress() as progress:
                 kb.progress = progress
-                turn = ask_in_thread(kb, line, current, AskOptions(), on_token)
+                turn = ask_in_thread(kb, line, current, AskOptions(), on_token, print_searched)
         except KeyboardInterrupt:
             click.echo(click.style("\n(stopped; nothing kept. Ask again or go on.)", fg="yellow"))
             continue
@@ -123,7 +123,6 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
         current, last = turn.thread_id, turn.answer
         shown_live = turn.answer.model is not None and turn.answer.refusal_reason not in ("no_chunks", "score_gate")
         print_outcome(turn.answer, "".join(pieces) if shown_live else None)
-        print_searched(turn)
 
 
 def _chat_commands(kb: KnowledgeBase, last: Answer | None) -> dict[str, Callable[[], None]]:

@@ -72,16 +72,20 @@ def ask_following(
     options: AskOptions = AskOptions(),
     on_token: TokenCallback | None = None,
     method: StandaloneMethod | None = None,
+    on_standalone: Callable[[Standalone], None] | None = None,
 ) -> tuple[Standalone, Answer]:
     """Answer ``question`` as a follow-up of the ``earlier`` turns (oldest first): made standalone, then asked.
 
     The answer is checked like any single question's (a follow-up the notes do not answer is
     refused); it is stored with the standalone question, which reads on its own.
+    ``on_standalone`` hears what kb will search with before retrieval starts.
     """
     question = check_text(question, "question")
     method = method or _method(kb)
     llm = lambda: kb.language_model(options.backend)  # noqa: E731 - loaded only when a rewrite or an answer needs it
     searched = standalone(question, earlier, method, llm)
+    if on_standalone is not None:
+        on_standalone(searched)
     history = ""
     budget = kb.config.conversations.history_tokens
     if earlier and budget > 0:
@@ -95,15 +99,19 @@ def ask_in_thread(
     thread_id: str | None = None,
     options: AskOptions = AskOptions(),
     on_token: TokenCallback | None = None,
+    on_standalone: Callable[[Standalone], None] | None = None,
 ) -> Turn:
-    """Ask ``question`` in the thread ``thread_id`` (a new thread when None) and keep the turn."""
+    """Ask ``question`` in the thread ``thread_id`` (a new thread when None) and keep the turn.
+
+    ``on_token`` hears the answer as it is written; ``on_standalone`` what kb searches with, first.
+    """
     earlier: list[EarlierTurn] = []
     if thread_id is not None:
         turns = stored_thread(kb.store, thread_id).turns  # a refusal's text says nothing of the topic
         earlier = [
             EarlierTurn(t.standalone, str(t.answer["answer"]) if t.answer.get("grounded") else "") for t in turns
         ]
-    searched, answer = ask_following(kb, question, earlier, options, on_token)
+    searched, answer = ask_following(kb, question, earlier, options, on_token, on_standalone=on_standalone)
     thread_id = thread_id or new_thread(kb.store)  # a thread exists once it has a turn
     position = add_turn(
         kb.store, thread_id, question, searched.question, searched.method, answer, searched.ms, searched.prompt_tokens
