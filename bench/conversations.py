@@ -6,8 +6,9 @@ scored), ingests the closed corpus once into bench/out/kb-mtrag, then runs the e
 
     python bench/conversations.py --no-answers                    # retrieval: asked, standalone, reference
     python bench/conversations.py --method previous_turn --no-answers
-    python bench/conversations.py --stride 4                      # answers too (the model: about a minute a conversation)
+    python bench/conversations.py --stride 4                      # answers too (minutes a conversation)
     python bench/conversations.py --stride 4 --ask-reference      # the yardstick: the set's rewrites asked alone
+    python bench/conversations.py --answer-turns unanswerable     # every unanswerable turn, refused or not
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def main() -> None:
     parser.add_argument("--method", default=None, help="model, previous_turn or as_asked (default: the config's)")
     parser.add_argument("--no-answers", action="store_true")
     parser.add_argument("--ask-reference", action="store_true")
+    parser.add_argument("--answer-turns", default="all", choices=["all", "answerable", "unanswerable"])
     parser.add_argument("--limit", type=int, default=0, help="the first N conversations (0: all)")
     parser.add_argument("--stride", type=int, default=1, help="every Nth conversation (4: 14 across the domains)")
     parser.add_argument("--label", default="")
@@ -74,6 +76,7 @@ def main() -> None:
         AskOptions(),
         method=args.method,
         answers=not args.no_answers,
+        answer_turns=args.answer_turns,
         ask_reference=args.ask_reference,
         set_file=path,
         out_dir=OUT / f"conversations-{label}",

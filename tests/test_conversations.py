@@ -215,7 +215,9 @@ def test_chat_streams_answers_keeps_the_thread_and_answers_its_commands(
 ) -> None:
     from click.testing import CliRunner
 
-    from kb_core.cli.main import cli
+    from kb_core.cli.main import _register_builtin_commands, cli
+
+    _register_builtin_commands()  # as main() does
 
     lines = [
         "What does the Heliograph daemon do?",

@@ -49,8 +49,11 @@ def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture corpus ingested in the test indexes with the real default embedder (once per module)."""
     from kb_core.ingest.pipeline import ingest_paths
 
+    from kb_core.testing import TestIndexesPlugin
+
     folder = tmp_path_factory.mktemp("answers-kb")
-    with KnowledgeBase(load_config(kb_dir=folder, overrides=TEST_INDEXES, environ={})) as kb:
+    plugins = load_registry(extra_plugins=[("kb-test-indexes", TestIndexesPlugin())])  # before any test's set-up
+    with KnowledgeBase(load_config(kb_dir=folder, overrides=TEST_INDEXES, environ={}), plugins) as kb:
         ingest_paths(kb, [CORPUS])
     return folder
 

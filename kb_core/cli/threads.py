@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import click
@@ -17,6 +18,9 @@ from kb_core.errors import EXIT_NO_RESULT, KbError
 from kb_core.storage.threads import delete_thread, last_thread, list_threads, stored_thread
 from kb_core.terminal import shortened, shown
 from kb_core.types import Answer
+
+if TYPE_CHECKING:
+    from kb_core.evaluation.conversations import AnswerTurns
 
 CHAT_HELP = (
     'Ask a question; follow-ups may lean on the turns before ("and since which version?").\n'
@@ -207,6 +211,12 @@ COMMANDS = (chat_command, threads_group)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Write report.json here.")
 @click.option("--no-answers", is_flag=True, help="Retrieval only: no answers, the rewrites alone use the model.")
 @click.option("--ask-reference", is_flag=True, help="Ask the set's reference rewrites as single questions.")
+@click.option(
+    "--answer-turns",
+    type=click.Choice(["all", "answerable", "unanswerable"]),
+    default="all",
+    help="Ask only these turns (the others are made standalone and searched).",
+)
 @click.option("--method", type=click.Choice(list(METHODS)), help="How follow-ups are made standalone.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N conversations.")
 @click.option("--backend", help="Language model backend (default: [models.llm] backend).")
@@ -218,6 +228,7 @@ def eval_conversations_command(
     out_dir: Path | None,
     no_answers: bool,
     ask_reference: bool,
+    answer_turns: AnswerTurns,
     method: StandaloneMethod | None,
     limit: int | None,
     backend: str | None,
@@ -235,6 +246,7 @@ def eval_conversations_command(
             AskOptions(backend=backend),
             method=method,
             answers=not no_answers,
+            answer_turns=answer_turns,
             ask_reference=ask_reference,
             set_file=set_file,
             out_dir=out_dir,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
@@ -33,6 +33,10 @@ from kb_core.types import Answer, ModelRef, Progress, SearchQuery
 
 if TYPE_CHECKING:
     from kb_core.app import KnowledgeBase
+
+
+#: Which turns a run asks: all, or only the answerable or the unanswerable ones.
+AnswerTurns = Literal["all", "answerable", "unanswerable"]
 
 
 @attrs.frozen
@@ -157,12 +161,17 @@ def evaluate_conversations(
     *,
     method: StandaloneMethod | None = None,
     answers: bool = True,
+    answer_turns: AnswerTurns = "all",
     ask_reference: bool = False,
     set_file: Path | str = "",
     out_dir: Path | None = None,
     progress: Progress | None = None,
 ) -> ConversationReport:
-    """Run every conversation turn by turn, score retrieval (and answers), write report.json, record the run."""
+    """Run every conversation turn by turn, score retrieval (and answers), write report.json, record the run.
+
+    ``answer_turns`` asks only the answerable or the unanswerable turns (the others are made
+    standalone and searched): the turns after them see the reference answers either way.
+    """
     run_id = f"conv-{uuid.uuid4().hex[:12]}"
     mode = options.mode or kb.config.search.mode
     method = method or kb.config.conversations.standalone  # type: ignore[assignment]
@@ -174,10 +183,11 @@ def evaluate_conversations(
         earlier: list[EarlierTurn] = []
         for position, turn in enumerate(conversation.turns, start=1):
             answer: Answer | None = None
+            asking = answers and (answer_turns == "all" or turn.answerable is (answer_turns == "answerable"))
             if ask_reference:
                 searched = Standalone(turn.reference_rewrite or turn.question, "as_asked")
-                answer = ask(kb, searched.question, options) if answers else None
-            elif answers:
+                answer = ask(kb, searched.question, options) if asking else None
+            elif asking:
                 searched, answer = ask_following(kb, turn.question, earlier, options, method=method)
             else:
                 searched = standalone(turn.question, earlier, method, llm)  # type: ignore[arg-type]
