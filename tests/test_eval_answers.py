@@ -48,7 +48,6 @@ def extractive(request: GenerateRequest) -> list[str]:
 def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture corpus ingested in the test indexes with the real default embedder (once per module)."""
     from kb_core.ingest.pipeline import ingest_paths
-
     from kb_core.testing import TestIndexesPlugin
 
     folder = tmp_path_factory.mktemp("answers-kb")
