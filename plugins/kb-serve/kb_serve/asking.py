@@ -5,7 +5,10 @@ Streaming: the generation runs in a worker thread; each piece of text ``kb_core.
 ``on_token`` callback crosses to the event loop through a queue and goes out as a ``token``
 event (``{"text": ...}``); one final ``answer`` event carries the ``answer.v1`` JSON (for a
 question asked in a thread, one ``turn`` event carries ``turn.v1``), or one ``error`` event
-carries ``{"error", "hint"}``. Every event's data is one line of JSON.
+carries ``{"error", "hint"}``. A question asked in a thread first sends one ``standalone`` event
+(``{"question", "method"}``: what kb searches with, and how it was made, ``as_asked`` included)
+as soon as kb knows it, before retrieval and before any ``token``. Every event's data is one line
+of JSON.
 
 A client that leaves stops its answer: when the event stream is closed (or, for a whole answer,
 when the connection drops) a flag is set; a question still waiting for the model leaves the
@@ -107,8 +110,15 @@ def sse(event: str, data: Any) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
 
-#: What a question's work is given: the token callback, and the flag set when the client has left.
-Work = Callable[[Callable[[str], None], threading.Event], T]
+#: Sends one event of the stream, by name with its data (for a whole reply it sends nothing).
+Emit = Callable[[str, Any], None]
+#: What a question's work is given: where its events go, and the flag set when the client has left.
+Work = Callable[[Emit, threading.Event], T]
+
+
+def tokens(emit: Emit) -> Callable[[str], None]:
+    """An ``on_token`` callback that sends each piece of the answer as a ``token`` event."""
+    return lambda text: emit("token", {"text": text})
 
 
 async def ask_response(
@@ -117,7 +127,7 @@ async def ask_response(
     """The answer as ``answer.v1`` JSON, or as an event stream ending in an ``answer`` event (see :func:`respond`)."""
     return await respond(
         service,
-        lambda on_token, gone: service.ask(question, options, on_token=on_token, gone=gone),
+        lambda emit, gone: service.ask(question, options, on_token=tokens(emit), gone=gone),
         "answer.v1",
         stream,
         receive,
@@ -131,7 +141,8 @@ async def respond(
     """What ``work`` makes (it asks the model) as ``schema`` JSON, or as an event stream; 503 at once when the
     queue is full.
 
-    The stream's final event is named by the schema (``answer`` for ``answer.v1``, ``turn`` for ``turn.v1``).
+    ``work`` sends the events before the final one (``token``, ``standalone``) through the ``Emit`` it is given;
+    the stream's final event is named by the schema (``answer`` for ``answer.v1``, ``turn`` for ``turn.v1``).
     ``receive``: the request's, whose body has been read (it then reports only the client leaving);
     ``label``: the question, for the log.
     """
@@ -149,7 +160,7 @@ async def respond(
 
     def run() -> None:
         try:
-            made = work(lambda text: put(("token", {"text": text})), gone)
+            made = work(lambda event, data: put((event, data)), gone)
             put((final, envelope(schema, made)))
         except Cancelled:
             log.info("the client left; its answer was stopped")
@@ -182,7 +193,7 @@ async def _whole(work: Work[Any], schema: str, receive: Receive, gone: threading
     async with anyio.create_task_group() as group:
         group.start_soon(watch)
         try:
-            made = await anyio.to_thread.run_sync(lambda: work(lambda _text: None, gone))
+            made = await anyio.to_thread.run_sync(lambda: work(lambda _event, _data: None, gone))
         except Exception as exc:  # raised below: inside the task group it would come out wrapped in a group
             failure = exc
         group.cancel_scope.cancel()

@@ -129,15 +129,30 @@ SSE_EVENT = {
     },
 }
 TURN_SSE_DESCRIPTION = (
-    'Server-Sent Events: `token` events (data `{"text": ...}`) as the answer is generated, then one '
+    'Server-Sent Events: first one `standalone` event (data `{"question": ..., "method": ...}`: the question '
+    "kb searches with and how it was made, sent as soon as kb knows it, before any `token`; for every question, "
+    '`as_asked` included), then `token` events (data `{"text": ...}`) as the answer is generated, then one '
     "`turn` event whose data is the turn.v1 JSON (with `standalone`, the question kb searched with), "
     "or one `error` event (data: the error body)."
 )
+
+
+def standalone_event() -> dict[str, Any]:
+    """The data of a thread stream's ``standalone`` event (its ``method`` as turn.v1's)."""
+    return {
+        "type": "object",
+        "description": "What kb searches with (sent before retrieval and any token): the question, how it was made.",
+        "required": ["question", "method"],
+        "properties": {"question": {"type": "string"}, "method": kb_schema("turn.v1")["properties"]["method"]},
+        "additionalProperties": False,
+    }
+
+
 TURN_EVENT = {
     "type": "object",
     "required": ["event", "data"],
     "properties": {
-        "event": {"enum": ["token", "turn", "error"]},
+        "event": {"enum": ["standalone", "token", "turn", "error"]},
         "data": {
             "type": "string",
             "contentMediaType": "application/json",
@@ -149,6 +164,7 @@ TURN_EVENT = {
                         "properties": {"text": {"type": "string"}},
                         "additionalProperties": False,
                     },
+                    _ref("standalone_event"),
                     _ref("turn.v1"),
                     _ref("error"),
                 ]
@@ -366,6 +382,7 @@ def document() -> dict[str, Any]:
     schemas["ask_request"] = ASK_BODY
     schemas["answer_event"] = SSE_EVENT
     schemas["turn_event"] = TURN_EVENT
+    schemas["standalone_event"] = standalone_event()
     return {
         "openapi": "3.1.0",
         "info": {

@@ -153,9 +153,7 @@ class GenerationGate:
     @contextmanager
     def turn(self, gone: threading.Event | None = None) -> Iterator[None]:
         """Wait (after :meth:`admit`) for the model; 503 after ``wait_s``; Cancelled once ``gone`` is set.
-
-        The place in the queue is given back in every case.
-        """
+        The place in the queue is given back in every case."""
         deadline = time.monotonic() + self.wait_s
         acquired = False
         while not acquired and not (gone is not None and gone.is_set()):
@@ -228,10 +226,8 @@ class KbService:
         return [attrs.evolve(d, source_root=shown[d.source_root]) for d in documents]
 
     def public_path(self, path: str) -> str:
-        """A local path as responses show it: relative to the knowledge base folder, or "" when outside it.
-
-        (A document ingested from the user's own folder does not reveal where that folder is.)
-        """
+        """A local path as responses show it: relative to the knowledge base folder, or "" when outside it
+        (a document ingested from the user's own folder does not reveal where that folder is)."""
         if not path or not Path(path).is_absolute():
             return path
         try:
@@ -360,11 +356,9 @@ class KbService:
         on_token: Callable[[str], None] | None = None,
         gone: threading.Event | None = None,
     ) -> Answer:
-        """Answer a question (after :meth:`GenerationGate.admit`): waits for its turn at the model.
-
-        ``gone``: set when the client has left; the question then leaves the queue, or its generation
-        stops at the next token, with :class:`kb_core.Cancelled` (nothing is stored).
-        """
+        """Answer a question (after :meth:`GenerationGate.admit`): waits for its turn at the model. ``gone``: set
+        when the client has left; the question then leaves the queue, or its generation stops at the next token,
+        with :class:`kb_core.Cancelled` (nothing is stored)."""
         answer = self._generate(lambda kb, token: kb_core.ask(kb, question, options, on_token=token), on_token, gone)
         return self.public_answer(answer)
 
@@ -375,11 +369,15 @@ class KbService:
         options: AskOptions,
         on_token: Callable[[str], None] | None = None,
         gone: threading.Event | None = None,
+        on_standalone: Callable[[Any], None] | None = None,
     ) -> Turn:
-        """Ask ``question`` in the thread ``thread_id`` (None: a new one) and keep the turn, as :meth:`ask` does."""
-        turn = self._generate(
-            lambda kb, token: kb_core.ask_in_thread(kb, question, thread_id, options, on_token=token), on_token, gone
-        )
+        """Ask ``question`` in the thread ``thread_id`` (None: a new one) and keep the turn, as :meth:`ask` does;
+        ``on_standalone`` hears what kb searches with (kb_core's ``Standalone``) before retrieval and any token."""
+
+        def work(kb: KnowledgeBase, token: Callable[[str], None]) -> Turn:
+            return kb_core.ask_in_thread(kb, question, thread_id, options, on_token=token, on_standalone=on_standalone)
+
+        turn = self._generate(work, on_token, gone)
         return attrs.evolve(turn, answer=self.public_answer(turn.answer))
 
     def _generate(

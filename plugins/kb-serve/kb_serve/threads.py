@@ -5,8 +5,10 @@
   listen on?" -> "Which port does it listen on? (the Heliograph daemon)"), the turns before it go into
   the prompt, and its answer is checked like any other. The reply is ``turn.v1`` (the question as
   asked, the ``standalone`` one kb searched with, how it was made, the answer): one JSON body, or,
-  with ``?stream=1`` or ``Accept: text/event-stream``, Server-Sent Events as ``/ask`` sends them
-  (``token`` events, then one ``turn`` event, or one ``error`` event).
+  with ``?stream=1`` or ``Accept: text/event-stream``, Server-Sent Events as ``/ask`` sends them, but
+  first one ``standalone`` event (``{"question", "method"}``, as soon as kb knows what it searches
+  with; for every question, ``as_asked`` included), then ``token`` events, then one ``turn`` event
+  (or one ``error`` event).
 * ``GET /threads?limit=`` lists them (``thread_list.v1``), ``GET /threads/{id}`` shows one with its
   turns (``thread.v1``), ``DELETE /threads/{id}`` deletes it with its turns and their stored answers
   (``thread_deleted.v1``).
@@ -32,7 +34,7 @@ from starlette.routing import Route
 
 import kb_core
 from kb_core import NotFoundError
-from kb_serve.asking import ask_options, respond
+from kb_serve.asking import Emit, ask_options, respond, tokens
 from kb_serve.bodies import int_param, json_response, off_loop, path_param, read_json
 from kb_serve.errors import ApiError, cut_paths
 from kb_serve.service import KbService
@@ -185,8 +187,13 @@ class ThreadApi:
                 lambda: self.service.read(lambda kb: _known(lambda: kb_core.stored_thread(kb.store, thread_id)))
             )
 
-        def work(on_token: Callable[[str], None], gone: threading.Event) -> kb_core.Turn:
+        def work(emit: Emit, gone: threading.Event) -> kb_core.Turn:
+            def searched(standalone: Any) -> None:  # kb_core's Standalone: what kb searches with, before it does
+                emit("standalone", {"question": standalone.question, "method": standalone.method})
+
             with self.in_use.asking(thread_id):
-                return self.service.ask_in_thread(question, thread_id, options, on_token=on_token, gone=gone)
+                return self.service.ask_in_thread(
+                    question, thread_id, options, on_token=tokens(emit), gone=gone, on_standalone=searched
+                )
 
         return await respond(self.service, work, "turn.v1", wants_stream(request), request.receive, label=question)

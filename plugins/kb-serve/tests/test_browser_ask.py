@@ -8,6 +8,7 @@ Writes ``docs/page.png``: the page answering, with its citation opened.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from kb_core.testing import following_up
+from kb_core import GenerateRequest
+from kb_core.testing import extractive, following_up
 
 pytestmark = pytest.mark.slow
 
@@ -205,7 +207,7 @@ def test_beyond_loopback_the_page_asks_for_the_token_once_and_sends_it(
 def test_a_yes_no_answer_shows_its_verdict_or_says_it_was_withheld(
     start_server: Callable[..., Any], open_tab: Callable[..., Any], no_share: float, shown: str, opening: str
 ) -> None:
-    from kb_core.testing import ScriptedPlugin, extractive
+    from kb_core.testing import ScriptedPlugin
 
     server = start_server(
         llm=ScriptedPlugin(lambda request: ["Yes.", " ", *extractive(request)], verdict_no_share=no_share)
@@ -221,7 +223,14 @@ def test_a_yes_no_answer_shows_its_verdict_or_says_it_was_withheld(
 def test_a_follow_up_shows_what_kb_searched_for_below_the_turn_before(
     start_server: Callable[..., Any], open_tab: Callable[..., Any]
 ) -> None:
-    server = start_server(script=following_up(TOPIC))
+    release = threading.Event()
+    release.set()
+
+    def answer_when_released(request: GenerateRequest) -> list[str]:
+        release.wait(30)
+        return extractive(request)
+
+    server = start_server(script=following_up(TOPIC, answer_when_released))
     tab = open_tab(server)
     tab.goto()
     expect(tab.page.locator("#new-thread")).to_be_hidden()
@@ -232,7 +241,11 @@ def test_a_follow_up_shows_what_kb_searched_for_below_the_turn_before(
     expect(tab.page.locator("#question")).to_have_attribute("placeholder", "Ask a follow-up question")
     expect(tab.page.locator("#question")).to_have_value("")
 
+    release.clear()  # the answer waits: what kb searched for shows before it (the stream's standalone event)
     tab.ask(FOLLOW_UP)
+    expect(tab.page.locator("#answer .searched")).to_have_text(f"searched for: {FOLLOW_UP} ({TOPIC})")
+    expect(tab.page.locator("#answer .answer-text.streaming")).to_have_text("")
+    release.set()
     expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
     expect(tab.page.locator("#answer .question")).to_have_text(FOLLOW_UP)
     expect(tab.page.locator("#answer .searched")).to_have_text(f"searched for: {FOLLOW_UP} ({TOPIC})")

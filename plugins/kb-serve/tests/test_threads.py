@@ -7,6 +7,7 @@ otherwise it answers with the first evidence entry, as the other tests' model do
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import json
 import threading
 import time
@@ -22,7 +23,7 @@ from kb_core import LIMITS, GenerateRequest
 from kb_core.testing import extractive, following_up
 from kb_serve.client import iter_sse, parse_sse
 from kb_serve.errors import ApiError
-from kb_serve.openapi import kb_schema, own_schema
+from kb_serve.openapi import document, kb_schema, own_schema
 from kb_serve.threads import ThreadsInUse
 
 FIRST = "What does the Heliograph daemon do?"
@@ -61,15 +62,21 @@ def turn_of(reply: httpx.Response) -> dict[str, Any]:
 
 
 def streamed_turn(http: httpx.Client, url: str, question: str, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-    """(the text of the ``token`` events, the data of the final ``turn`` event) of a streamed question."""
+    """(the text of the ``token`` events, the data of the final ``turn`` event) of a streamed question.
+
+    The events come in order: one ``standalone`` (what kb searches with, as the turn then says), tokens, the turn.
+    """
     with http.stream("POST", url, json={"question": question}, **kwargs) as reply:
         assert reply.status_code == 200
         assert reply.headers["content-type"].startswith("text/event-stream")
         events = list(iter_sse(reply.iter_lines()))
     names = [name for name, _ in events]
-    assert names[-1] == "turn" and set(names[:-1]) == {"token"}, names
-    jsonschema.validate(events[-1][1], kb_schema("turn.v1"))
-    return "".join(data["text"] for name, data in events if name == "token"), events[-1][1]
+    assert names[0] == "standalone" and names[-1] == "turn" and set(names[1:-1]) == {"token"}, names
+    searched, turn = events[0][1], events[-1][1]
+    jsonschema.validate(searched, document()["components"]["schemas"]["standalone_event"])
+    jsonschema.validate(turn, kb_schema("turn.v1"))
+    assert searched == {"question": turn["standalone"], "method": turn["method"]}
+    return "".join(data["text"] for name, data in events if name == "token"), turn
 
 
 def test_a_follow_up_is_searched_standalone_and_streamed_like_ask(start_server: Callable[..., Any]) -> None:
@@ -98,6 +105,7 @@ def test_a_follow_up_is_searched_standalone_and_streamed_like_ask(start_server: 
 
         started = streamed_turn(http, "/threads", FIRST, params={"stream": "1"})[1]  # a new thread, streamed
         assert started["position"] == 1 and started["thread_id"] != thread
+        assert started["method"] == "as_asked"  # its standalone event too: every thread ask sends one
 
 
 def test_threads_are_listed_shown_and_deleted_with_their_answers(start_server: Callable[..., Any]) -> None:
@@ -211,7 +219,7 @@ def test_a_follow_up_stream_the_client_leaves_keeps_no_turn(start_server: Callab
     with server.client() as http:
         thread = turn_of(http.post("/threads", json={"question": FIRST}))["thread_id"]
         with http.stream("POST", f"/threads/{thread}/ask", params={"stream": "1"}, json={"question": FOLLOW_UP}) as r:
-            assert next(iter_sse(r.iter_lines()))[0] == "token"
+            assert [name for name, _ in itertools.islice(iter_sse(r.iter_lines()), 2)] == ["standalone", "token"]
         _wait_for(lambda: not http.get("/health").json()["generation"]["busy"])
         assert [t["position"] for t in http.get(f"/threads/{thread}").json()["turns"]] == [1]
         stopped_at = llm.yielded

@@ -225,8 +225,8 @@ function staleness(answer) {
   return el("div", { className: "stale-note" }, el("p", {}, "This answer no longer holds: the notes changed since."), el("ul", {}, items));
 }
 
-/** What kb searched for, when it is not what was asked (a follow-up made standalone). */
-function searchedFor(asked, searched) {
+/** What kb searched for, when it is not what was asked (a follow-up made standalone); as text, never markup. */
+export function searchedFor(asked, searched) {
   if (!searched || searched === asked) return null;
   return el("p", { className: "searched muted small" }, "searched for: ", el("span", { className: "standalone", lang: langProp(searched) }, searched));
 }

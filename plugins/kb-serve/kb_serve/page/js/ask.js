@@ -4,11 +4,12 @@
 // Questions make a conversation, a thread on the server: the first one starts it (POST /threads), each
 // next one is a follow-up in it (POST /threads/{id}/ask), which kb makes standalone before it searches
 // ("Which port does it listen on?" is searched as "... (the Heliograph daemon)"); the page says what kb
-// searched for when that differs from what was asked. Earlier turns stay above the latest one; "New
-// conversation" starts over.
+// searched for when that differs from what was asked, as soon as the stream's `standalone` event tells
+// it (before the answer is written), and keeps saying it under the finished turn. Earlier turns stay
+// above the latest one; "New conversation" starts over.
 
 import { ApiError, readEvents, request } from "./api.js";
-import { renderAnswer } from "./answer.js";
+import { renderAnswer, searchedFor } from "./answer.js";
 import { byId, el, fill, langProp, setText } from "./dom.js";
 
 let controller = null;
@@ -76,7 +77,8 @@ export function showAnswer(answer, options = {}) {
 
 /** A turn of the conversation (turn.v1): the question as asked, what kb searched for, the answer. */
 function renderTurn(turn, elapsed) {
-  return renderAnswer(turn.answer, { onOpen: openCitation, asked: turn.asked, searched: turn.standalone, elapsed });
+  const searched = turn.method === "as_asked" ? null : turn.standalone;
+  return renderAnswer(turn.answer, { onOpen: openCitation, asked: turn.asked, searched, elapsed });
 }
 
 /** Ask ``question`` (in the conversation, if one is open) and stream its answer into the page. */
@@ -91,8 +93,9 @@ export async function ask(question) {
   conversation();
   const live = document.createTextNode("");
   const text = el("div", { className: "answer-text streaming", lang: langProp(question) }, live, el("span", { className: "caret", aria: { hidden: "true" } }));
+  const shownQuestion = el("p", { className: "question", lang: langProp(question) }, question);
   box.hidden = false;
-  fill(box, el("div", { className: "result" }, el("p", { className: "question", lang: langProp(question) }, question), text));
+  fill(box, el("div", { className: "result" }, shownQuestion, text));
   asking(true);
   state(continuing ? "Reading the conversation, then searching…" : "Searching the knowledge base…");
   const began = performance.now();
@@ -111,7 +114,12 @@ export async function ask(question) {
       throw new ApiError(response.status, body);
     }
     for await (const [event, data] of readEvents(response.body)) {
-      if (event === "token") {
+      if (event === "standalone") {
+        // what kb searches with, before it searches: said at once when kb completed the question
+        const searched = data.method === "as_asked" ? null : searchedFor(question, data.question);
+        if (searched) shownQuestion.after(searched);
+        state("Searching the knowledge base…");
+      } else if (event === "token") {
         live.appendData(data.text);
         if (first) {
           first = false;
