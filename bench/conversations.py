@@ -61,10 +61,12 @@ def main() -> None:
     parser.add_argument("--answer-turns", default="all", choices=["all", "answerable", "unanswerable"])
     parser.add_argument("--limit", type=int, default=0, help="the first N conversations (0: all)")
     parser.add_argument("--stride", type=int, default=1, help="every Nth conversation (4: 14 across the domains)")
+    parser.add_argument("--history-tokens", type=int, default=None, help="[conversations] history_tokens")
     parser.add_argument("--label", default="")
     args = parser.parse_args()
     path = set_file()
-    kb = KnowledgeBase(load_config(kb_dir=OUT / "kb-mtrag", environ={}))
+    overrides = {} if args.history_tokens is None else {"conversations.history_tokens": args.history_tokens}
+    kb = KnowledgeBase(load_config(kb_dir=OUT / "kb-mtrag", overrides=overrides, environ={}))
     began = time.perf_counter()
     report = ingest_paths(kb, [DATA / "docs"])
     print(f"ingest: {time.perf_counter() - began:.1f} s ({len(report.added)} added)")

@@ -140,7 +140,9 @@ def test_a_follow_up_with_continue_searches_the_standalone_question_and_keeps_th
     capsys: pytest.CaptureFixture[str],
     kb_dir: Path,  # noqa: F811
     scripted: ScriptedPlugin,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("KB_CONVERSATIONS__HISTORY_TOKENS", "96")  # the turns before shown (default: none)
     first = _json(capsys, kb_dir, "ask", "What does the Heliograph daemon do?")
     assert first["schema_version"] == "answer.v1" and first["grounded"]
     follow = _json(capsys, kb_dir, "ask", "--continue", "Which port does it listen on?")
@@ -177,6 +179,7 @@ def test_a_follow_up_the_notes_do_not_answer_is_refused_like_any_question(
 ) -> None:
     _json(capsys, kb_dir, "ask", "What does the Heliograph daemon do?")
     follow = _json(capsys, kb_dir, "ask", "--continue", "What did its founders eat for breakfast in 1850?", code=1)
+    assert "Q: What does" not in scripted.models[-1].requests[-1].user  # no history by default
     assert not follow["answer"]["grounded"] and follow["answer"]["refusal_reason"] == "unsupported"
     assert follow["position"] == 2  # kept in the thread, refused
 

@@ -96,7 +96,7 @@ def test_a_follow_up_is_searched_standalone_and_streamed_like_ask(start_server: 
         assert follow["answer"]["grounded"] is True and "7341" in follow["answer"]["answer"] and "7341" in text
         assert follow["answer"]["model"]["path"] is None  # no local paths, as /ask
         answer_prompt = server.llm.models[-1].requests[-1].user
-        assert f"Q: {FIRST}" in answer_prompt  # the turn before went into the prompt
+        assert follow["standalone"] in answer_prompt and f"Q: {FIRST}" not in answer_prompt  # no history by default
 
         _, third = streamed_turn(http, f"/threads/{thread}/ask", "Who maintains it?", params={"stream": "1"})
         assert third["position"] == 3 and third["standalone"] == f"Who maintains it? ({TOPIC})"
