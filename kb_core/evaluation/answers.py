@@ -45,11 +45,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 from kb_core.answers.pipeline import AskOptions, ask
-from kb_core.errors import KbError
 from kb_core.evaluation.golden import GoldenQuestion
+from kb_core.evaluation.reports import write_report
 from kb_core.evaluation.stats import percentile
 from kb_core.evaluation.verdicts import VerdictFigures, plot_curve, verdict_figures
-from kb_core.output import dumps
 from kb_core.storage.answers import save_eval_run
 from kb_core.storage.store import now_iso
 from kb_core.types import NOT_ANSWERED, Answer, ModelRef, Progress
@@ -336,19 +335,9 @@ def evaluate_answers(
         report_path=str(folder / "report.json"),
         verdict_plot=None if plot is None else str(plot),
     )
-    _write(report, folder)
+    write_report(folder, "answer_report.v1", report)
     _record(kb, report)
     return report
-
-
-def _write(report: AnswerReport, folder: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "report.json").write_text(dumps("answer_report.v1", report) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise KbError(
-            f"cannot write the report to {folder}: {exc.strerror}", hint="choose another --out folder"
-        ) from None
 
 
 def _record(kb: KnowledgeBase, report: AnswerReport) -> None:

@@ -14,13 +14,13 @@ else, the yardstick of kb's own).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from kb_core.errors import KbError
+from kb_core.evaluation.golden import json_object
 
 
 @attrs.frozen
@@ -72,12 +72,7 @@ def _turn(data: Any, where: str) -> SetTurn:
 def parse_conversation_line(line: str, number: int, source: str = "conversation set") -> list[SetConversation]:
     """The conversation of one JSONL line (a list of one); KbError naming the line when it is malformed."""
     where = f"{source} line {number}"
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise KbError(f"{where} is not valid JSON: {exc.msg}", hint="each line must be one JSON object") from None
-    if not isinstance(data, dict):
-        raise KbError(f"{where} is not a JSON object")
+    data = json_object(line, where)
     turns = data.get("turns")
     if not isinstance(turns, list) or not turns:
         raise KbError(f"{where}: turns must be a non-empty list")

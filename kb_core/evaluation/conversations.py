@@ -21,11 +21,10 @@ import attrs
 
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.conversations import EarlierTurn, Standalone, StandaloneMethod, ask_following, standalone
-from kb_core.errors import KbError
 from kb_core.evaluation.conversation_sets import SetConversation, SetTurn
+from kb_core.evaluation.reports import write_report
 from kb_core.evaluation.retrieval import CHUNK_DEPTH, collapse_to_documents, doc_id_of, ndcg_at_k, recall_at_k
 from kb_core.evaluation.stats import percentile
-from kb_core.output import dumps
 from kb_core.retrieval.search import search
 from kb_core.storage.answers import save_eval_run
 from kb_core.storage.store import now_iso
@@ -227,13 +226,7 @@ def evaluate_conversations(
         tuple(results),
         str(folder / "report.json"),
     )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "report.json").write_text(dumps("conversation_report.v1", report) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise KbError(
-            f"cannot write the report to {folder}: {exc.strerror}", hint="choose another --out folder"
-        ) from None
+    write_report(folder, "conversation_report.v1", report)
     config = {"set_file": report.set_file, "mode": mode, "method": method, "answers": answers}
     save_eval_run(kb.store, run_id, report.created_at, "conversations", config, report.metrics, report.report_path)
     return report

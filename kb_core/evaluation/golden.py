@@ -34,15 +34,21 @@ def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def parse_golden_line(line: str, number: int, source: str = "golden set") -> GoldenQuestion:
-    """One golden question from a JSONL line; KbError naming the line when it is malformed."""
-    where = f"{source} line {number}"
+def json_object(line: str, where: str) -> dict[str, Any]:
+    """The JSON object of one JSONL line; a KbError naming ``where`` when it is not one."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise KbError(f"{where} is not valid JSON: {exc.msg}", hint="each line must be one JSON object") from None
     if not isinstance(data, dict):
         raise KbError(f"{where} is not a JSON object")
+    return data
+
+
+def parse_golden_line(line: str, number: int, source: str = "golden set") -> GoldenQuestion:
+    """One golden question from a JSONL line; KbError naming the line when it is malformed."""
+    where = f"{source} line {number}"
+    data = json_object(line, where)
     question = data.get("question")
     if not isinstance(question, str) or not question.strip():
         raise KbError(f"{where}: question must be a non-empty string")
