@@ -12,7 +12,7 @@ import click
 
 from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
-from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
+from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.conversations import METHODS, Standalone, StandaloneMethod, ask_in_thread
 from kb_core.errors import EXIT_NO_RESULT, KbError
 from kb_core.storage.threads import delete_thread, last_thread, list_threads, stored_thread
@@ -122,7 +122,7 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
             click.echo(click.style("\n(stopped; nothing kept. Ask again or go on.)", fg="yellow"))
             continue
         except KbError as exc:
-            click.echo(f"kb: {shown(exc.message)}" + (f" ({shown(exc.hint)})" if exc.hint else ""), err=True)
+            click.echo(error_line(exc), err=True)
             continue
         current, last = turn.thread_id, turn.answer
         shown_live = turn.answer.model is not None and turn.answer.refusal_reason not in ("no_chunks", "score_gate")
