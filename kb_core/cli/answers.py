@@ -72,6 +72,12 @@ def _verdict_line(answer: Answer) -> str:
     return f"; verdict {answer.verdict} (confidence {sure})"
 
 
+def streamed_text(answer: Answer, pieces: list[str]) -> str | None:
+    """The text the model streamed for ``answer`` (None when no model was asked: a refusal by retrieval)."""
+    asked = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
+    return "".join(pieces) if asked else None
+
+
 def print_outcome(answer: Answer, streamed: str | None) -> None:
     """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates."""
     if streamed is None:
@@ -190,10 +196,9 @@ def ask_command(
             answer = turn.answer
         else:
             answer = ask(kb, asked, options, None if as_json else on_token)
-    shown = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
 
     def human() -> None:
-        print_outcome(answer, "".join(pieces) if shown else None)
+        print_outcome(answer, streamed_text(answer, pieces))
         if turn is not None and in_thread:
             click.echo(_dim(f"thread {turn.thread_id}, turn {turn.position}"))
         if explain:

@@ -15,7 +15,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.conversations import METHODS, Standalone, StandaloneMethod, ask_in_thread
 from kb_core.errors import EXIT_NO_RESULT, KbError
-from kb_core.storage.threads import delete_thread, last_thread, list_threads, stored_thread
+from kb_core.storage.threads import delete_thread, existing_thread, last_thread, list_threads, stored_thread
 from kb_core.terminal import shortened, shown
 from kb_core.types import Answer
 
@@ -35,7 +35,7 @@ def chosen_thread(kb: KnowledgeBase, thread_id: str | None, continue_last: bool)
     if thread_id is not None and continue_last:
         raise KbError("give --thread ID or --continue, not both")
     if thread_id is not None:
-        return stored_thread(kb.store, thread_id.strip()).thread_id
+        return existing_thread(kb.store, thread_id.strip())
     if continue_last:
         last = last_thread(kb.store)
         if last is None:
@@ -83,7 +83,7 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
     Answers stream as they are written; the arrow keys recall earlier questions; /help lists the
     commands. The conversation is kept as a thread ('kb threads').
     """
-    from kb_core.cli.answers import print_outcome
+    from kb_core.cli.answers import print_outcome, streamed_text
 
     kb = session.kb(create=False)
     current = chosen_thread(kb, thread_id, continue_last)
@@ -102,15 +102,15 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
             continue
         if not line:
             continue
-        command = _chat_commands(kb, last).get(line.lower())
-        if line.lower() in ("/quit", "/exit"):
+        command = line.lower()
+        if command in ("/quit", "/exit"):
             return
-        if line.lower() == "/new":
+        if command == "/new":
             current, last = None, None
             click.echo("a new thread starts with your next question")
             continue
-        if command is not None:
-            command()
+        if command in CHAT_COMMANDS:
+            CHAT_COMMANDS[command](kb, last)
             continue
         pieces: list[str] = []
         on_token = echoing(pieces)
@@ -125,21 +125,20 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
             click.echo(error_line(exc), err=True)
             continue
         current, last = turn.thread_id, turn.answer
-        shown_live = turn.answer.model is not None and turn.answer.refusal_reason not in ("no_chunks", "score_gate")
-        print_outcome(turn.answer, "".join(pieces) if shown_live else None)
-
-
-def _chat_commands(kb: KnowledgeBase, last: Answer | None) -> dict[str, Callable[[], None]]:
-    return {
-        "/help": lambda: click.echo(CHAT_HELP),
-        "/sources": lambda: print_sources(last),
-        "/threads": lambda: _print_threads(kb, 10),
-    }
+        print_outcome(turn.answer, streamed_text(turn.answer, pieces))
 
 
 def _print_threads(kb: KnowledgeBase, limit: int | None) -> None:
     for t in list_threads(kb.store, limit):
         click.echo(f"{t.thread_id}  {t.updated_at}  {t.turns:>3} turn(s)  {shortened(t.first_question, 80)}")
+
+
+#: What ``kb chat`` does with a command line: given the knowledge base and the last answer.
+CHAT_COMMANDS: dict[str, Callable[[KnowledgeBase, Answer | None], None]] = {
+    "/help": lambda _kb, _last: click.echo(CHAT_HELP),
+    "/sources": lambda _kb, last: print_sources(last),
+    "/threads": lambda kb, _last: _print_threads(kb, 10),
+}
 
 
 @click.group("threads")

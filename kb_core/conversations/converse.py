@@ -81,7 +81,7 @@ def ask_following(
     ``on_standalone`` hears what kb will search with before retrieval starts.
     """
     question = check_text(question, "question")
-    method = method or _method(kb)
+    method = method or configured_method(kb)
     llm = lambda: kb.language_model(options.backend)  # noqa: E731 - loaded only when a rewrite or an answer needs it
     searched = standalone(question, earlier, method, llm)
     if on_standalone is not None:
@@ -121,7 +121,8 @@ def ask_in_thread(
     )
 
 
-def _method(kb: KnowledgeBase) -> StandaloneMethod:
+def configured_method(kb: KnowledgeBase) -> StandaloneMethod:
+    """How ``kb``'s configuration makes follow-ups standalone (``[conversations] standalone``), checked."""
     chosen = kb.config.conversations.standalone
     for method in METHODS:
         if chosen == method:

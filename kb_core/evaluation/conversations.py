@@ -21,6 +21,7 @@ import attrs
 
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.conversations import EarlierTurn, Standalone, StandaloneMethod, ask_following, standalone
+from kb_core.conversations.converse import configured_method
 from kb_core.evaluation.conversation_sets import SetConversation, SetTurn
 from kb_core.evaluation.reports import write_report
 from kb_core.evaluation.retrieval import CHUNK_DEPTH, collapse_to_documents, doc_id_of, ndcg_at_k, recall_at_k
@@ -131,7 +132,8 @@ def _retrieval(kb: KnowledgeBase, turn: SetTurn, searched: str, mode: str) -> di
     rankings: dict[str, list[str]] = {}
     figures: dict[str, float | None] = {}
     for way, text in texts.items():
-        rankings.setdefault(text, _ranking(kb, text, mode) if text not in rankings else rankings[text])
+        if text not in rankings:  # the same text is searched once
+            rankings[text] = _ranking(kb, text, mode)
         figures[f"recall_at_5_{way}"] = round(recall_at_k(rankings[text], judgements, 5), 4)
         figures[f"ndcg_at_10_{way}"] = round(ndcg_at_k(rankings[text], judgements, 10), 4)
     return figures
@@ -173,7 +175,7 @@ def evaluate_conversations(
     """
     run_id = f"conv-{uuid.uuid4().hex[:12]}"
     mode = options.mode or kb.config.search.mode
-    method = method or kb.config.conversations.standalone  # type: ignore[assignment]
+    method = method or configured_method(kb)
     llm = lambda: kb.language_model(options.backend)  # noqa: E731
     total = sum(len(c.turns) for c in conversations)
     results: list[TurnResult] = []
@@ -189,7 +191,7 @@ def evaluate_conversations(
             elif asking:
                 searched, answer = ask_following(kb, turn.question, earlier, options, method=method)
             else:
-                searched = standalone(turn.question, earlier, method, llm)  # type: ignore[arg-type]
+                searched = standalone(turn.question, earlier, method, llm)
             needed = None if not turn.reference_rewrite else turn.reference_rewrite.strip() != turn.question.strip()
             figures: dict[str, object] = dict(_retrieval(kb, turn, searched.question, mode))
             if answer is not None:
@@ -218,7 +220,7 @@ def evaluate_conversations(
         now_iso(),
         str(set_file),
         mode,
-        method,  # type: ignore[arg-type]
+        method,
         answers,
         ask_reference,
         model,
@@ -247,9 +249,10 @@ def summarize(conversations: int, results: Sequence[TurnResult]) -> Conversation
     answered = [r for r in results if r.answer_id is not None]
     answerable = [r for r in answered if r.answerable]
     unanswerable = [r for r in answered if r.answerable is False]
-    latencies = [r.latency_ms + r.rewrite_ms for r in answered if r.latency_ms is not None]
-    first = [r.latency_ms + r.rewrite_ms for r in answered if r.latency_ms is not None and r.position == 1]
-    later = [r.latency_ms + r.rewrite_ms for r in answered if r.latency_ms is not None and r.position > 1]
+    timed = [(r.position, r.latency_ms + r.rewrite_ms) for r in answered if r.latency_ms is not None]  # a whole turn
+    latencies = [ms for _, ms in timed]
+    first = [ms for position, ms in timed if position == 1]
+    later = [ms for position, ms in timed if position > 1]
     return ConversationMetrics(
         conversations=conversations,
         turns=len(results),

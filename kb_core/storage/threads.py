@@ -18,8 +18,6 @@ from kb_core.errors import NotFoundError
 from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import Answer, to_json
 
-_NO_THREAD = "see 'kb threads list' for the ids"
-
 
 @attrs.frozen
 class StoredTurn:
@@ -119,13 +117,24 @@ def last_thread(store: StoreOfRecord) -> str | None:
     return threads[0].thread_id if threads else None
 
 
+def existing_thread(store: StoreOfRecord, thread_id: str) -> str:
+    """``thread_id`` when that thread exists; a NotFoundError when it does not (nothing else is read)."""
+    if store.conn.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is None:
+        raise _not_found(thread_id)
+    return thread_id
+
+
+def _not_found(thread_id: str) -> NotFoundError:
+    return NotFoundError(f"no thread with id {thread_id[:40]!r}", hint="see 'kb threads list' for the ids")
+
+
 def stored_thread(store: StoreOfRecord, thread_id: str) -> Thread:
     """The thread ``thread_id`` with its turns in order (NotFoundError when there is none)."""
     row = store.conn.execute(
         "SELECT thread_id, created_at, updated_at FROM threads WHERE thread_id = ?", (thread_id,)
     ).fetchone()
     if row is None:
-        raise NotFoundError(f"no thread with id {thread_id[:40]!r}", hint=_NO_THREAD)
+        raise _not_found(thread_id)
     turns = store.conn.execute(
         "SELECT position, asked, standalone, method, rewrite_ms, rewrite_prompt_tokens, created_at, answer_json"
         " FROM turns WHERE thread_id = ? ORDER BY position",
@@ -141,7 +150,7 @@ def stored_thread(store: StoreOfRecord, thread_id: str) -> Thread:
 
 def delete_thread(store: StoreOfRecord, thread_id: str) -> int:
     """Delete a thread, its turns and their stored answers (securely, as ``kb answers purge``); turns deleted."""
-    stored_thread(store, thread_id)  # NotFoundError first
+    existing_thread(store, thread_id)
     answers = [r[0] for r in store.conn.execute("SELECT answer_id FROM turns WHERE thread_id = ?", (thread_id,))]
     store.conn.execute("PRAGMA secure_delete = ON")
     with store.transaction():
