@@ -17,11 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_eval_answers import extractive, kb_cli, kb_dir  # noqa: F401 - kb_dir is a fixture
 
+import kb_core
 from kb_core.conversations import EarlierTurn, history_block, standalone
 from kb_core.conversations.standalone import TOPIC_SYSTEM, content_words, leans_on_context, topic_prompt
-from kb_core.errors import KbError
+from kb_core.errors import KbError, NotFoundError
 from kb_core.evaluation.conversation_sets import load_conversation_set, parse_conversation_line
 from kb_core.extend.registry import load_registry, reset_registry
+from kb_core.limits import LIMITS
 from kb_core.output import schema
 from kb_core.testing import ScriptedPlugin
 from kb_core.testing.language_models import ScriptedLanguageModel
@@ -114,6 +116,16 @@ def test_a_standalone_question_always_starts_with_the_question_as_asked(
     assert topic_prompt(question, earlier or [EarlierTurn("")]).endswith("What is the last question about?")
 
 
+@given(st.integers(LIMITS.query_chars - 300, LIMITS.query_chars - 6), st.text(min_size=1, max_size=200))
+def test_a_completed_question_stays_within_the_question_limit(length: int, topic: str) -> None:
+    question = "Is it " + "x" * length  # leans on the turns before; up to the longest accepted question
+    made = standalone(
+        question[: LIMITS.query_chars], [EarlierTurn("Q")], "model", lambda: ScriptedLanguageModel([topic])
+    )
+    assert len(made.question.strip()) <= LIMITS.query_chars
+    assert made.question.startswith(question[: LIMITS.query_chars])
+
+
 def test_history_keeps_the_newest_turns_that_fit_without_their_markers() -> None:
     earlier = [EarlierTurn(f"question {i}", f"answer {i} [#1][#2].") for i in range(5)]
 
@@ -204,12 +216,17 @@ def test_thread_mistakes_are_one_line_errors(
     assert code == 2 and message in err and err.count("\n") == 1
 
 
-def test_continue_without_any_thread_says_how_to_start_one(tmp_path: Path, scripted: ScriptedPlugin) -> None:
+def test_continue_without_any_thread_says_how_to_start_one(
+    tmp_path: Path, scripted: ScriptedPlugin, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kb_core.cli.main import main
 
     assert main(["--kb", str(tmp_path / "k"), "init"]) == 0
+    capsys.readouterr()
     code = main(["--kb", str(tmp_path / "k"), "--backend", "scripted", "ask", "--continue", "Which port?"])
-    assert code == 2
+    err = capsys.readouterr().err
+    assert code == 2 and "no thread to continue" in err and "ask without --continue" in err
+    assert "Traceback" not in err
 
 
 def test_chat_streams_answers_keeps_the_thread_and_answers_its_commands(
@@ -313,3 +330,31 @@ def test_eval_conversations_reports_the_three_ways_of_searching_and_the_answers(
     assert retrieval["metrics"]["recall_at_5_standalone"] == m["recall_at_5_standalone"]
     code, text, _ = kb_cli(capsys, kb_dir, "eval", "compare", report["report_path"], retrieval["report_path"])
     assert code == 0 and "recall_at_5_standalone" in text
+
+
+def test_continue_goes_on_with_the_thread_continued_last_and_a_deleted_thread_takes_no_turn(
+    capsys: pytest.CaptureFixture[str],
+    kb_dir: Path,  # noqa: F811
+    scripted: ScriptedPlugin,
+) -> None:
+    from kb_core.app import KnowledgeBase
+    from kb_core.config import load_config
+    from kb_core.storage.threads import add_turn, stored_thread
+
+    first = _json(capsys, kb_dir, "ask", "What does the Heliograph daemon do?")
+    _json(capsys, kb_dir, "ask", "Who maintains the Heliograph controller project?")  # a newer thread
+    with KnowledgeBase(load_config(kb_dir=kb_dir, environ={})) as kb:
+        thread = kb_core.list_threads(kb.store)[1]  # the first of the two, continued before the second
+    follow = _json(capsys, kb_dir, "ask", "--thread", thread.thread_id, "Which port does it listen on?")
+    again = _json(capsys, kb_dir, "ask", "--continue", "And who maintains it?")  # the thread continued last
+    assert again["thread_id"] == follow["thread_id"] == thread.thread_id and again["position"] == 3
+    _json(capsys, kb_dir, "threads", "delete", thread.thread_id)
+    with KnowledgeBase(load_config(kb_dir=kb_dir, environ={})) as kb:
+        answer = kb_core.ask(kb, "What does the Heliograph daemon do?")
+        with pytest.raises(NotFoundError):  # deleted while its follow-up was being answered
+            add_turn(kb.store, thread.thread_id, "Which port?", "Which port?", "as_asked", answer)
+        with pytest.raises(NotFoundError):
+            stored_thread(kb.store, thread.thread_id)
+        turns = kb.store.conn.execute("SELECT count(*) FROM turns WHERE thread_id = ?", (thread.thread_id,))
+        assert turns.fetchone()[0] == 0
+    assert first["grounded"] and thread.first_question == first["question"]

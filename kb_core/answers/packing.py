@@ -103,6 +103,7 @@ def evidence_budget(llm: LanguageModel, prompt: QuestionPrompt, answer_tokens: i
         raise KbError(
             f"the model's context ({llm.context_tokens} tokens) leaves no room for evidence "
             f"(prompt {overhead} + answer {answer_tokens} tokens)",
-            hint="raise [models.llm] context_tokens or lower [models.llm] max_tokens",
+            hint="raise [models.llm] context_tokens, or lower [models.llm] max_tokens"
+            " or [conversations] history_tokens",
         )
     return min(max_context_tokens, room)

@@ -167,7 +167,7 @@ def ask_command(
     before; it says what it searched for.
     """
     from kb_core.answers.pipeline import AskOptions, ask
-    from kb_core.cli.threads import chosen_thread, echoing, print_searched
+    from kb_core.cli.threads import chosen_thread, echoing, searched_printer
     from kb_core.conversations import ask_in_thread
 
     crashed = last_crash()
@@ -191,7 +191,7 @@ def ask_command(
     with terminal_progress() as progress:  # joining and loading a model the first time
         kb.progress = progress
         if previous is None:  # a question starts a thread that --continue goes on with
-            searched = None if as_json or not in_thread else print_searched
+            searched = None if as_json or not in_thread else searched_printer(asked)
             turn = ask_in_thread(kb, asked, current, options, None if as_json else on_token, searched)
             answer = turn.answer
         else:

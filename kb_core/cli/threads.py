@@ -14,7 +14,7 @@ from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.conversations import METHODS, Standalone, StandaloneMethod, ask_in_thread
-from kb_core.errors import EXIT_NO_RESULT, KbError
+from kb_core.errors import EXIT_NO_RESULT, KbError, NotFoundError
 from kb_core.storage.threads import delete_thread, existing_thread, last_thread, list_threads, stored_thread
 from kb_core.terminal import shortened, shown
 from kb_core.types import Answer
@@ -44,11 +44,15 @@ def chosen_thread(kb: KnowledgeBase, thread_id: str | None, continue_last: bool)
     return None
 
 
-def print_searched(searched: Standalone) -> None:
-    """Say what kb searches for (before the answer streams) when it is not the question as asked."""
-    if searched.method != "as_asked":
-        how = "completed by the model" if searched.method == "model" else "completed from the previous turn"
-        click.echo(click.style(f"searched for: {shown(searched.question)}  ({how})", dim=True))
+def searched_printer(asked: str) -> Callable[[Standalone], None]:
+    """What says what kb searches for (before the answer streams) when it is not ``asked`` as it was."""
+
+    def print_searched(searched: Standalone) -> None:
+        if searched.question.strip() != asked.strip():
+            how = "completed by the model" if searched.method == "model" else "completed from the previous turn"
+            click.echo(click.style(f"searched for: {shown(searched.question)}  ({how})", dim=True))
+
+    return print_searched
 
 
 def print_sources(answer: Answer | None) -> None:
@@ -117,12 +121,15 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
         try:
             with terminal_progress() as progress:
                 kb.progress = progress
-                turn = ask_in_thread(kb, line, current, AskOptions(), on_token, print_searched)
+                turn = ask_in_thread(kb, line, current, AskOptions(), on_token, searched_printer(line))
         except KeyboardInterrupt:
             click.echo(click.style("\n(stopped; nothing kept. Ask again or go on.)", fg="yellow"))
             continue
         except KbError as exc:
             click.echo(error_line(exc), err=True)
+            if isinstance(exc, NotFoundError):  # the thread was deleted meanwhile
+                current, last = None, None
+                click.echo("a new thread starts with your next question")
             continue
         current, last = turn.thread_id, turn.answer
         print_outcome(turn.answer, streamed_text(turn.answer, pieces))

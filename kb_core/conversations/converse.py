@@ -18,7 +18,7 @@ from kb_core.answers.streaming import TokenCallback
 from kb_core.conversations.standalone import METHODS, EarlierTurn, Standalone, StandaloneMethod, standalone
 from kb_core.errors import KbError
 from kb_core.limits import check_text
-from kb_core.storage.threads import add_turn, new_thread, stored_thread
+from kb_core.storage.threads import add_turn, stored_thread
 from kb_core.types import Answer
 
 if TYPE_CHECKING:
@@ -112,8 +112,7 @@ def ask_in_thread(
             EarlierTurn(t.standalone, str(t.answer["answer"]) if t.answer.get("grounded") else "") for t in turns
         ]
     searched, answer = ask_following(kb, question, earlier, options, on_token, on_standalone=on_standalone)
-    thread_id = thread_id or new_thread(kb.store)  # a thread exists once it has a turn
-    position = add_turn(
+    thread_id, position = add_turn(  # a thread exists once it has a turn
         kb.store, thread_id, question, searched.question, searched.method, answer, searched.ms, searched.prompt_tokens
     )
     return Turn(

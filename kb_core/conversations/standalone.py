@@ -28,6 +28,7 @@ import regex
 
 from kb_core.answers.streaming import elapsed_ms, stream_answer
 from kb_core.extend.contracts import LanguageModel
+from kb_core.limits import LIMITS
 from kb_core.types import GenerateRequest
 
 #: How a question was made standalone: left as asked, completed by the model, or by the previous turn.
@@ -146,8 +147,15 @@ def _clean_topic(text: str) -> str:
 
 
 def _completed(question: str, topic: str) -> str:
-    """``question`` with ``topic`` after it in brackets, unless the question holds every word of it already."""
+    """``question`` with ``topic`` after it in brackets, unless the question holds every word of it already.
+
+    The topic is cut at a word so that the whole stays within ``LIMITS.query_chars``.
+    """
     asked = {w.lower() for w in content_words(question)}
     if not topic or all(w in asked for w in content_words(topic)):
         return question
-    return f"{question.rstrip()} ({topic})"
+    room = LIMITS.query_chars - len(question.strip()) - len(" ()")
+    if len(topic) > room:
+        cut = topic[: max(room, 0) + 1]
+        topic = cut.rsplit(" ", 1)[0] if " " in cut else ""
+    return f"{question.strip()} ({topic})" if topic.strip() else question

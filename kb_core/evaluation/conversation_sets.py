@@ -21,6 +21,7 @@ import attrs
 
 from kb_core.errors import KbError
 from kb_core.evaluation.golden import json_object
+from kb_core.limits import LIMITS
 
 
 @attrs.frozen
@@ -48,6 +49,8 @@ def _text(data: dict[str, Any], field: str, where: str, required: bool = False) 
         value = ""
     if not isinstance(value, str) or (required and not value.strip()):
         raise KbError(f"{where}: {field} must be a {'non-empty ' if required else ''}string")
+    if field != "reference_answer" and len(value.strip()) > LIMITS.query_chars:  # asked or searched: checked now
+        raise KbError(f"{where}: {field} is longer than {LIMITS.query_chars} characters")
     return value
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from kb_core.errors import NotFoundError
-from kb_core.storage.store import StoreOfRecord, now_iso
+from kb_core.storage.store import StoreOfRecord
 from kb_core.types import Answer, to_json
 
 
@@ -54,29 +54,31 @@ class Thread:
     turns: tuple[StoredTurn, ...]
 
 
-def new_thread(store: StoreOfRecord) -> str:
-    """Start an empty thread; its id."""
-    thread_id = f"thr_{secrets.token_hex(6)}"
-    now = now_iso()
-    with store.transaction():
-        store.conn.execute(
-            "INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)", (thread_id, now, now)
-        )
-    return thread_id
-
-
 def add_turn(
     store: StoreOfRecord,
-    thread_id: str,
+    thread_id: str | None,
     asked: str,
     standalone: str,
     method: str,
     answer: Answer,
     rewrite_ms: float = 0.0,
     rewrite_prompt_tokens: int = 0,
-) -> int:
-    """Append a turn (its answer already saved with :func:`~kb_core.storage.answers.save_answer`); its position."""
+) -> tuple[str, int]:
+    """Append a turn to ``thread_id`` (a new thread when None); the thread's id and the turn's position.
+
+    The answer is already saved (:func:`~kb_core.storage.answers.save_answer`). The thread is
+    created, or found still there, in the same write transaction as its turn: a thread deleted
+    meanwhile is a NotFoundError, never a turn without its thread.
+    """
     with store.transaction():
+        if thread_id is None:
+            thread_id = f"thr_{secrets.token_hex(6)}"
+            store.conn.execute(
+                "INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)",
+                (thread_id, answer.created_at, answer.created_at),
+            )
+        else:
+            existing_thread(store, thread_id)
         row = store.conn.execute("SELECT coalesce(max(position), 0) FROM turns WHERE thread_id = ?", (thread_id,))
         position = int(row.fetchone()[0]) + 1
         store.conn.execute(
@@ -96,7 +98,7 @@ def add_turn(
             ),
         )
         store.conn.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (answer.created_at, thread_id))
-    return position
+    return thread_id, position
 
 
 def list_threads(store: StoreOfRecord, limit: int | None = None) -> list[ThreadSummary]:
@@ -105,7 +107,7 @@ def list_threads(store: StoreOfRecord, limit: int | None = None) -> list[ThreadS
         "SELECT t.thread_id, t.created_at, t.updated_at, count(u.position),"
         " (SELECT asked FROM turns WHERE thread_id = t.thread_id ORDER BY position LIMIT 1)"
         " FROM threads AS t LEFT JOIN turns AS u ON u.thread_id = t.thread_id"
-        " GROUP BY t.thread_id ORDER BY t.updated_at DESC, t.rowid DESC LIMIT ?",
+        " GROUP BY t.thread_id ORDER BY coalesce(max(u.rowid), 0) DESC, t.rowid DESC LIMIT ?",  # newest turn first
         (-1 if limit is None else limit,),
     ).fetchall()
     return [ThreadSummary(r[0], r[1], r[2], int(r[3]), r[4] or "") for r in rows]
@@ -150,10 +152,10 @@ def stored_thread(store: StoreOfRecord, thread_id: str) -> Thread:
 
 def delete_thread(store: StoreOfRecord, thread_id: str) -> int:
     """Delete a thread, its turns and their stored answers (securely, as ``kb answers purge``); turns deleted."""
-    existing_thread(store, thread_id)
-    answers = [r[0] for r in store.conn.execute("SELECT answer_id FROM turns WHERE thread_id = ?", (thread_id,))]
     store.conn.execute("PRAGMA secure_delete = ON")
-    with store.transaction():
+    with store.transaction():  # a turn added meanwhile is read and deleted with the others
+        existing_thread(store, thread_id)
+        answers = [r[0] for r in store.conn.execute("SELECT answer_id FROM turns WHERE thread_id = ?", (thread_id,))]
         store.conn.executemany("DELETE FROM answers WHERE answer_id = ?", [(a,) for a in answers])
         store.conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
