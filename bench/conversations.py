@@ -8,6 +8,7 @@ scored), ingests the closed corpus once into bench/out/kb-mtrag, then runs the e
     python bench/conversations.py --method previous_turn --no-answers
     python bench/conversations.py --stride 4                      # answers too (minutes a conversation)
     python bench/conversations.py --stride 4 --ask-reference      # the yardstick: the set's rewrites asked alone
+    python bench/conversations.py --stride 4 --offset 2           # another 14 conversations
     python bench/conversations.py --answer-turns unanswerable     # every unanswerable turn, refused or not
 """
 
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--answer-turns", default="all", choices=["all", "answerable", "unanswerable"])
     parser.add_argument("--limit", type=int, default=0, help="the first N conversations (0: all)")
     parser.add_argument("--stride", type=int, default=1, help="every Nth conversation (4: 14 across the domains)")
+    parser.add_argument("--offset", type=int, default=0, help="start the stride at this conversation (0-based)")
     parser.add_argument("--history-tokens", type=int, default=None, help="[conversations] history_tokens")
     parser.add_argument("--label", default="")
     args = parser.parse_args()
@@ -70,7 +72,7 @@ def main() -> None:
     began = time.perf_counter()
     report = ingest_paths(kb, [DATA / "docs"])
     print(f"ingest: {time.perf_counter() - began:.1f} s ({len(report.added)} added)")
-    conversations = load_conversation_set(path)[:: args.stride][: args.limit or None]
+    conversations = load_conversation_set(path)[args.offset :: args.stride][: args.limit or None]
     label = args.label or f"{args.method or 'default'}{'-answers' if not args.no_answers else ''}"
     result = evaluate_conversations(
         kb,

@@ -17,7 +17,6 @@ from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.answers.streaming import TokenCallback
 from kb_core.conversations.standalone import METHODS, EarlierTurn, Standalone, StandaloneMethod, standalone
 from kb_core.errors import KbError
-from kb_core.limits import check_text
 from kb_core.storage.threads import add_turn, stored_thread
 from kb_core.types import Answer
 
@@ -77,10 +76,10 @@ def ask_following(
     """Answer ``question`` as a follow-up of the ``earlier`` turns (oldest first): made standalone, then asked.
 
     The answer is checked like any single question's (a follow-up the notes do not answer is
-    refused); it is stored with the standalone question, which reads on its own.
+    refused); it is stored with the standalone question, which reads on its own. The question is
+    checked before it is completed (:func:`standalone`) or asked.
     ``on_standalone`` hears what kb will search with before retrieval starts.
     """
-    question = check_text(question, "question")
     method = method or configured_method(kb)
     llm = lambda: kb.language_model(options.backend)  # noqa: E731 - loaded only when a rewrite or an answer needs it
     searched = standalone(question, earlier, method, llm)

@@ -28,7 +28,7 @@ import regex
 
 from kb_core.answers.streaming import elapsed_ms, stream_answer
 from kb_core.extend.contracts import LanguageModel
-from kb_core.limits import LIMITS
+from kb_core.limits import LIMITS, check_text
 from kb_core.types import GenerateRequest
 
 #: How a question was made standalone: left as asked, completed by the model, or by the previous turn.
@@ -103,10 +103,12 @@ def standalone(
     """``question`` made searchable on its own from the ``earlier`` turns (oldest first) by ``method``.
 
     The first question of a thread, a question that does not lean on the turns before it, and
-    every question under ``as_asked`` are searched as asked.
+    every question under ``as_asked`` are searched as asked; a question to complete is checked
+    first (a one-line KbError when it is empty or too long).
     """
     if method == "as_asked" or not earlier or not leans_on_context(question):
-        return Standalone(question, "as_asked")
+        return Standalone(question, "as_asked")  # checked where it is asked
+    question = check_text(question, "question")  # completed, or written into the model's prompt: checked first
     if method == "previous_turn":
         asked = {w.lower() for w in content_words(question)}
         missing = [w for w in content_words(earlier[-1].question) if w not in asked]
