@@ -64,6 +64,7 @@ class TurnResult:
     cited_relevant: bool | None = None
     correct: bool | None = None
     latency_ms: float | None = None
+    answer_check: float | None = None  # P(Yes) of the answer check, for replaying its threshold
 
 
 @attrs.frozen
@@ -152,6 +153,7 @@ def _scored(turn: SetTurn, answer: Answer) -> dict[str, object]:
         "cited_relevant": cited,
         "correct": correct,
         "latency_ms": answer.usage.latency_ms,
+        "answer_check": answer.answer_check,
     }
 
 
