@@ -361,7 +361,7 @@ def test_continue_goes_on_with_the_thread_continued_last_and_a_deleted_thread_ta
     assert again["thread_id"] == follow["thread_id"] == thread.thread_id and again["position"] == 3
     _json(capsys, kb_dir, "threads", "delete", thread.thread_id)
     with KnowledgeBase(load_config(kb_dir=kb_dir, environ={})) as kb:
-        answer = kb_core.ask(kb, "What does the Heliograph daemon do?")
+        answer = kb_core.ask(kb, "What does the Heliograph daemon do?", kb_core.AskOptions(backend="scripted"))
         with pytest.raises(NotFoundError):  # deleted while its follow-up was being answered
             add_turn(kb.store, thread.thread_id, "Which port?", "Which port?", "as_asked", answer)
         with pytest.raises(NotFoundError):
