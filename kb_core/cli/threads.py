@@ -45,7 +45,7 @@ def chosen_thread(kb: KnowledgeBase, thread_id: str | None, continue_last: bool)
 
 
 def searched_printer(asked: str) -> Callable[[Standalone], None]:
-    """What says what kb searches for (before the answer streams) when it is not ``asked`` as it was."""
+    """A callback that prints what kb searches for, before the answer streams, when it differs from ``asked``."""
 
     def print_searched(searched: Standalone) -> None:
         if searched.question.strip() != asked.strip():

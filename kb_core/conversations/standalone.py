@@ -156,8 +156,8 @@ def _completed(question: str, topic: str) -> str:
     asked = {w.lower() for w in content_words(question)}
     if not topic or all(w in asked for w in content_words(topic)):
         return question
-    room = LIMITS.query_chars - len(question.strip()) - len(" ()")
+    room = LIMITS.query_chars - len(question) - len(" ()")  # the question arrives checked (stripped)
     if len(topic) > room:
         cut = topic[: max(room, 0) + 1]
-        topic = cut.rsplit(" ", 1)[0] if " " in cut else ""
-    return f"{question.strip()} ({topic})" if topic.strip() else question
+        topic = cut.rsplit(" ", 1)[0].strip() if " " in cut else ""
+    return f"{question} ({topic})" if topic else question

@@ -43,13 +43,14 @@ class SetConversation:
     turns: tuple[SetTurn, ...]
 
 
-def _text(data: dict[str, Any], field: str, where: str, required: bool = False) -> str:
+def _text(data: dict[str, Any], field: str, where: str, required: bool = False, searched: bool = True) -> str:
+    """The string ``field``; a ``searched`` one (asked or searched with) is held to the question limit now."""
     value = data.get(field, "")
     if value is None:
         value = ""
     if not isinstance(value, str) or (required and not value.strip()):
         raise KbError(f"{where}: {field} must be a {'non-empty ' if required else ''}string")
-    if field != "reference_answer" and len(value.strip()) > LIMITS.query_chars:  # asked or searched: checked now
+    if searched and len(value.strip()) > LIMITS.query_chars:
         raise KbError(f"{where}: {field} is longer than {LIMITS.query_chars} characters")
     return value
 
@@ -67,7 +68,7 @@ def _turn(data: Any, where: str) -> SetTurn:
         _text(data, "question", where, required=True),
         answerable,
         tuple(docs),
-        _text(data, "reference_answer", where),
+        _text(data, "reference_answer", where, searched=False),
         _text(data, "reference_rewrite", where),
     )
 
