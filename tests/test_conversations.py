@@ -354,18 +354,17 @@ def test_continue_goes_on_with_the_thread_continued_last_and_a_deleted_thread_ta
 
     first = _json(capsys, kb_dir, "ask", "What does the Heliograph daemon do?")
     _json(capsys, kb_dir, "ask", "Who maintains the Heliograph controller project?")  # a newer thread
-    with KnowledgeBase(load_config(kb_dir=kb_dir)) as kb:
-        thread = kb_core.list_threads(kb.store)[1]  # the first of the two, continued before the second
-    follow = _json(capsys, kb_dir, "ask", "--thread", thread.thread_id, "Which port does it listen on?")
+    thread = _json(capsys, kb_dir, "threads", "list")["threads"][1]  # the first of the two, continued before
+    follow = _json(capsys, kb_dir, "ask", "--thread", thread["thread_id"], "Which port does it listen on?")
     again = _json(capsys, kb_dir, "ask", "--continue", "And who maintains it?")  # the thread continued last
-    assert again["thread_id"] == follow["thread_id"] == thread.thread_id and again["position"] == 3
-    _json(capsys, kb_dir, "threads", "delete", thread.thread_id)
+    assert again["thread_id"] == follow["thread_id"] == thread["thread_id"] and again["position"] == 3
+    _json(capsys, kb_dir, "threads", "delete", thread["thread_id"])
     with KnowledgeBase(load_config(kb_dir=kb_dir)) as kb:
         answer = kb_core.ask(kb, "What does the Heliograph daemon do?", kb_core.AskOptions(backend="scripted"))
         with pytest.raises(NotFoundError):  # deleted while its follow-up was being answered
-            add_turn(kb.store, thread.thread_id, "Which port?", "Which port?", "as_asked", answer)
+            add_turn(kb.store, thread["thread_id"], "Which port?", "Which port?", "as_asked", answer)
         with pytest.raises(NotFoundError):
-            stored_thread(kb.store, thread.thread_id)
-        turns = kb.store.conn.execute("SELECT count(*) FROM turns WHERE thread_id = ?", (thread.thread_id,))
+            stored_thread(kb.store, thread["thread_id"])
+        turns = kb.store.conn.execute("SELECT count(*) FROM turns WHERE thread_id = ?", (thread["thread_id"],))
         assert turns.fetchone()[0] == 0
-    assert first["grounded"] and thread.first_question == first["question"]
+    assert first["grounded"] and thread["first_question"] == first["question"]
