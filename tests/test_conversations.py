@@ -368,3 +368,77 @@ def test_continue_goes_on_with_the_thread_continued_last_and_a_deleted_thread_ta
         turns = kb.store.conn.execute("SELECT count(*) FROM turns WHERE thread_id = ?", (thread["thread_id"],))
         assert turns.fetchone()[0] == 0
     assert first["grounded"] and thread["first_question"] == first["question"]
+
+
+@pytest.mark.slow  # another process (the real kb command) deletes while the model writes
+@pytest.mark.parametrize("removal", [("threads", "delete", "{thread}"), ("answers", "purge", "--all")])
+def test_a_thread_removed_by_another_process_while_its_follow_up_is_answered_keeps_nothing_of_it(
+    capsys: pytest.CaptureFixture[str],
+    kb_dir: Path,  # noqa: F811
+    scripted: ScriptedPlugin,
+    removal: tuple[str, ...],
+) -> None:
+    from kbtest import run_kb
+
+    from kb_core.app import KnowledgeBase
+    from kb_core.config import load_config
+    from kb_core.storage.answers import list_answers
+
+    _json(capsys, kb_dir, "ask", "What does the Heliograph daemon do?")
+    thread_id = _json(capsys, kb_dir, "threads", "list")["threads"][0]["thread_id"]
+    removed: list[str] = []
+
+    def remove_meanwhile(token: str) -> None:  # the first token: the answer is being written
+        if not removed:
+            args = [part.format(thread=thread_id) for part in removal]
+            done = run_kb("--kb", str(kb_dir), *args, "--json", timeout=120)
+            removed.append(done.stdout)
+            assert done.returncode == 0, done.stderr
+
+    with KnowledgeBase(load_config(kb_dir=kb_dir)) as kb:
+        with pytest.raises(NotFoundError, match="no thread with id"):
+            kb_core.ask_in_thread(
+                kb,
+                "Which port does it listen on while it is removed?",
+                thread_id,
+                kb_core.AskOptions(backend="scripted"),
+                on_token=remove_meanwhile,
+            )
+        _, total = list_answers(kb.store)
+        kept = kb.store.conn.execute("SELECT count(*) FROM answers WHERE question LIKE '%while it is removed%'")
+        turns = kb.store.conn.execute("SELECT count(*) FROM turns WHERE thread_id = ?", (thread_id,))
+        assert kept.fetchone()[0] == 0 and turns.fetchone()[0] == 0  # the follow-up's answer is not kept
+    assert removed, "the model wrote no token: the removal was never tried"
+    if "purge" in removal:
+        assert total == 0
+
+
+def test_a_mistyped_chat_command_is_named_not_asked(
+    kb_dir: Path,  # noqa: F811
+    scripted: ScriptedPlugin,
+) -> None:
+    from click.testing import CliRunner
+
+    from kb_core.cli.main import _register_builtin_commands, cli
+
+    _register_builtin_commands()
+    lines = ["/bogus", "/quit"]
+    result = CliRunner().invoke(cli, ["--kb", str(kb_dir), "--backend", "scripted", "chat"], input="\n".join(lines))
+    assert result.exit_code == 0, result.output
+    assert "unknown command /bogus (/help lists the commands)" in result.output
+    assert not scripted.models or not any(r.user for m in scripted.models for r in m.requests)  # never asked
+
+
+@pytest.mark.parametrize("command", [("answers", "list"), ("threads", "list")])
+@pytest.mark.parametrize("limit", [str(2**63), str(10**40)])
+def test_a_limit_past_sqlite_s_integers_lists_everything(
+    capsys: pytest.CaptureFixture[str],
+    kb_dir: Path,  # noqa: F811
+    scripted: ScriptedPlugin,
+    command: tuple[str, str],
+    limit: str,
+) -> None:
+    _json(capsys, kb_dir, "ask", "What does the Heliograph daemon do?")
+    key = "answers" if command[0] == "answers" else "threads"
+    everything = _json(capsys, kb_dir, *command)[key]
+    assert _json(capsys, kb_dir, *command, "--limit", limit)[key] == everything

@@ -151,10 +151,13 @@ class RagPipeline:
         options: AskOptions = AskOptions(),
         on_token: TokenCallback | None = None,
         history: str = "",
+        *,
+        save: bool = True,
     ) -> Answer:
-        """Answer ``question`` from the knowledge base, or refuse; the answer is always persisted.
+        """Answer ``question`` from the knowledge base, or refuse; the answer is saved unless ``save`` is False.
 
         ``history``: the turns before a follow-up, shown to the model before the question (never evidence).
+        ``save=False`` leaves keeping it to the caller (a thread's turn is saved with its answer, at once).
         """
         run = self._start(question, options, history)
         run.hits = self._retrieve(run)
@@ -163,7 +166,9 @@ class RagPipeline:
             llm = self.language_model()
             with inside_model(llm.model_ref):  # a native crash is reported by the next run
                 answer = self._generate(run, llm, on_token)
-        save_answer(self.store, answer)
+        if save:
+            with self.store.transaction():  # the answer and its citations, together
+                save_answer(self.store, answer)
         return answer
 
     # -- stages ---------------------------------------------------------------------------------
@@ -383,8 +388,10 @@ def ask(
     options: AskOptions = AskOptions(),
     on_token: TokenCallback | None = None,
     history: str = "",
+    *,
+    save: bool = True,
 ) -> Answer:
-    """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`)."""
+    """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`); saved unless ``save`` is False."""
     pipeline = RagPipeline(
         config=kb.config,
         store=kb.store,
@@ -393,4 +400,4 @@ def ask(
         embedding_ref=lambda: kb.embedder().model_ref,
         check_backend=lambda: kb.registry.language_model_factory(options.backend or kb.config.models.llm.backend),
     )
-    return pipeline.ask(question, options, on_token, history)
+    return pipeline.ask(question, options, on_token, history, save=save)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -115,6 +116,9 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
             continue
         if command in CHAT_COMMANDS:
             CHAT_COMMANDS[command](kb, last)
+            continue
+        if re.fullmatch(r"/\w+", command):  # a mistyped command is not a question for the model
+            click.echo(f"unknown command {shortened(line, 40)} (/help lists the commands)", err=True)
             continue
         pieces: list[str] = []
         on_token = echoing(pieces)

@@ -72,13 +72,16 @@ def ask_following(
     on_token: TokenCallback | None = None,
     method: StandaloneMethod | None = None,
     on_standalone: Callable[[Standalone], None] | None = None,
+    *,
+    save: bool = True,
 ) -> tuple[Standalone, Answer]:
     """Answer ``question`` as a follow-up of the ``earlier`` turns (oldest first): made standalone, then asked.
 
     The answer is checked like any single question's (a follow-up the notes do not answer is
     refused); it is stored with the standalone question, which reads on its own. The question is
     checked before it is completed (:func:`standalone`) or asked.
-    ``on_standalone`` hears what kb will search with before retrieval starts.
+    ``on_standalone`` hears what kb will search with before retrieval starts. ``save=False``: the
+    answer is not saved here (:func:`ask_in_thread` saves it with its turn).
     """
     method = method or configured_method(kb)
     llm = lambda: kb.language_model(options.backend)  # noqa: E731 - loaded only when a rewrite or an answer needs it
@@ -89,7 +92,7 @@ def ask_following(
     budget = kb.config.conversations.history_tokens
     if earlier and budget > 0:
         history = history_block(earlier, budget, llm().count_tokens)
-    return searched, ask(kb, searched.question, options, on_token, history)
+    return searched, ask(kb, searched.question, options, on_token, history, save=save)
 
 
 def ask_in_thread(
@@ -110,8 +113,8 @@ def ask_in_thread(
         earlier = [
             EarlierTurn(t.standalone, str(t.answer["answer"]) if t.answer.get("grounded") else "") for t in turns
         ]
-    searched, answer = ask_following(kb, question, earlier, options, on_token, on_standalone=on_standalone)
-    thread_id, position = add_turn(  # a thread exists once it has a turn
+    searched, answer = ask_following(kb, question, earlier, options, on_token, on_standalone=on_standalone, save=False)
+    thread_id, position = add_turn(  # the answer is saved with its turn; a thread exists once it has one
         kb.store, thread_id, question, searched.question, searched.method, answer, searched.ms, searched.prompt_tokens
     )
     return Turn(

@@ -14,7 +14,7 @@ import attrs
 
 from kb_core.errors import NotFoundError
 from kb_core.storage.cited import AnswerState, CitationNow, answer_state, citations_now, record_citations
-from kb_core.storage.store import StoreOfRecord
+from kb_core.storage.store import StoreOfRecord, sql_limit
 from kb_core.types import Answer, to_json
 
 
@@ -102,7 +102,7 @@ def list_answers(
     rows = store.conn.execute(
         f"SELECT answer_id, created_at, question, grounded, refusal_reason FROM answers{where}"
         " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-        (-1 if limit is None else limit,),
+        (sql_limit(limit),),
     ).fetchall()
     now = citations_now(store, [r[0] for r in rows])
     return [
@@ -127,21 +127,25 @@ def stored_answer(store: StoreOfRecord, answer_id: str) -> StoredAnswerNow:
 def purge_answers(
     store: StoreOfRecord, ids: Sequence[str] = (), *, before: datetime.date | None = None, everything: bool = False
 ) -> list[str]:
-    """Delete stored answers (by id, stored before the day ``before``, or all); returns the ids deleted."""
-    if everything:
-        chosen = [r[0] for r in store.conn.execute("SELECT answer_id FROM answers")]
-    elif before is not None:
-        rows = store.conn.execute("SELECT answer_id FROM answers WHERE created_at < ?", (before.isoformat(),))
-        chosen = [r[0] for r in rows]
-    else:
-        chosen = []
-        for answer_id in ids:
-            row = store.conn.execute("SELECT answer_id FROM answers WHERE answer_id = ?", (answer_id,)).fetchone()
-            if row is None:
-                raise NotFoundError(f"no stored answer with id {answer_id!r}", hint="see 'kb answers list'")
-            chosen.append(row[0])
+    """Delete stored answers (by id, stored before the day ``before``, or all); returns the ids deleted.
+
+    The answers are chosen and deleted in one write transaction, with their turns and the threads
+    left without one: an answer saved by another process meanwhile is either deleted or not yet there.
+    """
     store.conn.execute("PRAGMA secure_delete = ON")
     with store.transaction():
+        if everything:
+            chosen = [r[0] for r in store.conn.execute("SELECT answer_id FROM answers")]
+        elif before is not None:
+            rows = store.conn.execute("SELECT answer_id FROM answers WHERE created_at < ?", (before.isoformat(),))
+            chosen = [r[0] for r in rows]
+        else:
+            chosen = []
+            for answer_id in ids:
+                row = store.conn.execute("SELECT answer_id FROM answers WHERE answer_id = ?", (answer_id,)).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no stored answer with id {answer_id!r}", hint="see 'kb answers list'")
+                chosen.append(row[0])
         store.conn.executemany("DELETE FROM answers WHERE answer_id = ?", [(a,) for a in chosen])
         store.conn.execute("DELETE FROM threads WHERE thread_id NOT IN (SELECT thread_id FROM turns)")
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -36,6 +36,15 @@ from kb_core.types import Chunk, Document
 DB_NAME = "kb.sqlite3"
 
 
+def sql_limit(limit: int | None) -> int:
+    """``limit`` as SQLite's ``LIMIT``: -1 (all) for None, and at most SQLite's largest integer.
+
+    >>> sql_limit(None), sql_limit(5), sql_limit(2**70) == 2**63 - 1
+    (-1, 5, True)
+    """
+    return -1 if limit is None else min(limit, 2**63 - 1)
+
+
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string with seconds."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

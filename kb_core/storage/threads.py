@@ -15,7 +15,8 @@ from typing import Any
 import attrs
 
 from kb_core.errors import NotFoundError
-from kb_core.storage.store import StoreOfRecord
+from kb_core.storage.answers import save_answer
+from kb_core.storage.store import StoreOfRecord, sql_limit
 from kb_core.types import Answer, to_json
 
 
@@ -64,11 +65,11 @@ def add_turn(
     rewrite_ms: float = 0.0,
     rewrite_prompt_tokens: int = 0,
 ) -> tuple[str, int]:
-    """Append a turn to ``thread_id`` (a new thread when None); the thread's id and the turn's position.
+    """Save ``answer`` as a turn of ``thread_id`` (a new thread when None); the thread's id and the turn's position.
 
-    The answer is already saved (:func:`~kb_core.storage.answers.save_answer`). The thread is
-    created, or found still there, in the same write transaction as its turn: a thread deleted
-    meanwhile is a NotFoundError, never a turn without its thread.
+    The answer (:func:`~kb_core.storage.answers.save_answer`), its turn and the thread are written
+    in one transaction, after the thread is found still there: a thread deleted or purged meanwhile,
+    by any process, is a NotFoundError and nothing of the turn is kept.
     """
     with store.transaction():
         if thread_id is None:
@@ -79,6 +80,7 @@ def add_turn(
             )
         else:
             existing_thread(store, thread_id)
+        save_answer(store, answer)
         row = store.conn.execute("SELECT coalesce(max(position), 0) FROM turns WHERE thread_id = ?", (thread_id,))
         position = int(row.fetchone()[0]) + 1
         store.conn.execute(
@@ -108,7 +110,7 @@ def list_threads(store: StoreOfRecord, limit: int | None = None) -> list[ThreadS
         " (SELECT asked FROM turns WHERE thread_id = t.thread_id ORDER BY position LIMIT 1)"
         " FROM threads AS t LEFT JOIN turns AS u ON u.thread_id = t.thread_id"
         " GROUP BY t.thread_id ORDER BY coalesce(max(u.rowid), 0) DESC, t.rowid DESC LIMIT ?",  # newest turn first
-        (-1 if limit is None else limit,),
+        (sql_limit(limit),),
     ).fetchall()
     return [ThreadSummary(r[0], r[1], r[2], int(r[3]), r[4] or "") for r in rows]
 
