@@ -25,15 +25,28 @@ A command is a ``click`` command registered with the ``register_commands`` hook:
 - :func:`terminal_progress` shows long work; :func:`shown` makes any text inert on a terminal.
 - :func:`error_line` is the one line ``kb`` prints for a :class:`kb_core.KbError`;
   :func:`storage_error` turns a full disk or read-only storage into one.
+- :func:`check_new_file` (with :func:`clean_name`, :func:`clash_between` and :class:`NameRefused`):
+  whether a command that writes a client's file into a folder and ingests it (``kb serve``'s uploads,
+  ``kb mcp``'s inbox) may use the client's name, checked before anything is written.
+- :func:`check_unicode`: the one check of text a command takes in (arguments, lines, request bodies,
+  messages) that is not valid Unicode, a one-line :class:`kb_core.KbError`; queries and questions get it
+  from :func:`kb_core.check_text` too.
 """
 
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
+from kb_core.ingest.names import NameRefused, check_new_file, clash_between, clean_name
+from kb_core.limits import check_unicode
 from kb_core.output import dumps, envelope
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import shown
 
 __all__ = [
+    "NameRefused",
     "Session",
+    "check_new_file",
+    "check_unicode",
+    "clash_between",
+    "clean_name",
     "dumps",
     "emit",
     "envelope",

@@ -186,7 +186,10 @@ def test_ingest_folders_from_the_config_file(tree: dict[str, Path]) -> None:
 def test_text_names_that_cannot_be_stored_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     inbox_kb = tmp_path / "kb"
     with stdio_session(inbox_kb) as call:
-        assert not call("ingest", {"text": "# X\n\nThe first text.\n", "name": "x.md"}).is_error
+        first = call("ingest", {"text": "# X\n\nThe first text.\n", "name": "x.md"})
+        assert not first.is_error and first.structured_content is not None
+        assert first.structured_content["roots"] == ["inbox"]  # not the server's absolute path
+        assert str(tmp_path) not in text_of(first)
         inbox = inbox_kb / "inbox"
         before = sorted(p.relative_to(inbox).as_posix() for p in inbox.rglob("*"))
         cases = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from pathlib import Path, PurePosixPath
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from mcp_helpers import write_notes
 
 import kb_core
-from kb_mcp.inbox import check_name
+from kb_core.commands import clean_name as check_name
 from kb_mcp.tools import KbTools
 
 EXTENSIONS = {".md", ".txt"}
@@ -71,3 +72,39 @@ def test_a_refused_text_leaves_the_stored_document_and_its_file(tmp_path: Path) 
             tools.ingest(text="\n\n", name="mine.md")
         assert (tools.inbox.folder / "mine.md").read_text() == "# Mine\n\nFirst version.\n"
         assert tools.fetch("mine.md#L3-L3").text == "First version."
+
+
+@pytest.mark.slow  # loads the real default embedder
+def test_the_report_names_the_inbox_relative_to_the_knowledge_base(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", {"shared.md": "# Shared\n\nFrom the notes folder.\n"})
+    with kb_core.open_kb(kb_dir=tmp_path / "kb", overrides={}) as kb:
+        kb_core.ingest_paths(kb, [notes])
+        tools = KbTools(kb)
+        reply = tools.ingest(text="# Memo\n\nThe heron fishes at dawn.\n", name="memos/heron.md").envelope()
+        assert reply["roots"] == ["inbox"] and reply["added"] == ["memos/heron.md"]
+        assert str(tmp_path) not in json.dumps(reply)  # no absolute path of the server's disk
+        with pytest.raises(kb_core.KbError) as refused:  # a failure's reason names the inbox the same way
+            tools.ingest(text="# Clash\n\nSame path as a note.\n", name="shared.md")
+        assert str(tools.inbox.folder) not in str(refused.value)
+
+
+@pytest.mark.slow  # loads the real default embedder
+def test_names_that_clash_or_are_ignored_say_so_and_write_nothing(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[ingest]\nignore = ["private/"]\n', encoding="utf-8")
+    with kb_core.open_kb(kb_dir=tmp_path / "kb", overrides={}, config_path=tmp_path / "config.toml") as kb:
+        tools = KbTools(kb)
+        tools.ingest(text="# Y\n\nIn a folder named like a document.\n", name="dir.md/y.md")
+        before = sorted(p.relative_to(tools.inbox.folder).as_posix() for p in tools.inbox.folder.rglob("*"))
+        cases = {
+            "dir.md": "cannot store 'dir.md': 'dir.md' is a folder",
+            "dir.md/y.md/z.md": "cannot store 'dir.md/y.md/z.md': 'dir.md/y.md' is a document, not a folder",
+            "node_modules/z.md": "skip 'node_modules/' (rule 'node_modules/' of kb's defaults)",
+            "a/private/z.md": "skip 'a/private/' (rule 'private/' of [ingest] ignore)",
+            f"{'é' * 128}.md": "(259 bytes) long, over 255 characters or 255 bytes",
+        }
+        for name, fragment in cases.items():
+            with pytest.raises(kb_core.KbError) as refused:
+                tools.ingest(text="# Z\n\nRefused.\n", name=name)
+            assert fragment in refused.value.message
+        assert sorted(p.relative_to(tools.inbox.folder).as_posix() for p in tools.inbox.folder.rglob("*")) == before
+        assert [d.path for d in kb.store.list_documents()] == ["dir.md/y.md"]

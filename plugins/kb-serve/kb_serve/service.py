@@ -309,6 +309,8 @@ class KbService:
         if len(set(names)) != len(names):
             raise ApiError(400, "the same file name appears twice in one upload", hint="send each file once")
         with self._writing() as kb:
+            # under the writer: what the uploads folder holds cannot change before the files are written
+            names = uploads.check_names(self.uploads, names, self.extensions(), self.config.ingest.ignore)
             owners = kb.store.document_owners()
             root = str(self.uploads.resolve()) if self.uploads.exists() else None
             for name in names:

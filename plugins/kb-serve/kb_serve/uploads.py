@@ -1,13 +1,19 @@
 """The uploads folder: safe names for uploaded files, atomic writes, and undoing a failed upload.
 
 Uploaded files live in ``<kb dir>/uploads/``, a folder kb-serve owns; their stored document
-paths are relative to it (``notes/a.md``). A name from a client is untrusted: it must be a plain
-relative path (no ``..``, no absolute path, no control characters, no hidden parts) with an
-extension some parser reads.
+paths are relative to it (``notes/a.md``). A name from a client is untrusted, and is checked before
+anything is written with the rules of ``kb_core.commands.check_new_file`` (the ones ``kb mcp``'s
+inbox uses too): a plain relative path with no control or invisible characters, within kb's length
+limits (255 bytes a part, as file systems count), with an extension some parser reads, that the
+ingest ignore rules do not skip (``node_modules/``, ``[ingest] ignore``, ...) and that does not
+clash with the files already there (``a.md`` cannot become a folder). kb-serve adds rules of its
+own for names that travel between systems: no hidden parts, no ``: * ? " < > |``, no blanks around
+a part.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 import unicodedata
@@ -16,12 +22,13 @@ from pathlib import Path
 
 import attrs
 
+from kb_core.commands import NameRefused, check_new_file, clash_between, clean_name
 from kb_serve.settings import ApiError
 
 UPLOADS_DIR = "uploads"
-MAX_NAME_CHARS = 1024
-MAX_PART_CHARS = 255
-_FORBIDDEN = {"\\", ":", "*", "?", '"', "<", ">", "|"}
+_FORBIDDEN = {":", "*", "?", '"', "<", ">", "|"}
+#: The status of each kind of refused name: a bad name is 400, one no parser reads 415, a clash 409.
+_STATUS = {"invalid": 400, "ignored": 400, "no_parser": 415, "clash": 409}
 
 
 def uploads_folder(kb_dir: Path) -> Path:
@@ -36,36 +43,46 @@ def _bad(name: str, why: str) -> ApiError:
     )
 
 
+def _refused(exc: NameRefused) -> ApiError:
+    message = f"invalid file name: {exc.message}" if exc.kind == "invalid" else exc.message
+    return ApiError(_STATUS[exc.kind], message, hint=exc.hint)
+
+
 def safe_name(name: str, extensions: Iterable[str]) -> str:
-    """``name`` as a stored relative path (NFC, '/'-separated), or an ApiError saying why it cannot be one."""
+    """``name`` as a stored relative path (NFC, '/'-separated), or an ApiError saying why it cannot be one.
+
+    The name alone: :func:`check_names` adds the ingest ignore rules and what the folder holds.
+    """
     clean = unicodedata.normalize("NFC", name.strip())
-    if not clean:
-        raise _bad(name, "it is empty")
-    if len(clean) > MAX_NAME_CHARS:
-        raise _bad(name, f"longer than {MAX_NAME_CHARS} characters")
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") for c in clean):
-        raise _bad(name, "it contains control or invisible characters")
     if _FORBIDDEN & set(clean):
-        raise _bad(name, 'it contains one of \\ : * ? " < > |')
-    if clean.startswith("/"):
-        raise _bad(name, "it is an absolute path")
-    parts = clean.split("/")
-    for part in parts:
-        if not part or part != part.strip():
-            raise _bad(name, "it has an empty path part or one with surrounding blanks")
-        if part.startswith("."):
-            raise _bad(name, "a part starts with '.' ('..', '.', hidden names are refused)")
-        if len(part) > MAX_PART_CHARS:
-            raise _bad(name, f"a part is longer than {MAX_PART_CHARS} characters")
-    suffix = Path(parts[-1]).suffix.lower()
-    known = sorted({e.lower() for e in extensions})
-    if suffix not in known:
-        raise ApiError(
-            415,
-            f"no parser reads {suffix or 'files without an extension'} ({clean})",
-            hint=f"upload one of: {', '.join(known)}",
-        )
-    return clean
+        raise _bad(name, 'it contains one of : * ? " < > |')
+    for part in clean.split("/"):
+        if part != part.strip():
+            raise _bad(name, "a part has surrounding blanks")
+        if part.startswith(".") and part not in (".", ".."):
+            raise _bad(name, "a part starts with '.' (hidden names are refused)")
+    try:
+        return clean_name(clean, extensions)
+    except NameRefused as exc:
+        raise _refused(exc) from None
+
+
+def check_names(folder: Path, names: Sequence[str], extensions: Iterable[str], ignores: Sequence[str]) -> list[str]:
+    """The stored paths of ``names`` uploaded together into ``folder``, checked before anything is written:
+    a 400 for a bad or ignored name, 415 for one no parser reads, 409 for one that clashes with a file
+    or folder already there or with another name of the upload (``a.md`` and ``a.md/b.md``)."""
+    known = list(extensions)
+    clean = [safe_name(name, known) for name in names]
+    if len(set(clean)) != len(clean):
+        raise ApiError(400, "the same file name appears twice in one upload", hint="send each file once")
+    try:
+        checked = [check_new_file(folder, name, known, ignores) for name in clean]
+    except NameRefused as exc:
+        raise _refused(exc) from None
+    clash = clash_between(checked)
+    if clash is not None:
+        raise ApiError(409, clash, hint="upload the file and the folder under different names")
+    return checked
 
 
 @attrs.frozen
@@ -101,12 +118,22 @@ def write_files(folder: Path, files: Sequence[tuple[str, bytes]]) -> list[Writte
             written.append(Written(name, path, previous))
     except OSError as exc:
         undo(written)
-        raise ApiError(
-            507,
-            f"cannot write the upload: {exc.strerror}",
-            hint="free some disk space, or check the knowledge base folder's permissions",
-        ) from None
+        raise _write_error(exc) from None
     return written
+
+
+def _write_error(exc: OSError) -> ApiError:
+    """The status of a write that failed after the names were checked (a race, or a file system's own limits)."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno in (errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
+        return ApiError(409, f"cannot write the upload: {reason}", hint="a file and a folder share this name")
+    if exc.errno in (errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL):
+        return ApiError(400, f"cannot write the upload: {reason}", hint="use a shorter or plainer file name")
+    return ApiError(
+        507,
+        f"cannot write the upload: {reason}",
+        hint="free some disk space, or check the knowledge base folder's permissions",
+    )
 
 
 def undo(written: Iterable[Written]) -> None:

@@ -107,7 +107,11 @@ def test_bad_requests_are_400_or_415_with_one_line(start_server: Callable[..., A
             (http.get("/search", params={"q": "x", "mode": "fuzzy"}), 400, "unknown search mode"),
             (http.get("/search", params={"q": "x", "path": "notes/[ab"}), 400, "invalid path glob"),
             (http.post("/documents", files={"file": ("../escape.md", b"x")}), 400, "invalid file name"),
-            (http.post("/documents", files={"file": ("evil.exe", b"x")}), 415, "no parser reads .exe"),
+            (
+                http.post("/documents", files={"file": ("evil.exe", b"x")}),
+                415,
+                "no parser for 'evil.exe': none reads .exe",
+            ),
             (
                 http.post("/documents", content=b"{}", headers={"content-type": "application/json"}),
                 415,

@@ -381,3 +381,44 @@ def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.02)
+
+
+def uploads_tree(server: Any) -> list[str]:
+    folder = server.kb_dir / "uploads"
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) if folder.exists() else []
+
+
+def test_upload_names_that_cannot_be_stored_are_refused_before_anything_is_written(
+    start_server: Callable[..., Any],
+) -> None:
+    """A file where a folder is needed (or the reverse) was a 507 "free some disk space"; a name the
+    ingest ignore rules skip (``node_modules/z.md``) was stored, reported added, and dropped from the
+    index by the next ``kb ingest`` of the uploads folder while the file stayed on disk."""
+    server = start_server()
+    with server.client() as http:
+        for name in ("a.md", "dir.md/y.md"):
+            assert http.post("/documents", files={"file": (name, NOTE)}).status_code == 200
+        (server.kb_dir / "uploads" / ".kbignore").write_text("drafts/\n", encoding="utf-8")
+        before, documents = uploads_tree(server), http.get("/documents").json()["documents"]
+        clashes = {
+            "a.md/b.md": "cannot store 'a.md/b.md': 'a.md' is a document, not a folder",
+            "dir.md": "cannot store 'dir.md': 'dir.md' is a folder",
+            "dir.md/y.md/z.md": "'dir.md/y.md' is a document, not a folder",
+        }
+        for name, message in clashes.items():
+            refused(http.post("/documents", files={"file": (name, NOTE)}), 409, message)
+        together = [("file", ("new.md", NOTE)), ("file", ("new.md/c.md", NOTE))]
+        refused(http.post("/documents", files=together), 409, "'new.md' is a document of the same request")
+        bad = {
+            "node_modules/z.md": "the ingest ignore rules skip 'node_modules/' (rule 'node_modules/' of kb's defaults)",
+            "a/__pycache__/z.md": "skip 'a/__pycache__/' (rule '__pycache__/' of kb's defaults)",
+            "drafts/z.md": "skip 'drafts/' (rule 'drafts/' of .kbignore)",
+            "é" * 127 + ".md": "(257 bytes) long, over 255 characters or 255 bytes",
+            "d" * 256 + "/a.md": "over 255 characters or 255 bytes",
+        }
+        for name, message in bad.items():
+            refused(http.post("/documents", files={"file": (name, NOTE)}), 400, message)
+        assert uploads_tree(server) == before
+        assert http.get("/documents").json()["documents"] == documents
+        assert http.post("/documents", files={"file": ("dir.md/y.md", NOTE + b"more\n")}).json()["updated"]
+    still_up(server)
