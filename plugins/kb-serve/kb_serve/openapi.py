@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from importlib import metadata, resources
 from typing import Any
 
-import kb_core
 from kb_core import LIMITS, SEARCH_MODES
 from kb_serve.asking import MAX_NAME_CHARS, MAX_SEED
 from kb_serve.reading import DEFAULT_ANSWERS, MAX_ANSWERS
@@ -32,6 +31,7 @@ KB_SCHEMAS = (
     "thread_deleted.v1",
 )
 OWN_SCHEMAS = ("health.v1", "error", "serve.v1", "document_text.v1", "stored_answer.v1")
+TITLE = "kb serve"
 
 
 def own_schema(name: str) -> dict[str, Any]:
@@ -55,11 +55,14 @@ def _json(name: str, description: str) -> dict[str, Any]:
 def _errors(*codes: int) -> dict[str, Any]:
     """Error responses: ``codes`` plus those any request may get (400 no Host, 401 token, 421 host)."""
     reasons = {
-        400: "bad input (or no Host header)",
+        400: "bad input (or no Host header; for an upload, a file name kb cannot store or ingest would skip)",
         401: "missing or wrong bearer token",
         403: "a write from another origin (Origin not allowed, or Sec-Fetch-Site: cross-site)",
         404: "no such document, stored answer or thread (for a question: no such language-model backend)",
-        409: "another writer, a name taken by another folder, or a thread a question is being answered in",
+        409: (
+            "another writer, a name taken by another folder, an uploaded name that clashes with a file or"
+            " folder of the uploads (a.md, then a.md/b.md), or a thread a question is being answered in"
+        ),
         413: "the body is larger than its limit",
         415: "wrong Content-Type (or no parser for the file type)",
         421: "the Host header names a host this server does not answer to",
@@ -386,8 +389,8 @@ def document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {
-            "title": "kb-core>=0.2,<0.3",
-            "version": kb_core.__version__,
+            "title": TITLE,
+            "version": metadata.version("kb-serve"),  # this plugin's version (GET /health says kb's)
             "description": "A local knowledge base: upload, search, ask (and follow up) with citations.",
         },
         "components": {"schemas": schemas, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from typing import Any
 
 import jsonschema
@@ -68,6 +69,12 @@ def test_the_openapi_document_describes_every_route_and_its_schemas_hold(start_s
         jsonschema.validate(http.get(f"/threads/{turn['thread_id']}").json(), schemas["thread.v1"])
         jsonschema.validate(http.get("/threads/thr_nonesuch").json(), schemas["error"])
         jsonschema.validate(http.delete(f"/threads/{turn['thread_id']}").json(), schemas["thread_deleted.v1"])
+
+
+def test_the_title_is_the_apis_and_the_version_is_kb_serves() -> None:
+    info = document()["info"]  # the title was once "kb-core>=0.2,<0.3", a dependency specifier
+    assert info["title"] == "kb serve"
+    assert info["version"] == metadata.version("kb-serve")
 
 
 def test_the_openapi_document_states_the_limits() -> None:
