@@ -15,10 +15,15 @@ kb_core.errors.KbError: k must be at most 1000 (got 5000) (ask for fewer hits)
 
 from __future__ import annotations
 
+import os
+from typing import Any, TypeVar
+
 import attrs
 
 from kb_core.errors import KbError
 from kb_core.types import SEARCH_MODES
+
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -60,11 +65,94 @@ def check_mode(mode: str | None) -> None:
         raise KbError(f"unknown search mode {mode[:40]!r}", hint=f"use {', '.join(others)} or {last}")
 
 
+#: The hint of every refusal of text that is not valid Unicode.
+UNICODE_HINT = "send it as UTF-8 text: a byte that is not UTF-8, or a lone \\ud800-\\udfff escape, makes one"
+
+
+def check_unicode(value: T, what: str = "text", *, nul: bool = True, hint: str = UNICODE_HINT) -> T:
+    """``value`` unchanged when every string in it is valid Unicode; else a one-line KbError naming the first
+    character that is not, and where it is.
+
+    ``value``: a string, or parsed JSON (lists and objects are searched, names of fields too: "the body's
+    field 'a[1].b'"). Every interface calls it where text comes in: the CLI on each argument, ``kb serve`` on
+    a JSON body and on paths, ``kb mcp`` on every message, and :func:`check_text` on every query and
+    question (a line of ``kb chat`` is one). Invalid is a lone surrogate (U+D800 to U+DFFF): what a JSON
+    ``\\ud800`` escape without its pair, or a byte that is not UTF-8 in an argument, a file name or a line
+    (Python's surrogateescape), decodes to; it cannot be encoded, stored or shown. ``nul=False`` refuses NUL
+    (U+0000) too, as :func:`check_text` does for queries and questions: nobody types one (it comes from
+    binary data or a mangled request), and a question of NULs alone is not blank to ``strip()`` yet says
+    nothing. ``what`` names the text; ``hint`` says what to do (the default: send UTF-8).
+
+    >>> check_unicode("caf\\udce9", "query")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    kb_core.errors.KbError: the query is not valid Unicode: character 4 is U+DCE9, half of a surrogate pair (...)
+    """
+    if isinstance(value, str):
+        _check_string(value, what, nul, hint)
+        return value
+    # Parsed JSON, walked without recursion (it may be as deep as the parser allowed). Each item's place is
+    # (its parent's place, its field name or index), spelt out only for a message.
+    stack: list[tuple[Any, _Place]] = [(value, None)]
+    while stack:
+        item, place = stack.pop()
+        if isinstance(item, str):
+            _check_string(item, f"{what}'s field '{_spelt(place)}'" if place else what, nul, hint)
+        elif isinstance(item, list):
+            stack.extend((v, (place, i)) for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, dict):
+            for name, v in reversed(list(item.items())):
+                if isinstance(name, str):
+                    where = f" in '{_spelt(place)}'" if place else ""
+                    _check_string(name, f"{what}'s field name '{as_typed(name)[:40]}'{where}", nul, hint)
+                stack.append((v, (place, name)))
+    return value
+
+
+#: Where a value is in parsed JSON: None (the top), or (its parent's place, a field name or an index).
+_Place = tuple[Any, "str | int"] | None
+
+
+def _spelt(place: _Place, limit: int = 80) -> str:
+    """``place`` as ``question`` or ``a[1].b`` (a name that is not valid Unicode escaped), cut to ``limit``."""
+    parts: list[str] = []
+    while place is not None:
+        place, key = place
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{as_typed(key)}")
+    return "".join(reversed(parts)).removeprefix(".")[:limit]
+
+
+def _check_string(text: str, what: str, nul: bool, hint: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # the only characters UTF-8 cannot encode are the surrogates
+        raise KbError(
+            f"the {what} is not valid Unicode: character {exc.start + 1} is U+{ord(text[exc.start]):04X},"
+            " half of a surrogate pair",
+            hint=hint,
+        ) from None
+    if not nul and "\x00" in text:
+        raise KbError(
+            f"the {what} contains a NUL character (U+0000) at character {text.index(chr(0)) + 1}", hint="remove it"
+        )
+
+
+def as_typed(text: str) -> str:
+    """``text`` printable whatever it holds: a lone surrogate that stands for a byte that is not UTF-8 (an
+    argument, a file name) shown as that byte, ``\\xff``, any other as its escape, ``\\ud800``."""
+    try:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    except UnicodeError:  # a surrogate no byte decodes to (a JSON escape, not a POSIX name)
+        return text.encode("utf-8", "backslashreplace").decode()
+
+
 def check_text(text: str, what: str = "query") -> str:
-    """``text`` stripped; a one-line KbError when it is empty or longer than ``LIMITS.query_chars``.
+    """``text`` stripped; a one-line KbError when it is not valid Unicode or holds a NUL (:func:`check_unicode`),
+    is empty, or is longer than ``LIMITS.query_chars``.
 
     ``what`` names it in the message: "query" or "question".
     """
+    check_unicode(text, what, nul=False)
     stripped = text.strip()
     if not stripped:
         verb = "ask" if what == "question" else "search for"

@@ -7,6 +7,7 @@ history) and the commands plugins register, and maps errors to one line and an e
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import traceback
@@ -19,9 +20,10 @@ from kb_core.cli.base import CONTEXT_SETTINGS, Session, error_line
 from kb_core.crashes import enable_fault_reports
 from kb_core.errors import KbError
 from kb_core.extend.registry import CORE_DISTRIBUTION, registry
+from kb_core.limits import as_typed, check_unicode
 from kb_core.privacy import quiet_dependencies
 from kb_core.storage.sqlite_files import storage_error
-from kb_core.terminal import SafeStream
+from kb_core.terminal import SafeStream, shortened
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -101,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI with terminal-safe output streams; map errors to one line and a documented exit code."""
     enable_fault_reports()  # a crash in a model engine prints the Python stack, never a bare "Segmentation fault"
     quiet_dependencies()  # engines load lazily, after this: none of them phones home
+    undecodable_input_as_text()
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
     try:
@@ -109,11 +112,30 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = saved
 
 
+def undecodable_input_as_text() -> None:
+    """Standard input decodes as the arguments do: a byte that is not UTF-8 becomes a lone surrogate, which
+    the check of the text it is part of refuses in one line (:func:`kb_core.limits.check_unicode`; a line of
+    ``kb chat`` is a question), instead of a UnicodeDecodeError that would end the command."""
+    stdin = sys.stdin
+    if isinstance(stdin, io.TextIOWrapper) and stdin.errors == "strict":
+        stdin.reconfigure(errors="surrogateescape")
+
+
+def checked_arguments(argv: list[str] | None) -> list[str]:
+    """The command line's arguments, each valid Unicode, or a one-line KbError naming the first that is not
+    (Python decodes a byte that is not UTF-8 in an argument, a file name for one, to a lone surrogate)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    for arg in args:
+        check_unicode(arg, f"command-line argument '{shortened(as_typed(arg), 60)}'")
+    return args
+
+
 def _run(argv: list[str] | None) -> int:
     try:
+        args = checked_arguments(argv)
         _register_builtin_commands()
         _register_plugin_commands()
-        result = cli.main(args=argv, prog_name="kb", standalone_mode=False)
+        result = cli.main(args=args, prog_name="kb", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except KbError as exc:
         click.echo(error_line(exc), err=True)

@@ -18,6 +18,7 @@ import attrs
 from kb_core.errors import KbError
 from kb_core.ingest.chunker import chunk_id
 from kb_core.ingest.source import SourceProblem, normalise
+from kb_core.limits import as_typed, check_unicode
 from kb_core.storage.store import StoreOfRecord
 
 
@@ -49,6 +50,8 @@ def resolve_root(given: Path, stored_roots: Sequence[str]) -> Root:
     folder = target.absolute().parent.resolve() if single else resolved
     holders = [Path(r) for r in stored_roots if Path(r) == folder or Path(r) in folder.parents]
     base = max(holders, key=lambda p: len(p.parts)) if holders else folder
+    shown_base = as_typed(str(base))
+    check_unicode(str(base), f"folder name '{shown_base}'", hint="rename it: kb stores paths as UTF-8 text")
     inner = folder.relative_to(base).as_posix()
     prefix = "" if inner == "." else inner + "/"
     start = prefix + target.name if single else prefix

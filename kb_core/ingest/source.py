@@ -24,6 +24,9 @@ from pathlib import Path
 import attrs
 import pathspec
 
+from kb_core.errors import KbError
+from kb_core.limits import as_typed, check_unicode
+
 DEFAULT_IGNORES = (
     ".git/",
     ".hg/",
@@ -175,6 +178,10 @@ def walk(
                 continue
             if not is_dir and (not wanted_name or spec.match_file(relative)):
                 continue
+            unnamed = name_problem(relative + ("/" if is_dir else ""))
+            if unnamed is not None:
+                yield unnamed
+                continue
             if is_link:
                 problem = _link_problem(entry, relative + ("/" if is_dir else ""), root_real, follow_symlinks)
                 if problem is not None:
@@ -194,10 +201,25 @@ def walk(
                 yield SourceProblem(normalise(relative), "not a regular file; skipped")
 
 
+def name_problem(relative: str) -> SourceProblem | None:
+    """Why ``relative`` cannot be stored, when a part of it is not UTF-8 (Python decodes such a byte to a lone
+    surrogate, which no UTF-8 text holds): skipped, and what is stored under it is kept."""
+    try:
+        check_unicode(relative, "name")
+    except KbError:
+        shown_as = normalise(as_typed(relative))
+        return SourceProblem(shown_as, "the name is not valid UTF-8; skipped (rename it to ingest it)", keep=True)
+    return None
+
+
 def single_file(
     base: Path, relative: str, given: Path, *, follow_symlinks: bool = False
 ) -> Iterator[SourceFile | SourceProblem]:
     """The one file ``given`` (stored as ``relative`` under ``base``), or why it cannot be used."""
+    unnamed = name_problem(relative)
+    if unnamed is not None:
+        yield unnamed
+        return
     path = normalise(relative)
     try:
         target = given.resolve(strict=True)
