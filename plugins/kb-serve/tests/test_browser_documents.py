@@ -8,9 +8,12 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
+
+import kb_core
 
 pytestmark = pytest.mark.slow
 
@@ -197,4 +200,93 @@ def test_a_pdf_citation_shows_the_text_of_its_page(
     shown = tab.page.evaluate("Array.from(document.querySelectorAll('#viewer-lines .line')).map(r => r.textContent)")
     assert shown[0] == "Page 2" and "Page 1" not in shown and "Page 3" not in shown  # that page's text only
     expect(tab.page.locator("#viewer-lines .line.cited")).to_contain_text(["Ridgeback lost two days of output"])
+    tab.check_clean()
+
+
+def test_a_crafted_document_link_is_refused_and_nothing_outside_documents_is_fetched(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    """``#/doc/..%2F..%2Fhealth`` made the page fetch ``/documents/../../health``, which the browser
+    resolves to ``/health``; the viewer then stayed on "Opening…"."""
+    server = start_server()
+    tab = open_tab(server)
+    tab.goto("/#/doc/..%2F..%2Fhealth")
+    alert = tab.page.locator("#viewer-lines [role=alert]")
+    refusal = "a document's path has no empty, '.' or '..' part (this link was not made by kb)"
+    expect(alert).to_have_text(f"Cannot open ../../health: {refusal}.")
+    expect(tab.page.locator("#viewer-where")).to_have_text("")
+    for crafted, shown in [
+        ("..%2F..%2Fopenapi.json", "../../openapi.json"),
+        ("notes%2F..%2F..%2F..%2Fthreads", "notes/../../../threads"),
+        ("..", ".."),
+        ("%2Fanswers", "/answers"),
+        ("notes%2F.%2Fheliograph.md", "notes/./heliograph.md"),
+    ]:
+        tab.page.evaluate("hash => { location.hash = hash; }", f"#/doc/{crafted}")
+        expect(alert).to_have_text(f"Cannot open {shown}: {refusal}.")
+    tab.page.evaluate("hash => { location.hash = hash; }", "#/answer/..")  # /answers/.. would be /
+    expect(tab.page.locator("#ask-state")).to_have_text(".. is not a stored answer's id")
+    tab.page.evaluate("hash => { location.hash = hash; }", "#/doc/notes%2Fheliograph.md/L5-L6")  # a real one opens
+    expect(tab.page.locator("#viewer-lines .line.cited").first).to_be_visible()
+    paths = [urlsplit(request.url).path for request in tab.requests]
+    assert paths.count("/") == 1 and paths.count("/health") == 1, paths  # the page's own, at start
+    fetched = [p for p in paths if p not in ("/", "/health") and not p.startswith("/page/")]
+    assert set(fetched) == {"/documents/notes/heliograph.md"}, paths  # (popstate and hashchange both open it)
+    tab.check_clean()
+
+
+#: The characters the page shows escaped (a JavaScript character class, as kb_serve/page/js/dom.js has it).
+BIDI_AND_CONTROLS = (
+    "[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f"
+    "\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]"
+)
+TROJAN_MD = (
+    "# Invoice\n\nThe total due to the quokka ledger is \u202e0001\u202c dollars.\n\n"
+    "An isolate \u2066isolated\u2069, a bell\x07 and a right-to-left mark\u200f in the quokka ledger.\n"
+)
+
+
+def test_bidi_overrides_and_control_characters_show_escaped(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any], tmp_path: Path
+) -> None:
+    """A note holding U+202E was shown raw: the page reordered the line ("Trojan Source"), as a
+    terminal would have if kb did not escape it. Names and text now read \\u202e, as on the terminal."""
+    notes = tmp_path / "bidi"
+    notes.mkdir()
+    (notes / "trojan.md").write_text(TROJAN_MD, encoding="utf-8")
+    (notes / "evil\u202egpj.md").write_text("# Evil\n\nThis note's name reverses itself in the quokka ledger.\n")
+    server = start_server()
+    server.app.state.service.write(lambda kb: kb_core.ingest_paths(kb, [notes]))
+    tab = open_tab(server)
+    tab.goto()
+
+    def raw_characters() -> bool:
+        return bool(tab.page.evaluate(f"new RegExp('{BIDI_AND_CONTROLS}').test(document.body.textContent)"))
+
+    tab.page.click("#tab-documents")
+    tab.page.fill("#doc-filter", "gpj")
+    expect(tab.page.locator("#doc-list a.doc-path")).to_have_text(["evil\\u202egpj.md"])
+    tab.open_from(tab.page.locator("#doc-list a.doc-path"))
+    expect(tab.page.locator("#viewer-path")).to_contain_text("evil\\u202egpj.md")
+    assert not raw_characters()
+
+    tab.page.fill("#doc-filter", "trojan")
+    tab.open_from(tab.page.locator("#doc-list a.doc-path"))
+    lines = tab.page.locator("#viewer-lines")
+    expect(lines).to_contain_text("The total due to the quokka ledger is \\u202e0001\\u202c dollars.")
+    expect(lines).to_contain_text("An isolate \\u2066isolated\\u2069, a bell\\x07 and a right-to-left mark\\u200f")
+    assert not raw_characters()
+
+    tab.page.click("#tab-search")
+    tab.page.fill("#search-q", "total due quokka ledger")
+    tab.page.select_option("#search-mode", "lexical")
+    tab.page.press("#search-q", "Enter")
+    expect(tab.page.locator("#hits .snippet").first).to_be_visible()
+    expect(tab.page.locator("#hits")).to_contain_text("\\u202e")
+    assert not raw_characters()
+
+    tab.page.click("#tab-ask")
+    tab.ask("What is the total due to the quokka ledger?")
+    expect(tab.page.locator("#answer .verdict")).to_be_visible()
+    assert not raw_characters()  # the streamed answer, its sources and their snippets too
     tab.check_clean()

@@ -87,8 +87,23 @@ export async function getJSON(path, options) {
   return body;
 }
 
-/** The URL path of a stored document (each part percent-encoded). */
+/**
+ * Why ``path`` cannot be a stored document's path, or "" when it can. A stored path is relative with
+ * no empty, "." or ".." part; a URL made of one with such a part would leave /documents/ (the
+ * browser resolves "/documents/../../health" to "/health" before it sends the request).
+ */
+export function pathProblem(path) {
+  const parts = String(path).split("/");
+  if (parts.some((part) => part === "" || part === "." || part === "..")) {
+    return "a document's path has no empty, '.' or '..' part (this link was not made by kb)";
+  }
+  return "";
+}
+
+/** The URL path of a stored document (each part percent-encoded); an error for a path pathProblem refuses. */
 export function documentPath(path) {
+  const problem = pathProblem(path);
+  if (problem) throw new Error(problem);
   return `/documents/${path.split("/").map(encodeURIComponent).join("/")}`;
 }
 

@@ -10,7 +10,7 @@
 
 import { ApiError, readEvents, request } from "./api.js";
 import { renderAnswer, searchedFor } from "./answer.js";
-import { byId, el, fill, langProp, setText } from "./dom.js";
+import { byId, el, fill, inert, langProp, setText } from "./dom.js";
 
 let controller = null;
 let openCitation = () => {};
@@ -120,7 +120,7 @@ export async function ask(question) {
         if (searched) shownQuestion.after(searched);
         state("Searching the knowledge base…");
       } else if (event === "token") {
-        live.appendData(data.text);
+        live.appendData(inert(data.text));
         if (first) {
           first = false;
           performance.mark("kb:first-token");

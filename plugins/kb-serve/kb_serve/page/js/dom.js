@@ -15,11 +15,27 @@ function pageHref(value) {
   return href;
 }
 
-/** Append children (nodes, or strings as text nodes; null, undefined and false are skipped). */
+// Characters that would change how the text around them is shown ("Trojan Source": bidi overrides,
+// embeddings, isolates and marks reorder a line; C0 and C1 controls, line and paragraph separators)
+// are shown escaped, as kb does on a terminal (kb_core.terminal): U+202E reads "\u202e". Tab and
+// newline (and a carriage return, which a page does not act on) stay as they are.
+const UNSAFE = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+function escaped(char) {
+  const code = char.charCodeAt(0);
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+}
+
+/** ``text`` with every character that could reorder or hide what is shown escaped visibly (``\u202e``). */
+export function inert(text) {
+  return String(text ?? "").replace(UNSAFE, escaped);
+}
+
+/** Append children (nodes, or strings as text nodes, made inert(); null, undefined and false are skipped). */
 export function append(node, ...children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : String(child));
+    node.append(child instanceof Node ? child : inert(child));
   }
   return node;
 }
@@ -48,9 +64,9 @@ export function fill(node, ...children) {
   return append(node, children);
 }
 
-/** Set a node's text (its children become one text node). */
+/** Set a node's text (its children become one text node, made inert()). */
 export function setText(node, text) {
-  node.textContent = text ?? "";
+  node.textContent = inert(text);
 }
 
 /** The element with this id (it must exist: the page's own markup). */

@@ -52,7 +52,9 @@ export async function refreshHistory(onReopen) {
   }
 }
 
-/** A stored answer by its id. */
+/** A stored answer by its id ("." and "..", which the browser would resolve out of /answers/, are refused). */
 export function loadAnswer(answerId) {
-  return getJSON(`/answers/${encodeURIComponent(answerId)}`);
+  const id = String(answerId);
+  if (!id || id === "." || id === "..") return Promise.reject(new Error(`${id || "an empty id"} is not a stored answer's id`));
+  return getJSON(`/answers/${encodeURIComponent(id)}`);
 }

@@ -1,8 +1,8 @@
 // The document viewer: a stored document's lines (GET /documents/{path}), the cited range
 // highlighted and scrolled to, with its heading path. A PDF shows the page the lines are on.
 
-import { documentPath, getJSON } from "./api.js";
-import { byId, el, fill, langOf, setLang, setText } from "./dom.js";
+import { documentPath, getJSON, pathProblem } from "./api.js";
+import { byId, el, fill, inert, langOf, setLang, setText } from "./dom.js";
 
 const CACHE_SIZE = 8;
 const GAP_LINES = 3; // a run of this many lines no chunk covers is shown as one row
@@ -52,7 +52,7 @@ function lineRow(number, text, hit) {
   const row = document.createElement("div");
   row.className = hit ? "line cited" : "line";
   row.dataset.n = String(number);
-  row.append(text);
+  row.append(inert(text));
   return row;
 }
 
@@ -126,6 +126,13 @@ export async function openDocument(path, start = null, end = null, headingPath =
   setText(byId("viewer-where"), "Opening…");
   byId("viewer-note").hidden = true;
   const box = byId("viewer-lines");
+  const refused = pathProblem(path);
+  if (refused) {
+    // a crafted address (#/doc/..%2F..%2Fhealth) is not a document: nothing is fetched for it
+    setText(byId("viewer-where"), "");
+    fill(box, el("p", { className: "error-text", role: "alert" }, `Cannot open ${path}: ${refused}.`));
+    return;
+  }
   let doc;
   try {
     doc = await load(path);
