@@ -4,7 +4,8 @@ The file is ``--config PATH``, else ``$KB_CONFIG``, else ``config.toml`` in the 
 directory (if it exists). Environment overrides name a key with double underscores:
 ``KB_SEARCH__DEFAULT_K=20``, ``KB_MODELS__LLM__BACKEND=ollama``. ``KB_HOME`` (or ``--kb DIR``)
 chooses the knowledge base directory. :func:`load_config` records where every value came from,
-for ``kb config show``.
+for ``kb config show``, and checks every value against :mod:`kb_core.config_schema` (a key's type,
+range or choices): a bad one is a one-line ConfigError naming the key, the value and its source.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import attrs
 import cattrs
 import platformdirs
 
+from kb_core.config_schema import RULES, check, text_keys
 from kb_core.errors import ConfigError
 
 APP = "kb"
@@ -182,6 +184,13 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
     data[leaf] = value
 
 
+def _record(sources: dict[str, str], key: str, source: str) -> None:
+    """``key`` was set from ``source``: a table set whole replaces what its keys came from."""
+    for known in [k for k in sources if k.startswith(key + ".")]:
+        del sources[known]
+    sources[key] = source
+
+
 def parse_value(raw: str) -> Any:
     """A setting given as text (``KB_*`` variables, ``--config key=value``): a TOML value, else the text.
 
@@ -232,33 +241,52 @@ def load_config(
     if explicit or _is_file(path):
         for key, value in _flatten(_read_file(path)).items():
             _set(data, key, value)
-            sources[key] = f"file:{path}"
+            _record(sources, key, f"file:{path}")
 
+    texts = text_keys()
     for name, raw in sorted(env.items()):
         if name.startswith("KB_") and "__" in name:
             key = name[3:].lower().replace("__", ".")
-            _set(data, key, parse_value(raw))
-            sources[key] = f"env:{name}"
+            value = parse_value(raw)
+            _set(data, key, raw if key in texts and not isinstance(value, str) else value)  # MODEL=7 is the text 7
+            _record(sources, key, f"env:{name}")
     if env.get("KB_HOME"):
         data["kb_dir"], sources["kb_dir"] = env["KB_HOME"], "env:KB_HOME"
 
     for key, value in (overrides or {}).items():
         if value is not None:
             _set(data, key, value)
-            sources[key] = "flag"
+            _record(sources, key, "flag")
     if kb_dir is not None:
         data["kb_dir"], sources["kb_dir"] = str(kb_dir), "flag:--kb"
+    check(data, sources, _defaults())
     if not data.get("kb_dir"):
         data["kb_dir"] = str(default_kb_dir())
-    data["kb_dir"] = str(Path(data["kb_dir"]).expanduser().resolve())
-
     try:
-        config = _converter.structure(data, Config)
+        data["kb_dir"] = str(Path(data["kb_dir"]).expanduser().resolve())
+    except (OSError, RuntimeError, ValueError) as exc:  # ~nobody, a name too long
+        raise ConfigError(
+            f"invalid configuration: kb_dir {data['kb_dir'][:80]!r} ({sources['kb_dir']}): {exc}"
+        ) from None
+    config = _structure(data)
+    config.sources = sources
+    return config
+
+
+def _defaults() -> dict[str, Any]:
+    """Every key's default value, dotted."""
+    data = _converter.unstructure(Config())
+    data.pop("sources")
+    return _flatten(data)
+
+
+def _structure(data: dict[str, Any]) -> Config:
+    """``data`` (checked by :func:`kb_core.config_schema.check`) as a Config; an unknown key is one error line."""
+    try:
+        return _converter.structure(data, Config)
     except cattrs.BaseValidationError as exc:
         details = "; ".join(_describe(e) for e in cattrs.transform_error(exc))
         raise ConfigError(f"invalid configuration: {details}", hint="see 'kb config show'") from None
-    config.sources = sources
-    return config
 
 
 def _describe(message: str) -> str:
@@ -271,11 +299,11 @@ MASK = "***"
 
 
 def _shown_value(key: str, value: Any) -> Any:
-    """``value`` with every secret in it (a nested table's too) replaced by ``***``."""
+    """``value`` with every secret in it (a nested table's too) replaced by ``***``; no key of the schema is one."""
     if isinstance(value, dict):
         return {k: _shown_value(f"{key}.{k}", v) for k, v in value.items()}
     last = key.rsplit(".", 1)[-1].lower()
-    secret = any(marker in last for marker in SECRET_MARKERS) and not last.endswith("_env")
+    secret = key not in RULES and any(marker in last for marker in SECRET_MARKERS) and not last.endswith("_env")
     return MASK if secret and value not in (None, "") else value
 
 
@@ -293,5 +321,10 @@ def config_to_json(config: Config) -> str:
 
 
 def config_from_json(text: str) -> Config:
-    """The configuration :func:`config_to_json` wrote."""
-    return _converter.structure(json.loads(text), Config)
+    """The configuration :func:`config_to_json` wrote, checked as :func:`load_config` checks one."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ConfigError("invalid configuration: not a JSON object")
+    sources = data.get("sources")
+    check(data, sources if isinstance(sources, dict) else {}, _defaults(), fallback="json")
+    return _structure(data)
