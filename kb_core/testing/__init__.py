@@ -42,11 +42,22 @@ from kb_core.testing.language_models import (
 )
 from kb_core.testing.model_contract import LanguageModelContract
 from kb_core.testing.real import StoreOfRecord, real_embedder
+from kb_core.testing.vector_index_contract import (
+    OFF_TOPIC,
+    ON_TOPIC,
+    VECTOR_CORPUS,
+    CountingEmbedder,
+    VectorIndexContract,
+)
 
 __all__ = [
     "CORPUS",
+    "OFF_TOPIC",
+    "ON_TOPIC",
+    "VECTOR_CORPUS",
     "BytesParserContract",
     "CheckingLanguageModel",
+    "CountingEmbedder",
     "EmbedderContract",
     "HashingEmbedder",
     "IndexContract",
@@ -57,6 +68,7 @@ __all__ = [
     "ScriptedPlugin",
     "StoreOfRecord",
     "TestIndexesPlugin",
+    "VectorIndexContract",
     "WordIndex",
     "check_blocks",
     "check_parsed",

@@ -38,9 +38,9 @@ import attrs
 import numpy as np
 
 from kb_core import Chunk, SearchQuery
-from kb_core.types import ModelRef
 from kb_sqlitevec.ann import AnnOptions
 from kb_sqlitevec.index import SqliteVecIndex
+from kb_sqlitevec.synthetic import TableEmbedder
 
 DIMS = 384
 
@@ -76,29 +76,6 @@ def words_of(i: int, vocabulary: int = 30_000, length: int = 60) -> list[str]:
     """Chunk i's synthetic text for the lexical index: Zipf-distributed pseudo-words."""
     rng = np.random.default_rng(10_000_019 + i)
     return [f"w{min(vocabulary, int(z))}x" for z in rng.zipf(1.3, length)]
-
-
-class TableEmbedder:
-    """Looks vectors up: text ``v:<i>`` is data row i, ``q:<j>`` is query j."""
-
-    max_tokens = 512
-
-    def __init__(self, data: np.ndarray, queries: np.ndarray) -> None:
-        self.data, self.queries = data, queries
-        self.dimensions = data.shape[1]
-        self.model_ref = ModelRef(id="synthetic", provider="bench", dimensions=self.dimensions)
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [1 for _ in texts]
-
-    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        return self.data[[int(t[2:]) for t in texts]]
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed_array(texts).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.queries[int(text[2:])].tolist()
 
 
 class NoStore:

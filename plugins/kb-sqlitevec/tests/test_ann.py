@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb_core import Chunk, Document, IndexContext, KbError, ModelRef, SearchQuery, load_config, load_registry
+from kb_core import Chunk, Document, IndexContext, KbError, SearchQuery, load_config, load_registry
 from kb_core.testing import StoreOfRecord
 from kb_sqlitevec.ann import AnnOptions
 from kb_sqlitevec.index import SqliteVecIndex
+from kb_sqlitevec.synthetic import TableEmbedder
 
 N = 3000
 PER_DOC = 10
@@ -32,29 +33,6 @@ def clustered(n: int, dims: int = 384, seed: int = 0) -> np.ndarray:
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     points = centres[rng.integers(0, len(centres), n)] + rng.normal(scale=0.04, size=(n, dims))
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
-
-
-class LookupEmbedder:
-    """Text ``v:<i>`` is data row i, ``q:<j>`` query j (a table, not a model: recall needs known vectors)."""
-
-    max_tokens = 512
-
-    def __init__(self, data: np.ndarray, queries: np.ndarray) -> None:
-        self.data, self.queries = data, queries
-        self.dimensions = data.shape[1]
-        self.model_ref = ModelRef(id="lookup", provider="test", dimensions=self.dimensions)
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [1 for _ in texts]
-
-    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        return self.data[[int(t[2:]) for t in texts]]
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed_array(texts).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.queries[int(text[2:])].tolist()
 
 
 def doc_of(i: int) -> str:
@@ -95,7 +73,7 @@ def built(store: StoreOfRecord, vectors: tuple[np.ndarray, np.ndarray]) -> Itera
 
 
 def open_index(store: StoreOfRecord, vectors: tuple[np.ndarray, np.ndarray], options: AnnOptions) -> SqliteVecIndex:
-    return SqliteVecIndex(store.kb_dir / "indexes" / "sqlitevec", LookupEmbedder(*vectors), store, options=options)
+    return SqliteVecIndex(store.kb_dir / "indexes" / "sqlitevec", TableEmbedder(*vectors), store, options=options)
 
 
 def exact_ids(data: np.ndarray, query: np.ndarray, k: int, allowed: Sequence[int] | None = None) -> list[str]:
@@ -255,7 +233,7 @@ def test_small_indexes_search_exactly_and_keep_no_graph(
 def test_options_come_from_the_backends_table(tmp_path: Path, vectors: tuple[np.ndarray, np.ndarray]) -> None:
     registration = load_registry().get("indexes", "sqlitevec")
     config = load_config(kb_dir=tmp_path, environ={}, overrides={"backends.sqlitevec": {"exact_threshold": 5}})
-    store, embedder = StoreOfRecord(tmp_path), LookupEmbedder(*vectors)
+    store, embedder = StoreOfRecord(tmp_path), TableEmbedder(*vectors)
     ctx = IndexContext(config, name="sqlitevec", directory=tmp_path / "idx", store=store, embedder=embedder)
     made = registration.factory(ctx)
     assert made.options == AnnOptions(exact_threshold=5)
