@@ -191,9 +191,11 @@ def glob_problem(pattern: str) -> str:
 
 
 def check_path_glob(pattern: str | None) -> None:
-    """Raise a one-line KbError for a ``path_glob`` that is malformed or longer than ``LIMITS.path_chars``."""
+    """Raise a one-line KbError for a ``path_glob`` that is not valid Unicode, malformed or longer than
+    ``LIMITS.path_chars``."""
     if pattern is None:
         return
+    check_unicode(pattern, "path glob")
     if len(pattern) > LIMITS.path_chars:
         raise KbError(f"the path glob is longer than {LIMITS.path_chars} characters", hint="shorten it")
     problem = glob_problem(pattern)

@@ -13,13 +13,14 @@ from starlette.responses import Response
 from starlette.types import Message, Receive
 
 from kb_core import LIMITS
-from kb_core.commands import dumps
+from kb_core.commands import check_unicode, dumps
 from kb_serve.errors import ApiError
 from kb_serve.guards import is_json_media_type
 
 T = TypeVar("T")
 UPLOAD_HINT = "send fewer or smaller files, or start kb serve with larger --max-upload-bytes/--max-file-bytes"
 JSON_HINT = f"send at most {LIMITS.json_body_bytes} bytes of JSON"
+UNICODE_HINT = "send the body as UTF-8 JSON"
 _WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 MAX_DIGITS = 30
 
@@ -72,14 +73,15 @@ def int_param(request: Request, name: str) -> int | None:
 
 
 def path_param(value: str, what: str) -> str:
-    """``value`` (a path, a prefix, an id), or a 400 past ``LIMITS.path_chars``."""
+    """``value`` (a path, a prefix, an id), or a 400 past ``LIMITS.path_chars`` or when not valid Unicode."""
     if len(value) > LIMITS.path_chars:
         raise ApiError(400, f"{what} is longer than {LIMITS.path_chars} characters", hint="shorten it")
-    return value
+    return check_unicode(value, what.removeprefix("the "))
 
 
 async def read_json(request: Request) -> Any:
-    """The request's JSON body: 415 unless ``application/json``, 413 past ``LIMITS.json_body_bytes``, else 400."""
+    """The request's JSON body: 415 unless ``application/json``, 413 past ``LIMITS.json_body_bytes``, 400 when it is
+    not JSON or a string in it is not valid Unicode (:func:`kb_core.commands.check_unicode`)."""
     if not is_json_media_type(request.headers.get("content-type")):
         raise ApiError(
             415,
@@ -88,9 +90,14 @@ async def read_json(request: Request) -> Any:
         )
     body = await bounded(request, LIMITS.json_body_bytes, "the JSON body", JSON_HINT).body()
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):  # (UnicodeDecodeError, JSONDecodeError, too many digits, too deep)
+        parsed = json.loads(body)
+    except UnicodeDecodeError as exc:
+        raise ApiError(
+            400, f"the body is not valid UTF-8 (byte {exc.start + 1} is 0x{body[exc.start]:02x})", hint=UNICODE_HINT
+        ) from None
+    except (ValueError, RecursionError):  # (JSONDecodeError, too many digits, too deep)
         raise ApiError(400, "the body must be JSON", hint='send {"question": "..."}') from None
+    return check_unicode(parsed, "body")  # a 400 naming the field of a lone surrogate (\ud800 unpaired)
 
 
 async def off_loop(work: Callable[[], T], timeout_s: float) -> T:
