@@ -8,17 +8,23 @@ message, ``kb: error: <message> (<hint>)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, cast
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE as MAX_BODY_BYTES
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
+from starlette.applications import Starlette
 
 import kb_core
 from kb_core.commands import error_line, storage_error
 from kb_mcp.folders import PATH_MAX
+from kb_mcp.messages import CheckedBodies, answered
 from kb_mcp.tools import TARGET_CHARS, THREAD_ID_CHARS, KbTools, Reply
 
 LIMITS = kb_core.LIMITS
@@ -37,7 +43,33 @@ INSTRUCTIONS = (
 
 
 class KbServer(MCPServer):
-    """``MCPServer`` whose argument validation errors are one kb line, like every other mistake."""
+    """``MCPServer`` whose argument validation errors are one kb line, like every other mistake, and whose
+    transports answer every message the SDK cannot read (:mod:`kb_mcp.messages`) instead of dropping it."""
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdin and stdout: each line is checked (:func:`kb_mcp.messages.answered`) before the SDK
+        reads it (the SDK's own reader replaces bytes that are not UTF-8 and drops lines it cannot parse)."""
+        stdin_lines = anyio.wrap_file(sys.stdin.buffer)
+        write_to: list[Any] = []
+        ready = anyio.Event()
+
+        async def lines() -> AsyncIterator[str]:
+            await ready.wait()
+            async for line in answered(stdin_lines, write_to[0]):
+                yield line
+
+        async with stdio_server(stdin=cast(Any, lines())) as (read_stream, write_stream):
+            write_to.append(write_stream)
+            ready.set()
+            lowlevel = self._lowlevel_server  # what MCPServer.run_stdio_async runs, with the checked lines
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    def streamable_http_app(self, **options: Any) -> Starlette:
+        """The SDK's streamable HTTP app, each POSTed message checked first (:class:`kb_mcp.messages.CheckedBodies`)."""
+        app = super().streamable_http_app(**options)
+        path = options.get("streamable_http_path", "/mcp").rstrip("/")
+        app.add_middleware(CheckedBodies, path=path, max_bytes=options.get("max_request_body_size", MAX_BODY_BYTES))
+        return app
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
