@@ -300,17 +300,27 @@ class TantivyIndex:
         glob = query.path_glob
         if not glob:
             return list(searcher.search(text_query, query.k, count=False).hits)
-        regex = glob_regex(glob)
-        if regex is not None:
-            path_filter = Query.boost_query(Query.regex_query(self.schema, "doc_path", regex), 0.0)
+        path_filter = self._path_filter(glob)
+        if path_filter is not None:
             text_query = Query.boolean_query([(Occur.Must, text_query), (Occur.Must, path_filter)])
-        limit = query.k if regex is not None else query.k * 10
+        limit = query.k if path_filter is not None else query.k * 10
         while True:
             hits = list(searcher.search(text_query, limit, count=False).hits)
             kept = [(s, a) for s, a in hits if fnmatch.fnmatchcase(searcher.doc(a).get_first("doc_path"), glob)]
             if len(kept) >= query.k or len(hits) < limit:
                 return kept[: query.k]
             limit *= 4
+
+    def _path_filter(self, glob: str) -> Query | None:
+        """A query matching the paths ``glob`` matches, or None: the glob is then applied by filtering (a character
+        class, or a glob whose automaton Tantivy refuses to build: a few hundred non-ASCII characters)."""
+        regex = glob_regex(glob)
+        if regex is None:
+            return None
+        try:
+            return Query.boost_query(Query.regex_query(self.schema, "doc_path", regex), 0.0)
+        except ValueError:  # RegexQueryError: Compiled regex exceeds size limit of 1000 states
+            return None
 
     def _to_hit(
         self, searcher: Any, raw: float, address: Any, rank: int, mass: float, snippet_terms: list[str] | None

@@ -254,6 +254,12 @@ def test_any_path_glob_filters_like_fnmatchcase(glob_index: TantivyIndex, glob: 
     assert sorted(h.doc_path for h in hits) == sorted(expected)
 
 
+@pytest.mark.parametrize("glob", ["é" * 500, "한국/" + "문" * 400 + "*", "*" + "é" * 1000])
+def test_a_glob_too_large_for_a_tantivy_regex_is_applied_by_filtering(glob_index: TantivyIndex, glob: str) -> None:
+    # Tantivy refused the regex of a long non-ASCII glob ("exceeds size limit of 1000 states"): exit 70, HTTP 500.
+    assert glob_index.search(SearchQuery("shared", k=20, path_glob=glob)) == []
+
+
 def test_path_glob_keeps_k_when_most_hits_are_filtered_out(index: TantivyIndex) -> None:
     chunks = [chunk(f"{'keep' if i % 5 == 0 else 'drop'}/{i}.md", 0, "needle " * (i + 1)) for i in range(60)]
     apply_batch(index, [c.doc_path for c in chunks], chunks)
