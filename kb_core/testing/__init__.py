@@ -16,6 +16,7 @@ get the real parts it works with: :class:`StoreOfRecord` (an index's ``IndexCont
 isolates every test's environment when a project asks for it.
 """
 
+from kb_core.testing.chat_server import FakeChatServer, Received, serve_chat
 from kb_core.testing.contracts import (
     BytesParserContract,
     EmbedderContract,
@@ -24,11 +25,14 @@ from kb_core.testing.contracts import (
     check_parsed,
 )
 from kb_core.testing.fakes import (
+    CountingEmbedder,
     HashingEmbedder,
     default_ctrl_c,
     document_chunks,
+    free_port,
     isolate_environment,
     store_document,
+    unanswered_port,
 )
 from kb_core.testing.index_contract import CORPUS, IndexContract
 from kb_core.testing.indexes import TestIndexesPlugin, WordIndex
@@ -46,7 +50,6 @@ from kb_core.testing.vector_index_contract import (
     OFF_TOPIC,
     ON_TOPIC,
     VECTOR_CORPUS,
-    CountingEmbedder,
     VectorIndexContract,
 )
 
@@ -59,10 +62,12 @@ __all__ = [
     "CheckingLanguageModel",
     "CountingEmbedder",
     "EmbedderContract",
+    "FakeChatServer",
     "HashingEmbedder",
     "IndexContract",
     "LanguageModelContract",
     "ParserContract",
+    "Received",
     "Script",
     "ScriptedLanguageModel",
     "ScriptedPlugin",
@@ -76,7 +81,10 @@ __all__ = [
     "document_chunks",
     "extractive",
     "following_up",
+    "free_port",
     "isolate_environment",
     "real_embedder",
+    "serve_chat",
     "store_document",
+    "unanswered_port",
 ]

@@ -4,20 +4,27 @@
 texts that share words are near each other. It lets an index plugin's tests, or the core's,
 run without loading a model; it is never registered and never on kb's runtime path.
 :func:`document_chunks` and :func:`store_document` put hand-written passages into a store of
-record the way ingest would, for index tests. :func:`isolate_environment` keeps a test away
-from the user's configuration and data.
+record the way ingest would, for index tests. :class:`CountingEmbedder` wraps an embedder and
+records what it embeds (its subclasses in :data:`MODEL_CHANGES` look like another model to an
+index). :func:`free_port` and :func:`unanswered_port` stand for a server that is down and one that
+never answers. :func:`isolate_environment` keeps a test away from the user's configuration and data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import signal
-from collections.abc import Sequence
+import socket
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+import numpy as np
+import pytest
 import regex
 
 from kb_core.storage.store import StoreOfRecord
@@ -121,3 +128,94 @@ def default_ctrl_c() -> None:
     default disposition whatever the runner's.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class CountingEmbedder:
+    """Delegates to an embedder and records every text it is asked to embed (``embedded``) and each call's size."""
+
+    def __init__(self, inner: Any, *, with_array: bool = True) -> None:
+        self.inner = inner
+        self.embedded: list[str] = []
+        self.calls: list[int] = []
+        if with_array:
+            self.embed_array = self._embed_array
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "embed_array":  # only when made without it
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def _embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        self.calls.append(len(texts))
+        return np.asarray(self.inner.embed_array(texts))
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """The inner embedder's vectors, recorded."""
+        self.embedded.extend(texts)
+        self.calls.append(len(texts))
+        return list(self.inner.embed_documents(texts))
+
+
+class RenamedEmbedder(CountingEmbedder):
+    """The same vectors under another model id: what a model change looks like to an index."""
+
+    @property
+    def model_ref(self) -> Any:
+        """The inner model's reference with id ``another/model v2``."""
+        return attrs.evolve(self.inner.model_ref, id="another/model v2")
+
+
+class TruncatedEmbedder(CountingEmbedder):
+    """The first 128 dimensions, renormalised: a change of dimensions under the same model id."""
+
+    dimensions = 128
+
+    def _embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = super()._embed_array(texts)[:, :128]
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def embed_query(self, text: str) -> list[float]:
+        """The inner query vector, truncated and renormalised."""
+        vector = np.asarray(self.inner.embed_query(text))[:128]
+        return list((vector / np.linalg.norm(vector)).tolist())
+
+
+#: The model changes every vector index must notice, by the name a test is parametrized with.
+MODEL_CHANGES: dict[str, type[CountingEmbedder]] = {"renamed": RenamedEmbedder, "truncated": TruncatedEmbedder}
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now (a server that is not running)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def unanswered_port() -> Iterator[int]:
+    """A loopback port whose accept queue is full, so new connections hang until they time out.
+
+    Skips the test where the system completes loopback connections beyond the listen backlog.
+    """
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = int(server.getsockname()[1])
+    held: list[socket.socket] = []
+    try:
+        for _ in range(8):
+            probe = socket.socket()
+            probe.settimeout(0.2)
+            held.append(probe)
+            try:
+                probe.connect(("127.0.0.1", port))
+            except TimeoutError:
+                break
+        else:
+            pytest.skip("this system completes loopback connections beyond the listen backlog")
+        yield port
+    finally:
+        for sock in held:
+            sock.close()
+        server.close()

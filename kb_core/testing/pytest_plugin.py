@@ -15,7 +15,10 @@ Fixtures, whether isolation is on or not:
 - ``kb_test_plugins``: the ``KB_PLUGIN_MODULES`` value that gives a ``kb`` subprocess the test indexes;
 - ``make_test_kb``: a factory of knowledge bases in temporary folders on the test indexes
   (``make_test_kb()``, ``make_test_kb("other", search__mode="lexical")``: dotted overrides with ``__``),
-  closed after the test.
+  closed after the test;
+- ``fake_chat_server``: a running :class:`~kb_core.testing.chat_server.FakeChatServer` (Ollama's API and
+  the OpenAI-compatible one on a loopback port), stopped after the test;
+- ``closed_port``: a loopback port nothing listens on; ``unanswered_port``: one whose connections hang.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
+from kb_core.testing import chat_server, fakes
 from kb_core.testing.fakes import isolate_environment
 
 #: ``KB_PLUGIN_MODULES`` for the test indexes (``test-lexical``, ``test-vector``).
@@ -76,3 +80,23 @@ def make_test_kb(tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
     yield factory
     for kb in opened:
         kb.close()
+
+
+@pytest.fixture
+def fake_chat_server() -> Iterator[chat_server.FakeChatServer]:
+    """A fake Ollama and OpenAI-compatible chat server on a free loopback port (see ``chat_server``)."""
+    with chat_server.serve_chat() as fake:
+        yield fake
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port with nothing listening on it."""
+    return fakes.free_port()
+
+
+@pytest.fixture
+def unanswered_port() -> Iterator[int]:
+    """A loopback port whose accept queue is full, so new connections hang until they time out."""
+    with fakes.unanswered_port() as port:
+        yield port

@@ -28,12 +28,11 @@ after the test. Override ``backend_options`` to give the factory your ``[backend
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-import numpy as np
 import pytest
 
 from kb_core.config import Config, load_config
@@ -43,7 +42,7 @@ from kb_core.extend.registry import load_registry
 from kb_core.retrieval.vectors import make_snippet, similarity_to_score
 from kb_core.storage.store import StoreOfRecord
 from kb_core.storage.view import ReadOnlyStore
-from kb_core.testing.fakes import store_document
+from kb_core.testing.fakes import MODEL_CHANGES, CountingEmbedder, store_document
 from kb_core.testing.real import real_embedder
 from kb_core.types import Chunk, Problem, SearchQuery
 
@@ -75,61 +74,6 @@ ON_TOPIC: dict[str, str] = {
 OFF_TOPIC = ["who won the football world cup in 1998", "how do I repair a flat bicycle tyre", "symptoms of the flu"]
 
 OpenIndex = Callable[..., Any]
-
-
-class CountingEmbedder:
-    """Delegates to an embedder and records every text it is asked to embed (``embedded``) and each call's size."""
-
-    def __init__(self, inner: Any, *, with_array: bool = True) -> None:
-        self.inner = inner
-        self.embedded: list[str] = []
-        self.calls: list[int] = []
-        if with_array:
-            self.embed_array = self._embed_array
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "embed_array":  # only when made without it
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def _embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        self.embedded.extend(texts)
-        self.calls.append(len(texts))
-        return np.asarray(self.inner.embed_array(texts))
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """The inner embedder's vectors, recorded."""
-        self.embedded.extend(texts)
-        self.calls.append(len(texts))
-        return list(self.inner.embed_documents(texts))
-
-
-class RenamedEmbedder(CountingEmbedder):
-    """The same vectors under another model id: what a model change looks like to an index."""
-
-    @property
-    def model_ref(self) -> Any:
-        """The inner model's reference with id ``another/model v2``."""
-        return attrs.evolve(self.inner.model_ref, id="another/model v2")
-
-
-class TruncatedEmbedder(CountingEmbedder):
-    """The first 128 dimensions, renormalised: a change of dimensions under the same model id."""
-
-    dimensions = 128
-
-    def _embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = super()._embed_array(texts)[:, :128]
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    def embed_query(self, text: str) -> list[float]:
-        """The inner query vector, truncated and renormalised."""
-        vector = np.asarray(self.inner.embed_query(text))[:128]
-        return list((vector / np.linalg.norm(vector)).tolist())
-
-
-#: The model changes every vector index must notice, by the name a test is parametrized with.
-MODEL_CHANGES: dict[str, type[CountingEmbedder]] = {"renamed": RenamedEmbedder, "truncated": TruncatedEmbedder}
 
 
 @functools.cache

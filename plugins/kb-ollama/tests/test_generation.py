@@ -68,7 +68,7 @@ def test_num_predict_limit_is_reported_as_length(fake_ollama, build_model):
 
 
 def test_content_on_the_final_line_is_not_lost(fake_ollama, build_model):
-    fake_ollama.chat_lines = [line("Hello"), line(" world", done=True, done_reason="stop", eval_count=2)]
+    fake_ollama.stream = [line("Hello"), line(" world", done=True, done_reason="stop", eval_count=2)]
     tokens, done = run(build_model())
     assert tokens == ["Hello", " world"] and done.completion_tokens == 2
 
@@ -111,7 +111,7 @@ def test_server_error_before_the_stream_raises_with_its_message(fake_ollama, bui
 
 
 def test_read_timeout_mid_stream_keeps_the_tokens_and_names_the_setting(fake_ollama, build_model):
-    fake_ollama.stall_after_lines = 2
+    fake_ollama.stall_after = 2
     tokens, done = run(build_model(read_timeout_s=0.5))
     assert tokens == ["The", " sky"]
     assert done.finish_reason == "error"
@@ -126,7 +126,7 @@ def test_read_timeout_before_the_first_byte_ends_the_stream_with_an_error(fake_o
 
 
 def test_total_timeout_stops_a_slow_but_steady_stream(fake_ollama, build_model):
-    fake_ollama.line_delay_s = 0.15
+    fake_ollama.delay_s = 0.15
     tokens, done = run(build_model(read_timeout_s=5.0, total_timeout_s=0.4))
     assert 1 <= len(tokens) < 5
     assert done.finish_reason == "error"
@@ -134,13 +134,13 @@ def test_total_timeout_stops_a_slow_but_steady_stream(fake_ollama, build_model):
 
 
 def test_slow_stream_within_the_limits_completes(fake_ollama, build_model):
-    fake_ollama.line_delay_s = 0.05
+    fake_ollama.delay_s = 0.05
     tokens, done = run(build_model(read_timeout_s=1.0, total_timeout_s=5.0))
     assert len(tokens) == 5 and done.finish_reason == "stop"
 
 
 def test_non_json_line_ends_the_stream_with_what_was_malformed(fake_ollama, build_model):
-    fake_ollama.chat_lines = [line("Hi"), b"<html>502 Bad Gateway</html>\n", line("", done=True)]
+    fake_ollama.stream = [line("Hi"), b"<html>502 Bad Gateway</html>\n", line("", done=True)]
     tokens, done = run(build_model())
     assert tokens == ["Hi"]
     assert done.finish_reason == "error"
@@ -148,27 +148,27 @@ def test_non_json_line_ends_the_stream_with_what_was_malformed(fake_ollama, buil
 
 
 def test_stream_without_a_done_line_is_malformed(fake_ollama, build_model):
-    fake_ollama.chat_lines = [line("Hi"), line(" there")]
+    fake_ollama.stream = [line("Hi"), line(" there")]
     tokens, done = run(build_model())
     assert tokens == ["Hi", " there"]
     assert done.finish_reason == "error" and "without a final 'done: true' line" in done.error
 
 
 def test_line_without_a_done_field_is_malformed(fake_ollama, build_model):
-    fake_ollama.chat_lines = [b'{"message":{"role":"assistant","content":"Hi"}}\n']
+    fake_ollama.stream = [b'{"message":{"role":"assistant","content":"Hi"}}\n']
     tokens, done = run(build_model())
     assert tokens == [] and "no boolean 'done' field" in done.error
 
 
 def test_error_line_mid_stream_ends_it_with_the_servers_message(fake_ollama, build_model):
-    fake_ollama.chat_lines = [line("Hi"), b'{"error":"an error was encountered while running the model"}\n']
+    fake_ollama.stream = [line("Hi"), b'{"error":"an error was encountered while running the model"}\n']
     tokens, done = run(build_model())
     assert tokens == ["Hi"]
     assert done.finish_reason == "error" and "error was encountered while running the model" in done.error
 
 
 def test_connection_dropped_mid_stream_is_an_error_event(fake_ollama, build_model):
-    fake_ollama.drop_after_lines = 2
+    fake_ollama.drop_after = 2
     tokens, done = run(build_model())
     assert tokens == ["The", " sky"]
     assert done.finish_reason == "error" and "broke during /api/chat: the server closed it mid-answer" in done.error
@@ -206,7 +206,7 @@ def test_an_unknown_host_is_named(build_model, monkeypatch):
 
 
 def test_a_malformed_answer_names_the_server_and_where_its_url_is_set(fake_ollama, build_model):
-    fake_ollama.chat_lines = [b"<html>\n"]
+    fake_ollama.stream = [b"<html>\n"]
     _, done = run(build_model())
     assert done.error == (
         "the Ollama server sent a malformed response: stream line 1 is not JSON: '<html>'"

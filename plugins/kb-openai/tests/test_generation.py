@@ -21,13 +21,13 @@ from kb_core import (
     Token,
     load_registry,
 )
+from kb_core.testing import FakeChatServer
 from kb_openai.client import ApiError, ServerUnreachable, Unauthorized
 from kb_openai.model import ModelNotFound, OpenAIModel, make_model, upper_bound_tokens
 from kb_openai.settings import Secret, parse_base_url
 
 REQUEST = GenerateRequest(system="Answer from the sources.", user="Why is the sky blue?", max_tokens=64)
 Build = Callable[..., OpenAIModel]
-FakeServer = Any  # tests/conftest.py's FakeServer
 
 
 def run(model: OpenAIModel, request: GenerateRequest = REQUEST) -> tuple[list[str], Done]:
@@ -45,45 +45,47 @@ def delta(text: str, reason: str | None = None) -> bytes:
     return sse({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": reason}]})
 
 
-def test_streams_tokens_then_done_with_the_servers_usage(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.usage = {"prompt_tokens": 31, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 16}}
-    tokens, done = run(build_model(fake_server.url))
+def test_streams_tokens_then_done_with_the_servers_usage(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    usage = {"prompt_tokens": 31, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 16}}
+    fake_chat_server.usage = usage
+    tokens, done = run(build_model(fake_chat_server.openai_url))
     assert tokens == ["The", " sky", " is", " blue", "."]
     assert done == Done(finish_reason="stop", prompt_tokens=31, completion_tokens=5, cached_tokens=16)
 
 
-def test_the_request_carries_every_option(fake_server: FakeServer, build_model: Build) -> None:
+def test_the_request_carries_every_option(fake_chat_server: FakeChatServer, build_model: Build) -> None:
     request = GenerateRequest(
         system="S", user="U", stop=("[END]", "\n\n"), max_tokens=77, temperature=0.2, seed=7, examples=(("Q1", "A1"),)
     )
-    run(build_model(fake_server.url), request)
-    (body,) = fake_server.bodies("/v1/chat/completions")
+    run(build_model(fake_chat_server.openai_url), request)
+    (body,) = fake_chat_server.bodies("/v1/chat/completions")
     assert body["model"] == "fake-model" and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
     assert (body["max_tokens"], body["temperature"], body["seed"], body["stop"]) == (77, 0.2, 7, ["[END]", "\n\n"])
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "user"]
-    run(build_model(fake_server.url), GenerateRequest(system="", user="U"))
-    assert fake_server.bodies("/v1/chat/completions")[1]["seed"] == 0  # [models.llm] seed when the request has none
-    assert "stop" not in fake_server.bodies("/v1/chat/completions")[1]
+    run(build_model(fake_chat_server.openai_url), GenerateRequest(system="", user="U"))
+    second = fake_chat_server.bodies("/v1/chat/completions")[1]
+    assert second["seed"] == 0  # [models.llm] seed when the request has none
+    assert "stop" not in second
 
 
 def test_without_usage_completion_counts_deltas_and_prompt_is_tokenized(
-    fake_server: FakeServer, build_model: Build
+    fake_chat_server: FakeChatServer, build_model: Build
 ) -> None:
-    fake_server.usage = None
-    _, done = run(build_model(fake_server.url))
+    fake_chat_server.usage = None
+    _, done = run(build_model(fake_chat_server.openai_url))
     words = len(REQUEST.system.split()) + len(REQUEST.user.split())  # the fake's tokenizer counts words
     assert done == Done(finish_reason="stop", prompt_tokens=words, completion_tokens=5)
 
 
-def test_the_key_goes_only_into_the_authorization_header(fake_server: FakeServer, build_model: Build) -> None:
-    run(build_model(fake_server.url, api_key="sk-abc123"))
-    headers = [h for _, h, _ in fake_server.requests]
+def test_the_key_goes_only_into_the_authorization_header(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    run(build_model(fake_chat_server.openai_url, api_key="sk-abc123"))
+    headers = [r.headers for r in fake_chat_server.requests]
     assert headers and all(h["Authorization"] == "Bearer sk-abc123" for h in headers)
-    assert all("sk-abc123" not in json.dumps(b) for _, _, b in fake_server.requests)
-    fake_server.requests.clear()
-    run(build_model(fake_server.url))
-    assert all("Authorization" not in h for _, h, _ in fake_server.requests)
+    assert all("sk-abc123" not in json.dumps(r.body) for r in fake_chat_server.requests)
+    fake_chat_server.requests.clear()
+    run(build_model(fake_chat_server.openai_url))
+    assert all("Authorization" not in r.headers for r in fake_chat_server.requests)
 
 
 def test_the_key_comes_from_the_environment_variable_the_config_names() -> None:
@@ -94,32 +96,34 @@ def test_the_key_comes_from_the_environment_variable_the_config_names() -> None:
     assert str(Secret("k2")) == repr(Secret("k2")) == "Secret('***')"
 
 
-def test_401_is_one_line_and_a_key_the_server_echoes_is_scrubbed(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.models_status = 401
-    model = build_model(fake_server.url, api_key="sk-secret-42")
+def test_401_is_one_line_and_a_key_the_server_echoes_is_scrubbed(
+    fake_chat_server: FakeChatServer, build_model: Build
+) -> None:
+    fake_chat_server.models_status = 401
+    model = build_model(fake_chat_server.openai_url, api_key="sk-secret-42")
     with pytest.raises(Unauthorized) as caught:
         model.facts()
     assert "refused the API key (HTTP 401)" in str(caught.value) and "\n" not in str(caught.value)
-    fake_server.models_status = 200
-    fake_server.status = (
+    fake_chat_server.models_status = 200
+    fake_chat_server.chat_error = (
         401,
         b'{"error":{"message":"Incorrect API key provided: sk-secret-42","code":"invalid_api_key"}}',
     )
     with pytest.raises(Unauthorized) as caught:
-        list(build_model(fake_server.url, api_key="sk-secret-42").generate_stream(REQUEST))
+        list(build_model(fake_chat_server.openai_url, api_key="sk-secret-42").generate_stream(REQUEST))
     assert "Incorrect API key provided: ***" in str(caught.value) and "sk-secret-42" not in str(caught.value)
 
 
-def test_a_404_about_the_model_is_model_not_found(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.status = (404, b'{"error":{"message":"The model `fake-model` does not exist.","code":404}}')
+def test_a_404_about_the_model_is_model_not_found(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    fake_chat_server.chat_error = (404, b'{"error":{"message":"The model `fake-model` does not exist.","code":404}}')
     with pytest.raises(ModelNotFound, match="does not serve the model 'fake-model'"):
-        list(build_model(fake_server.url).generate_stream(REQUEST))
+        list(build_model(fake_chat_server.openai_url).generate_stream(REQUEST))
 
 
-def test_other_http_errors_raise_before_the_stream(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.status = (500, b"Internal Server Error\n<traceback>")
+def test_other_http_errors_raise_before_the_stream(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    fake_chat_server.chat_error = (500, b"Internal Server Error\n<traceback>")
     with pytest.raises(ApiError, match=r"refused /chat/completions \(HTTP 500\): Internal Server Error <traceback>"):
-        list(build_model(fake_server.url).generate_stream(REQUEST))
+        list(build_model(fake_chat_server.openai_url).generate_stream(REQUEST))
 
 
 def test_connection_refused(build_model: Build, closed_port: int) -> None:
@@ -176,10 +180,12 @@ def test_a_failed_tls_handshake_is_one_line(build_model: Build, plain_http_port:
     assert "\n" not in problem.message and "KB_OPENAI_URL" in problem.fix
 
 
-def test_a_cut_connection_names_the_server(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.drop_after_events = 2
-    _, done = run(build_model(fake_server.url))
-    assert done.error is not None and done.error.startswith(f"the connection to the server at {fake_server.url} broke")
+def test_a_cut_connection_names_the_server(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    fake_chat_server.drop_after = 2
+    _, done = run(build_model(fake_chat_server.openai_url))
+    assert done.error is not None and done.error.startswith(
+        f"the connection to the server at {fake_chat_server.openai_url} broke"
+    )
     assert done.error.endswith(
         "(check the OpenAI-compatible server's log (the model may have crashed or run out of memory))"
     )
@@ -197,39 +203,41 @@ def test_a_cut_connection_names_the_server(fake_server: FakeServer, build_model:
     ],
 )
 def test_malformed_streams_end_in_done_with_one_line(
-    fake_server: FakeServer, build_model: Build, stream: list[bytes], expected: str
+    fake_chat_server: FakeChatServer, build_model: Build, stream: list[bytes], expected: str
 ) -> None:
-    fake_server.raw_stream = stream
-    _tokens, done = run(build_model(fake_server.url))
+    fake_chat_server.stream = stream
+    _tokens, done = run(build_model(fake_chat_server.openai_url))
     assert done.finish_reason == "error" and done.error is not None
     assert expected in done.error and "\n" not in done.error
     assert done.error.startswith("the OpenAI-compatible server sent a malformed response")
 
 
-def test_an_error_event_mid_stream_keeps_the_tokens_before_it(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.raw_stream = [delta("Partial"), sse({"error": {"message": "CUDA out of\nmemory"}})]
-    tokens, done = run(build_model(fake_server.url))
+def test_an_error_event_mid_stream_keeps_the_tokens_before_it(
+    fake_chat_server: FakeChatServer, build_model: Build
+) -> None:
+    fake_chat_server.stream = [delta("Partial"), sse({"error": {"message": "CUDA out of\nmemory"}})]
+    tokens, done = run(build_model(fake_chat_server.openai_url))
     assert tokens == ["Partial"]
     assert done == Done(finish_reason="error", error="the server reported an error mid-stream: CUDA out of memory")
 
 
 def test_comments_other_fields_and_multiline_data_follow_the_sse_rules(
-    fake_server: FakeServer, build_model: Build
+    fake_chat_server: FakeChatServer, build_model: Build
 ) -> None:
     first = json.dumps({"choices": [{"delta": {"content": "x"}, "finish_reason": None}]})
-    fake_server.raw_stream = [
+    fake_chat_server.stream = [
         b": ping - 2024-01-01\n\n",
         b"event: message\nid: 1\ndata: " + first[:10].encode() + b"\ndata: " + first[10:].encode() + b"\n\n",
         delta("y", "length"),
         b"data: [DONE]\n\n",
     ]
-    tokens, done = run(build_model(fake_server.url))
+    tokens, done = run(build_model(fake_chat_server.openai_url))
     assert tokens == ["x", "y"] and done.finish_reason == "length"
 
 
-def test_read_timeout_before_the_answer(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.stall_before_headers = True
-    model = build_model(fake_server.url, read_timeout_s=0.5)
+def test_read_timeout_before_the_answer(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    fake_chat_server.stall_before_headers = True
+    model = build_model(fake_chat_server.openai_url, read_timeout_s=0.5)
     model.facts()
     tokens, done = run(model)
     assert tokens == [] and done.finish_reason == "error"
@@ -237,65 +245,66 @@ def test_read_timeout_before_the_answer(fake_server: FakeServer, build_model: Bu
     assert "within 0.5 s" in done.error and "read_timeout_s" in done.error
 
 
-def test_read_timeout_mid_stream_keeps_the_tokens(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.stall_after_events = 3
-    tokens, done = run(build_model(fake_server.url, read_timeout_s=0.5))
+def test_read_timeout_mid_stream_keeps_the_tokens(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    fake_chat_server.stall_after = 3
+    tokens, done = run(build_model(fake_chat_server.openai_url, read_timeout_s=0.5))
     assert tokens == ["The", " sky"] and done.error is not None and done.error.startswith("read timeout")
 
 
-def test_total_timeout_over_a_slow_stream(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.event_delay_s = 0.2
-    tokens, done = run(build_model(fake_server.url, read_timeout_s=5, total_timeout_s=0.5))
+def test_total_timeout_over_a_slow_stream(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    fake_chat_server.delay_s = 0.2
+    tokens, done = run(build_model(fake_chat_server.openai_url, read_timeout_s=5, total_timeout_s=0.5))
     assert 0 < len(tokens) < 5 and done.error is not None and done.error.startswith("total timeout")
     assert "total_timeout_s" in done.error
 
 
-def test_a_connection_cut_mid_stream(fake_server: FakeServer, build_model: Build) -> None:
-    fake_server.drop_after_events = 2
-    tokens, done = run(build_model(fake_server.url))
+def test_a_connection_cut_mid_stream(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    fake_chat_server.drop_after = 2
+    tokens, done = run(build_model(fake_chat_server.openai_url))
     assert tokens == ["The"] and done.finish_reason == "error"
     assert done.error is not None and "broke during /chat/completions" in done.error
 
 
-def test_the_only_served_model_is_used_when_none_is_named(fake_server: FakeServer, build_model: Build) -> None:
-    model = build_model(fake_server.url)
+def test_the_only_served_model_is_used_when_none_is_named(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    model = build_model(fake_chat_server.openai_url)
     assert model.check() == [] and model.model_ref.id == "fake-model"
-    fake_server.models = ["a", "b"]
-    (problem,) = build_model(fake_server.url).check()
+    fake_chat_server.models = {"a": {}, "b": {}}
+    (problem,) = build_model(fake_chat_server.openai_url).check()
     assert "(none configured)" in problem.message and "it serves: a, b" in problem.message
-    assert build_model(fake_server.url, model="b").check() == []
-    (absent,) = build_model(fake_server.url, model="c").check()
+    assert build_model(fake_chat_server.openai_url, model="b").check() == []
+    (absent,) = build_model(fake_chat_server.openai_url, model="c").check()
     assert "does not serve the model 'c'" in absent.message
 
 
 def test_a_server_without_models_endpoint_works_when_the_model_is_named(
-    fake_server: FakeServer, build_model: Build
+    fake_chat_server: FakeChatServer, build_model: Build
 ) -> None:
-    fake_server.models_status = 404
-    assert build_model(fake_server.url, model="m").check() == []
-    (problem,) = build_model(fake_server.url).check()
+    fake_chat_server.models_status = 404
+    assert build_model(fake_chat_server.openai_url, model="m").check() == []
+    (problem,) = build_model(fake_chat_server.openai_url).check()
     assert "HTTP 404" in problem.message
 
 
 def test_token_counts_use_the_tokenize_endpoint_else_the_upper_bound(
-    fake_server: FakeServer, build_model: Build
+    fake_chat_server: FakeChatServer, build_model: Build
 ) -> None:
-    model = build_model(fake_server.url)
+    model = build_model(fake_chat_server.openai_url)
     assert model.count_tokens("") == 0
     assert model.count_tokens("three small words") == model.count_tokens("three small words") == 3
-    assert len(fake_server.bodies("/extras/tokenize/count")) == 2  # the probe, then one count: cached
-    off = build_model(fake_server.url, tokenize="off")
+    assert len(fake_chat_server.bodies("/extras/tokenize/count")) == 2  # the probe, then one count: cached
+    off = build_model(fake_chat_server.openai_url, tokenize="off")
     assert off.count_tokens("three small words") == upper_bound_tokens("three small words")
-    fake_server.tokenize = False
+    fake_chat_server.tokenize = False
     text = "天空为什么是蓝色的"
-    assert build_model(fake_server.url).count_tokens(text) == len(text.encode()) + 2
+    assert build_model(fake_chat_server.openai_url).count_tokens(text) == len(text.encode()) + 2
     with pytest.raises(ConfigError, match="tokenize"):
-        build_model(fake_server.url, tokenize="maybe")
+        build_model(fake_chat_server.openai_url, tokenize="maybe")
 
 
-def test_a_grammar_is_refused(fake_server: FakeServer, build_model: Build) -> None:
+def test_a_grammar_is_refused(fake_chat_server: FakeChatServer, build_model: Build) -> None:
+    model = build_model(fake_chat_server.openai_url)
     with pytest.raises(KbError, match="cannot constrain output with a grammar"):
-        list(build_model(fake_server.url).generate_stream(GenerateRequest(system="", user="u", grammar='root ::= "x"')))
+        list(model.generate_stream(GenerateRequest(system="", user="u", grammar='root ::= "x"')))
 
 
 def test_settings_and_environment() -> None:
@@ -310,9 +319,10 @@ def test_settings_and_environment() -> None:
         parse_base_url("ftp://x")
 
 
-def test_the_entry_point_registers_the_backend_and_the_app_builds_it(fake_server: FakeServer) -> None:
+def test_the_entry_point_registers_the_backend_and_the_app_builds_it(fake_chat_server: FakeChatServer) -> None:
     registry = load_registry()
     assert registry.get("language_models", "openai").plugin == "openai"
     assert any(p.distribution == "kb-openai" for p in registry.plugins)
-    model = KnowledgeBase(Config(backends={"openai": {"url": fake_server.url}}), registry).language_model("openai")
+    config = Config(backends={"openai": {"url": fake_chat_server.openai_url}})
+    model = KnowledgeBase(config, registry).language_model("openai")
     assert isinstance(model, LanguageModel) and model.check() == []
