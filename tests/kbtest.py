@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kb_core.testing.pytest_plugin import TEST_INDEXES, TEST_PLUGIN_MODULES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,3 +39,21 @@ def save_answer_row(store: object, row: dict[str, object]) -> None:
     """Insert a hand-made row into the ``answers`` table (tests of history and purging)."""
     conn = store.conn  # type: ignore[attr-defined]
     conn.execute(f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+
+
+def real_model_path() -> str:
+    """The GGUF file for a real-model test ("" = the llamacpp plugin's default, ``$KBTEST_GGUF`` another).
+
+    Skips the test when kb-llamacpp or its default model is not installed.
+    """
+    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
+    from kb_core import ModelUnavailableError
+    from kb_llamacpp import default_model_path
+
+    if os.environ.get("KBTEST_GGUF"):
+        return os.environ["KBTEST_GGUF"]
+    try:
+        default_model_path()
+    except ModelUnavailableError as exc:
+        pytest.skip(f"the embedded default model is not installed: {exc.message}")
+    return ""

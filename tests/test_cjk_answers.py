@@ -17,13 +17,12 @@ The real-model tests use the llamacpp plugin's default model when its packages a
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import attrs
 import jsonschema
 import pytest
-from kbtest import FIXTURES
+from kbtest import FIXTURES, real_model_path
 
 from kb_core import AskOptions, Hit, KnowledgeBase, SearchQuery, ingest_paths, load_config, search
 from kb_core.evaluation.answers import AnswerReport, QuestionResult, doc_matches, evaluate_answers
@@ -69,24 +68,6 @@ def test_the_cjk_golden_set_is_well_formed() -> None:
         assert all(s in corpus[doc] for s in g.must_contain), g.id
         siblings = [p for p in corpus if p != doc and p.rsplit("/", 1)[0] == doc.rsplit("/", 1)[0]]
         assert len(siblings) >= 2, g.id  # distractors sit beside the answer
-
-
-# -- with the real embedded default model (slow) ----------------------------------------------------
-
-
-def _real_model_path() -> str:
-    """The GGUF file for the real-model test ("" = the plugin's default); skips when there is none."""
-    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
-    from kb_core import ModelUnavailableError
-    from kb_llamacpp import default_model_path
-
-    if os.environ.get("KBTEST_GGUF"):
-        return os.environ["KBTEST_GGUF"]
-    try:
-        default_model_path()
-    except ModelUnavailableError as exc:
-        pytest.skip(f"the embedded default model is not installed: {exc.message}")
-    return ""
 
 
 # -- Korean answer attribution (fast; the cause of most Korean refusals before 0.2) --------------------
@@ -190,7 +171,7 @@ class Smoke:
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
     """fixtures/cjk ingested with the default configuration, SMOKE answered by the real default model."""
-    overrides: dict[str, object] = {"models.llm.model": _real_model_path(), "ingest.ignore": ["/README.md"]}
+    overrides: dict[str, object] = {"models.llm.model": real_model_path(), "ingest.ignore": ["/README.md"]}
     golden = [g for g in load_golden(GOLDEN) if g.id in SMOKE]
     assert len(golden) == len(SMOKE)
     folder = tmp_path_factory.mktemp("cjk")

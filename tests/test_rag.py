@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 import jsonschema
 import pytest
+from kbtest import real_model_path as _real_model_path  # tests/test_injection.py imports it from here
 
 from kb_core.answers.packing import pack
 from kb_core.answers.pipeline import AskOptions, RagPipeline
@@ -694,23 +695,6 @@ def test_answer_json_snapshot_is_stable(store: StoreOfRecord) -> None:
 # -- end to end with the real embedded default model ------------------------------------------------------
 
 REAL_SETTINGS = {"models.llm.context_tokens": 2048, "models.llm.max_tokens": 160, "rag.max_context_tokens": 768}
-
-
-def _real_model_path() -> str:
-    """The GGUF file for the real-model tests ("" = the plugin's default); skips when there is none."""
-    import os
-
-    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
-    from kb_core.errors import ModelUnavailableError
-    from kb_llamacpp import default_model_path
-
-    if os.environ.get("KBTEST_GGUF"):
-        return os.environ["KBTEST_GGUF"]
-    try:
-        default_model_path()
-    except ModelUnavailableError as exc:
-        pytest.skip(f"the embedded default model is not installed: {exc.message}")
-    return ""
 
 
 @pytest.fixture(scope="module")
