@@ -77,3 +77,28 @@ def test_outbox_trim_keeps_sequence_monotonic(tmp_path: Path) -> None:
     with store.transaction():
         store.replace_document(_doc("b.md"), [])
     assert store.last_seq() == last + 1
+
+
+def test_threads_sharing_a_store_write_one_transaction_at_a_time(tmp_path: Path) -> None:
+    import threading
+
+    from kb_core.storage.answers import save_eval_run
+
+    store = StoreOfRecord(tmp_path / "kb")
+    failures: list[BaseException] = []
+
+    def write(worker: int) -> None:
+        try:
+            for n in range(25):
+                with store.transaction():
+                    save_eval_run(store, f"run-{worker}-{n}", "2026-01-01T00:00:00Z", "answers", {}, {}, None)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+            failures.append(exc)
+
+    workers = [threading.Thread(target=write, args=(w,)) for w in range(6)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert failures == []  # was "cannot start a transaction within a transaction"
+    assert store.conn.execute("SELECT count(*) FROM eval_runs").fetchone()[0] == 150

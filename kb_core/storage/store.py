@@ -12,6 +12,7 @@ searches keep working while an ingest writes.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -101,6 +102,7 @@ class StoreOfRecord:
             raise KbError(f"cannot open the knowledge base at {self.kb_dir}: {exc}") from None
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys=ON")
+        self._writing = threading.RLock()  # one write transaction at a time on this connection, whatever the thread
         self._migrate()
 
     # -- schema ---------------------------------------------------------------------------
@@ -150,17 +152,18 @@ class StoreOfRecord:
                 hint="search and list work; to change it, copy it somewhere writable",
                 exit_code=EXIT_STORAGE,
             )
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
+        with self._writing:
             try:
-                yield self.conn
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            raise storage_error_for(self.kb_dir, exc) from None
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.conn
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
+                self.conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                raise storage_error_for(self.kb_dir, exc) from None
 
     def close(self) -> None:
         """Close the connection."""

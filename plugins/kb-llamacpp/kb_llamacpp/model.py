@@ -12,14 +12,14 @@ context) with ``"length"``.
 
 from __future__ import annotations
 
-import atexit
 import codecs
 import contextlib
 import importlib.util
 import io
 import os
 import random
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,7 @@ class LlamaCppModel:
         self.context_tokens = settings.context_tokens
         self.model_ref = ModelRef(id=settings.model_id, provider="llamacpp", path=str(settings.path))
         self._llama: Any = None
+        self._release: Callable[[], Any] = lambda: None
         self._template: Any = None
         self._prefixes: PrefixCache | None = None
         self._prefix_of: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
@@ -146,7 +147,9 @@ class LlamaCppModel:
                 add_generation_prompt=True,
             )
             self._llama = llama
-            atexit.register(self.close)  # freed now, not by llama-cpp-python's finalizers at shutdown
+            # Freed when this model is (nothing else holds it: an atexit hook on self.close kept every model
+            # loaded in a process alive until exit), else at exit, not by llama-cpp-python's finalizers at shutdown.
+            self._release = weakref.finalize(self, llama.close)
             report("loading the model", 1, 1)
             settings = self.settings
             key = f"ctx={settings.context_tokens} batch={settings.batch_tokens} threads={threads} repack={repack}"
@@ -157,8 +160,7 @@ class LlamaCppModel:
         """Free the model and its context (it loads again on next use)."""
         llama, self._llama = self._llama, None
         if llama is not None:
-            atexit.unregister(self.close)
-            llama.close()
+            self._release()  # llama.close(), once
 
     # -- tokens -------------------------------------------------------------------------------
 

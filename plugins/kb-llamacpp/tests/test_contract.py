@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,20 +10,23 @@ import pytest
 from kb_core import FactoryContext, LanguageModel, load_config
 from kb_core.testing import LanguageModelContract
 from kb_llamacpp import make_model
+from kb_llamacpp.model import LlamaCppModel
 
 pytestmark = pytest.mark.slow
 
 
-@functools.cache
-def _model(kb_dir: str) -> LanguageModel:
-    config = load_config(None, kb_dir, {"models.llm.context_tokens": 2048}, environ={})
-    return make_model(FactoryContext(config))
+@pytest.fixture(scope="module")
+def real_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppModel]:
+    config = load_config(None, tmp_path_factory.mktemp("kb-contract"), {"models.llm.context_tokens": 2048}, environ={})
+    model = make_model(FactoryContext(config))
+    yield model
+    model.close()  # one model in memory at a time: each holds about 2 GB
 
 
 class TestLlamaCppContract(LanguageModelContract):
     @pytest.fixture
-    def language_model(self, tmp_path_factory: pytest.TempPathFactory) -> LanguageModel:
-        return _model(str(tmp_path_factory.getbasetemp() / "kb-contract"))
+    def language_model(self, real_model: LlamaCppModel) -> LanguageModel:
+        return real_model
 
     @pytest.fixture
     def unavailable_language_model(self, tmp_path: Path) -> Callable[[], LanguageModel]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -39,8 +40,10 @@ def _config(tmp_path: Path, **llm: object):
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppModel:
-    return make_model(FactoryContext(_config(tmp_path_factory.mktemp("kb"), context_tokens=2048)))
+def model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppModel]:
+    loaded = make_model(FactoryContext(_config(tmp_path_factory.mktemp("kb"), context_tokens=2048)))
+    yield loaded
+    loaded.close()  # one model in memory at a time: each holds about 2 GB
 
 
 def _collect(model: LlamaCppModel, request: GenerateRequest) -> tuple[list[Token], list[Done], list[object]]:
