@@ -200,8 +200,10 @@ def test_the_prefix_state_is_reused_and_answers_repeat(model: LlamaCppModel, tmp
     assert done_a.cached_tokens == 0 and done_b.cached_tokens > 0  # computed, then restored
     assert "".join(t.text for t in tokens_a) == "".join(t.text for t in tokens_b)
     assert len(list(tmp_path.glob("*.kvstate"))) == 1
+    first.close()  # one extra model in memory at a time
     second = LlamaCppModel(settings)  # as a new process would: the state comes from the file
     tokens_c, (done_c,), _ = _collect(second, request)
+    second.close()
     assert done_c.cached_tokens == done_b.cached_tokens  # restored from the file
     assert "".join(t.text for t in tokens_c) == "".join(t.text for t in tokens_a)
 
