@@ -50,3 +50,27 @@ def test_benchmark_imports_resolve(script: Path) -> None:
         module = importlib.import_module(module_name)
         if name is not None and not hasattr(module, name):
             importlib.import_module(f"{module_name}.{name}")  # a submodule, or ImportError names what is missing
+
+
+@pytest.mark.slow
+@pytest.mark.needs_plugins  # kb serve and kb mcp are plugins
+def test_fuzz_inputs_runs_and_breaks_nothing(tmp_path: Path) -> None:
+    """``bench/fuzz_inputs.py`` with a handful of inputs per entry point: its JSON report, every input counted, and
+    none of them an internal error, an exit 70 or a hang (the full run is 10,000 per entry point)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "fuzz_inputs.py"), "--count", "30", "--timeout", "60", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    report = json.loads(done.stdout)
+    assert set(report["entry_points"]) == {"cli", "serve", "mcp"}
+    for name, row in report["entry_points"].items():
+        assert row["inputs"] == 30 == row["ok"] + row["usage_error"] + row["other"], (name, row)
+        assert (row["5xx"], row["exit_70"], row["hang"]) == (0, 0, 0), (name, row)
