@@ -1,8 +1,6 @@
-"""kb: a local knowledge base you can ask questions.
+"""kb: a local knowledge base you can ask questions; ``kb_core`` is the library for applications.
 
-This module is kb's public surface: plugins and applications import from ``kb_core`` only,
-never from its submodules, whose layout may change. Everything listed in ``__all__`` is stable
-within a minor version. Open a knowledge base, ingest a folder, search it and ask it::
+Open a knowledge base, ingest a folder, search it, ask it and follow up; read the questions kept::
 
     import kb_core
 
@@ -14,80 +12,76 @@ within a minor version. Open a knowledge base, ingest a folder, search it and as
         print(answer.answer if answer.grounded else answer.note)
         turn = kb_core.ask_in_thread(kb, "How often?", thread_id=None)  # a thread; follow-ups pass its id
 
-Write a plugin: a module with functions marked :data:`hookimpl`, found through the entry-point
-group ``kb`` (``docs/plugins.md``), that registers factories of the contracts below. Three
-submodules are public too: :mod:`kb_core.commands` (what a command added to ``kb`` needs),
-:mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin) and
-:mod:`kb_core.writing_systems` (which scripts a text is written in).
+Everything in ``__all__`` is stable within a minor version (``docs/python-api.md`` describes each
+name). The public modules are this one and :mod:`kb_core.plugin` (what a plugin that adds an engine
+implements and exchanges), :mod:`kb_core.plugin.remote` (what a backend that talks to a server over
+HTTP shares), :mod:`kb_core.commands` (what a command added to ``kb`` needs) and
+:mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin); every other submodule is
+private and may change (``kb_core.extend.surface.PUBLIC_MODULES`` lists the public ones). The
+engine names this module exported before 0.2 still resolve, with a ``DeprecationWarning``, until
+kb-core 0.3: ``kb_core.Index`` is ``kb_core.plugin.Index``.
 """
 
+import importlib as _importlib
+import sys as _sys
+import warnings as _warnings
 from importlib import metadata as _metadata
+from typing import TYPE_CHECKING
 
-# The library: open, ingest, search, ask.
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
 from kb_core.config import Config, load_config
 from kb_core.conversations import Turn, ask_in_thread
-
-# What plugins fill in, and what they exchange.
 from kb_core.errors import Cancelled, ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
-from kb_core.extend.contracts import (
-    AnswerChecker,
-    ArrayEmbedder,
-    BytesParser,
-    Embedder,
-    FactoryContext,
-    Index,
-    IndexContext,
-    LanguageModel,
-    Parser,
-    Retriever,
-    SearchIndex,
-    SnippetMaker,
-    StoreView,
-    TokenStartsEmbedder,
-    similarity_floor,
-)
-from kb_core.extend.hookspecs import (
-    RegisterCommand,
-    RegisterEmbedder,
-    RegisterIndex,
-    RegisterLanguageModel,
-    RegisterParser,
-    hookimpl,
-)
-from kb_core.extend.registry import PluginError, Registry, load_registry
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
-from kb_core.ingest.source import ignored_part
-
-# The bounds every interface shares.
-from kb_core.limits import LIMITS, Limits, check_k, check_mode, check_path_glob, check_text
+from kb_core.limits import LIMITS, check_k, check_mode, check_path_glob, check_text
 from kb_core.maintenance import inspect_target
 from kb_core.retrieval.search import SearchResponse, search
-from kb_core.retrieval.vectors import make_snippet, score_mapping, similarity_to_score
 from kb_core.storage.answers import StoredAnswer, StoredAnswerNow, list_answers, stored_answer
 from kb_core.storage.threads import delete_thread, list_threads, stored_thread
-from kb_core.types import (
-    SEARCH_MODES,
-    Answer,
-    Block,
-    Chunk,
-    Citation,
-    Document,
-    Done,
-    GenerateRequest,
-    Hit,
-    IngestWarning,
-    ModelRef,
-    ParsedDocument,
-    Problem,
-    Progress,
-    SearchMode,
-    SearchQuery,
-    StreamEvent,
-    Token,
-    VerdictOpening,
-)
+from kb_core.types import SEARCH_MODES, Answer, Chunk, Citation, Document, Hit, IngestWarning, SearchQuery
+
+if TYPE_CHECKING:  # the deprecated names, typed for type checkers; at run time __getattr__ gives them, warning
+    from kb_core.extend.registry import PluginError, Registry, load_registry  # noqa: F401
+    from kb_core.ingest.source import ignored_part  # noqa: F401
+    from kb_core.limits import Limits  # noqa: F401
+    from kb_core.plugin import (  # noqa: F401
+        AnswerChecker,
+        ArrayEmbedder,
+        Block,
+        BytesParser,
+        Done,
+        Embedder,
+        FactoryContext,
+        GenerateRequest,
+        Index,
+        IndexContext,
+        LanguageModel,
+        ModelRef,
+        ParsedDocument,
+        Parser,
+        Problem,
+        Progress,
+        RegisterCommand,
+        RegisterEmbedder,
+        RegisterIndex,
+        RegisterLanguageModel,
+        RegisterParser,
+        Retriever,
+        SearchIndex,
+        SnippetMaker,
+        StoreView,
+        StreamEvent,
+        Token,
+        TokenStartsEmbedder,
+        VerdictOpening,
+        hookimpl,
+        make_snippet,
+        score_mapping,
+        similarity_floor,
+        similarity_to_score,
+    )
+    from kb_core.types import SearchMode  # noqa: F401
 
 __version__ = _metadata.version("kb-core")
 
@@ -95,58 +89,25 @@ __all__ = [
     "LIMITS",
     "SEARCH_MODES",
     "Answer",
-    "AnswerChecker",
-    "ArrayEmbedder",
     "AskOptions",
-    "Block",
-    "BytesParser",
     "Cancelled",
     "Chunk",
     "Citation",
     "Config",
     "ConfigError",
     "Document",
-    "Done",
-    "Embedder",
-    "FactoryContext",
-    "GenerateRequest",
     "Hit",
-    "Index",
-    "IndexContext",
     "IngestReport",
     "IngestWarning",
     "KbError",
     "KnowledgeBase",
-    "LanguageModel",
-    "Limits",
-    "ModelRef",
     "ModelUnavailableError",
     "NotFoundError",
-    "ParsedDocument",
-    "Parser",
-    "PluginError",
-    "Problem",
-    "Progress",
-    "RegisterCommand",
-    "RegisterEmbedder",
-    "RegisterIndex",
-    "RegisterLanguageModel",
-    "RegisterParser",
-    "Registry",
-    "Retriever",
-    "SearchIndex",
-    "SearchMode",
     "SearchQuery",
     "SearchResponse",
-    "SnippetMaker",
-    "StoreView",
     "StoredAnswer",
     "StoredAnswerNow",
-    "StreamEvent",
-    "Token",
-    "TokenStartsEmbedder",
     "Turn",
-    "VerdictOpening",
     "WriterBusyError",
     "ask",
     "ask_in_thread",
@@ -155,21 +116,44 @@ __all__ = [
     "check_path_glob",
     "check_text",
     "delete_thread",
-    "hookimpl",
-    "ignored_part",
     "ingest_paths",
     "inspect_target",
     "list_answers",
     "list_threads",
     "load_config",
-    "load_registry",
-    "make_snippet",
     "open_kb",
     "remove_documents",
-    "score_mapping",
     "search",
-    "similarity_floor",
-    "similarity_to_score",
     "stored_answer",
     "stored_thread",
 ]
+
+_PLUGIN_NAMES = (
+    "AnswerChecker ArrayEmbedder Block BytesParser Done Embedder FactoryContext GenerateRequest Index IndexContext"
+    " LanguageModel ModelRef ParsedDocument Parser Problem Progress RegisterCommand RegisterEmbedder RegisterIndex"
+    " RegisterLanguageModel RegisterParser Retriever SearchIndex SnippetMaker StoreView StreamEvent Token"
+    " TokenStartsEmbedder VerdictOpening hookimpl make_snippet score_mapping similarity_floor similarity_to_score"
+).split()
+
+#: Names this module exported before 0.2 and no longer does, each with the module that holds the same
+#: object and what the warning says. They resolve until kb-core 0.3 (see ``__getattr__``).
+_DEPRECATED: dict[str, tuple[str, str]] = {
+    **{name: ("kb_core.plugin", f"moved to kb_core.plugin.{name}") for name in _PLUGIN_NAMES},
+    "load_registry": ("kb_core.extend.registry", "moved to kb_core.testing.load_registry"),
+    "Registry": ("kb_core.extend.registry", "is private; kb_core.testing.load_registry returns one"),
+    "PluginError": ("kb_core.extend.registry", "is private; catch kb_core.KbError, its base"),
+    "Limits": ("kb_core.limits", "is private; kb_core.LIMITS is the limits in force"),
+    "SearchMode": ("kb_core.types", "is private; a mode is a str, one of kb_core.SEARCH_MODES"),
+    "ignored_part": ("kb_core.ingest.source", "is private; kb_core.ingest_paths skips what .kbignore names"),
+}
+
+
+def __getattr__(name: str) -> object:
+    """An old name: the same object as its new home's, with a ``DeprecationWarning`` on every use."""
+    if name not in _DEPRECATED:
+        raise AttributeError(f"module 'kb_core' has no attribute {name!r}")
+    module, where = _DEPRECATED[name]
+    caller = _sys._getframe(1)
+    if caller.f_code.co_name != "_handle_fromlist":  # not the import system's look before ``from kb_core import``
+        _warnings.warn(f"kb_core.{name} {where}; the old name goes in kb-core 0.3", DeprecationWarning, stacklevel=2)
+    return getattr(_importlib.import_module(module), name)

@@ -1,10 +1,11 @@
 """What a command a plugin adds to ``kb`` needs: the session, ``--json`` and printing (public).
 
-A command is a ``click`` command registered with the ``register_commands`` hook::
+A command is a ``click`` command registered with the ``register_commands`` hook (``hookimpl`` and
+``RegisterCommand`` come from :mod:`kb_core.plugin`, like every hook's, and only from there)::
 
     import click
-    import kb_core
     from kb_core.commands import Session, emit, json_option, pass_session
+    from kb_core.plugin import RegisterCommand, hookimpl
 
     @click.command()
     @json_option
@@ -14,8 +15,8 @@ A command is a ``click`` command registered with the ``register_commands`` hook:
         count = session.kb().store.count_documents()
         emit(as_json, "hello.v1", {"documents": count}, lambda: click.echo(f"{count} documents"))
 
-    @kb_core.hookimpl
-    def register_commands(register: kb_core.RegisterCommand) -> None:
+    @hookimpl
+    def register_commands(register: RegisterCommand) -> None:
         register("hello", hello)
 
 - :class:`Session` and :data:`pass_session`: the global options (``--kb``, ``--config``, ``--backend``);

@@ -10,7 +10,7 @@ import os
 import signal
 from collections.abc import Iterator
 
-from kb_core import GenerateRequest, ModelRef, Problem, RegisterLanguageModel, StreamEvent, hookimpl
+from kb_core.plugin import GenerateRequest, ModelRef, Problem, RegisterLanguageModel, StreamEvent, hookimpl
 
 HINT = "set [backends.crashing] safe = true"
 

@@ -3,7 +3,7 @@ text of evidence entry [#1], citing it, so its answers are grounded by kb's own 
 
 from __future__ import annotations
 
-from kb_core import RegisterLanguageModel, hookimpl
+from kb_core.plugin import RegisterLanguageModel, hookimpl
 from kb_core.testing import ScriptedLanguageModel, extractive
 
 

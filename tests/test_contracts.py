@@ -6,9 +6,10 @@ import functools
 
 import pytest
 
-from kb_core import Config, Embedder, FactoryContext, LanguageModel, Parser
+from kb_core import Config
 from kb_core.builtin.embedders.minilm import _minilm
 from kb_core.builtin.parsers import HtmlParser, MarkdownParser, TextParser
+from kb_core.plugin import Embedder, FactoryContext, LanguageModel, Parser
 from kb_core.testing import (
     EmbedderContract,
     HashingEmbedder,

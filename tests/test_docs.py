@@ -23,7 +23,8 @@ what is documented exists.
   :data:`kb_core.extend.surface.PUBLIC_MODULES` is in the page that module maps to (in backticks or
   a heading), and every reference entry of such a page (a list item opening with a backticked name)
   is in the ``__all__`` of a module mapped to it. Driven by ``PUBLIC_MODULES`` alone: a module added
-  or a name moved is checked without a change here.
+  or a name moved is checked without a change here. ``kb_core``'s docstring names (``:mod:``) exactly the
+  public modules.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import click
 import pytest
 from kbtest import REPO
 
+import kb_core
 from kb_core.cli.main import _register_builtin_commands, cli
 from kb_core.config_schema import RULES
 from kb_core.extend import hookspecs
@@ -461,6 +463,12 @@ def test_every_reference_entry_is_a_public_name(page: str) -> None:
     entries = re.findall(rf"^[-*] `({IDENTIFIER})[(`]", _prose(_page(page)), flags=re.M)
     assert entries or page != "docs/python-api.md"
     assert sorted(set(entries) - public) == [], f"{page} describes names its modules do not export"
+
+
+def test_kb_cores_docstring_names_exactly_the_public_modules() -> None:
+    docstring = kb_core.__doc__ or ""
+    assert set(re.findall(r":mod:`(kb_core(?:\.\w+)*)`", docstring)) == set(PUBLIC_MODULES) - {"kb_core"}
+    assert "PUBLIC_MODULES" in docstring
 
 
 # -- and every kb_core name the docs give in backticks exists -----------------------------------------

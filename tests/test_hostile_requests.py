@@ -17,10 +17,8 @@ from kb_core import (
     LIMITS,
     AskOptions,
     Cancelled,
-    GenerateRequest,
     KbError,
     SearchQuery,
-    StreamEvent,
     ask,
     check_k,
     check_text,
@@ -29,6 +27,7 @@ from kb_core import (
 )
 from kb_core.answers.pipeline import RagPipeline
 from kb_core.app import KnowledgeBase
+from kb_core.plugin import GenerateRequest, StreamEvent
 from kb_core.storage.store import StoreOfRecord
 from kb_core.testing import ScriptedLanguageModel
 

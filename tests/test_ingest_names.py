@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core import ignored_part
 from kb_core.commands import NameRefused, check_new_file, clash_between, clean_name
 from kb_core.ingest.names import ignore_rule
+from kb_core.ingest.source import ignored_part
 
 EXTENSIONS = (".md", ".txt")
 

@@ -15,6 +15,7 @@ import kb_core
 from kb_core.errors import NotFoundError
 from kb_core.extend.registry import PluginError, load_registry
 from kb_core.output import schema
+from kb_core.plugin import hookimpl
 
 EXPECTED = {
     "tantivy": ("kb-tantivy", "indexes", "tantivy"),
@@ -76,7 +77,7 @@ def test_a_third_party_plugin_registers_through_the_same_hooks() -> None:
         def parse(self, text: str, path: str):  # type: ignore[no-untyped-def]
             raise NotImplementedError
 
-    @kb_core.hookimpl
+    @hookimpl
     def register_parsers(register):  # type: ignore[no-untyped-def]
         register("upper", lambda config: Upper(), extensions=(".up",))
 
@@ -114,7 +115,7 @@ def test_a_plugin_command_joins_the_cli(capsys: pytest.CaptureFixture[str]) -> N
         """Say hello."""
         click.echo(f"hello {name}")
 
-    @kb_core.hookimpl
+    @hookimpl
     def register_commands(register):  # type: ignore[no-untyped-def]
         register("hello", hello)
 
@@ -134,7 +135,7 @@ def _plugin(**hooks: object) -> ModuleType:
     """An in-process plugin module whose hooks are the given functions, marked as hook implementations."""
     module = ModuleType("broken_plugin")
     for name, function in hooks.items():
-        setattr(module, name, kb_core.hookimpl(function))  # type: ignore[arg-type]
+        setattr(module, name, hookimpl(function))  # type: ignore[arg-type]
     return module
 
 

@@ -1,4 +1,4 @@
-"""kb_core.remote: the messages every HTTP language-model backend gives, and the reasons it finds."""
+"""kb_core.plugin.remote: the messages every HTTP language-model backend gives, and the reasons it finds."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from kb_core import remote
 from kb_core.config import Config
 from kb_core.errors import KbError, ModelUnavailableError
-from kb_core.remote import (
+from kb_core.plugin import remote
+from kb_core.plugin.remote import (
     ApiError,
     ConnectionLost,
     RemoteServer,

@@ -83,7 +83,7 @@ def test_skip_dirs_excludes_the_knowledge_base_itself(tmp_path: Path) -> None:
     + [("notes/.hg/x.md", "notes/.hg/"), ("mine.md", None), ("draft.md", "draft.md")],
 )
 def test_ignored_part_says_what_the_walk_skips(tmp_path: Path, name: str, skipped: str | None) -> None:
-    from kb_core import ignored_part
+    from kb_core.ingest.source import ignored_part
 
     (tmp_path / ".kbignore").write_text("private/\n", encoding="utf-8")
     assert ignored_part(tmp_path, name, ["draft.md"]) == skipped

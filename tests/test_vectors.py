@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core import make_snippet, score_mapping, similarity_to_score
+from kb_core.plugin import make_snippet, score_mapping, similarity_to_score
 from kb_core.testing import HashingEmbedder
 
 

@@ -1,7 +1,7 @@
 """The answer check: after a grounded answer, do the passages state the answer to the question?
 
 The template's judge is a prompt of its own (a short system message, the packed entries, the
-question), asked of a backend that gives token probabilities (:class:`~kb_core.AnswerChecker`);
+question), asked of a backend that gives token probabilities (:class:`~kb_core.plugin.AnswerChecker`);
 a backend that caches prompt prefixes evaluates only the entries and the question again.
 """
 

@@ -1,13 +1,14 @@
 """The extension surface of kb: five hooks, each receiving a typed ``register`` callable.
 
-A plugin is a module with functions marked ``@kb_core.hookimpl`` and named like the specs
-below; it is found through the entry-point group ``kb``. Registering is cheap: a factory is
+A plugin is a module with functions marked ``@hookimpl`` and named like the specs below (both
+``hookimpl`` and the ``Register*`` protocols are public as :mod:`kb_core.plugin`'s); it is found
+through the entry-point group ``kb``. Registering is cheap: a factory is
 only called when the thing it makes is chosen (by configuration or a command-line flag), with a
 :class:`~kb_core.extend.contracts.FactoryContext` (an index: an ``IndexContext``)::
 
-    import kb_core
+    from kb_core.plugin import hookimpl
 
-    @kb_core.hookimpl
+    @hookimpl
     def register_language_models(register):
         register("echo", lambda ctx: EchoModel(ctx.config))
 

@@ -124,7 +124,7 @@ def _origin(groups: list[tuple[str, list[str]]], index: int) -> str:
 
 def ignore_rule(folder: Path, relative: str, extra_ignores: Sequence[str] = ()) -> tuple[str, str, str] | None:
     """What of ``relative`` ingesting ``folder`` skips, as (the folder or file skipped, the rule, where the
-    rule comes from), or None. The same rules as the walk's (:func:`kb_core.ignored_part`)."""
+    rule comes from), or None. The same rules as the walk's (:func:`kb_core.ingest.source.ignored_part`)."""
     groups = _ignore_groups(folder, extra_ignores)
     spec = pathspec.GitIgnoreSpec.from_lines([line for _, lines in groups for line in lines])
     parts = normalise(relative).split("/")

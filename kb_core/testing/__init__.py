@@ -12,10 +12,13 @@ and tests the core's answer pipeline with a scripted model::
 and runs ingest, search and answers without an index engine installed (``TestIndexesPlugin``
 registers ``test-lexical`` and ``test-vector``, a :class:`WordIndex` each). An index's own tests
 get the real parts it works with: :class:`StoreOfRecord` (an index's ``IndexContext.store``) and
-:func:`real_embedder` (an installed embedder, by name). Its pytest plugin (``pytest_plugin``)
+:func:`real_embedder` (an installed embedder, by name); :func:`load_registry` loads the installed plugins
+(and, in process, ``extra_plugins``) as kb does, for a test that looks a registration up or hands
+``KnowledgeBase`` a registry. Its pytest plugin (``pytest_plugin``)
 isolates every test's environment when a project asks for it.
 """
 
+from kb_core.extend.registry import load_registry
 from kb_core.testing.chat_server import FakeChatServer, Received, serve_chat
 from kb_core.testing.contracts import (
     BytesParserContract,
@@ -83,6 +86,7 @@ __all__ = [
     "following_up",
     "free_port",
     "isolate_environment",
+    "load_registry",
     "real_embedder",
     "serve_chat",
     "store_document",

@@ -58,7 +58,7 @@ class ScriptedLanguageModel:
 
 
 class CheckingLanguageModel(ScriptedLanguageModel):
-    """A scripted model that also answers the answer check (:class:`~kb_core.AnswerChecker`).
+    """A scripted model that also answers the answer check (:class:`~kb_core.plugin.AnswerChecker`).
 
     ``yes`` is the P("Yes") it gives every check; the checks it was asked are kept in ``checks``.
     """
