@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from kb_core import Block, FactoryContext, ParsedDocument, RegisterParser, hookimpl
+from kb_core.plugin import Block, FactoryContext, ParsedDocument, RegisterParser, hookimpl
 
 _HEADLINE = re.compile(r"^(\*+)\s+(.*?)\s*$")
 _KEYWORD = re.compile(r"^#\+(\w+):\s*(.*)$")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import kb_core
-from kb_core import Parser
+from kb_core.plugin import Parser
 from kb_core.testing import ParserContract
 from kb_org import OrgParser
 

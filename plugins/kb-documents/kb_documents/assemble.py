@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from kb_core import Block
+from kb_core.plugin import Block
 
 MAX_HEADING_CHARS = 200
 

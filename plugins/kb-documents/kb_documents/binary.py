@@ -8,7 +8,8 @@ exactly; when undecodable bytes were replaced (U+FFFD) they are gone, and the pa
 
 from __future__ import annotations
 
-from kb_core import KbError, ParsedDocument
+from kb_core import KbError
+from kb_core.plugin import ParsedDocument
 
 NEEDS_BYTES_HINT = "pass the file's bytes to parse_bytes (kb-core 0.2 and later do this when ingesting)"
 

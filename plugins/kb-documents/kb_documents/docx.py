@@ -20,7 +20,8 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml
 import defusedxml.ElementTree as SafeET
 
-from kb_core import KbError, ParsedDocument
+from kb_core import KbError
+from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
 from kb_documents.limits import Limits

@@ -16,7 +16,8 @@ from pathlib import PurePosixPath
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from kb_core import KbError, ParsedDocument
+from kb_core import KbError
+from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
 from kb_documents.layout import Glyph, Line, make_runs, order_lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb_core import FactoryContext, RegisterCommand, RegisterParser, hookimpl
+from kb_core.plugin import FactoryContext, RegisterCommand, RegisterParser, hookimpl
 from kb_documents.cli import pages_command
 from kb_documents.limits import Limits
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_core import KbError, ParsedDocument
+from kb_core import KbError
+from kb_core.plugin import ParsedDocument
 from kb_documents.binary import BinaryParser
 from kb_documents.docx import DocxParser
 from kb_documents.limits import Limits

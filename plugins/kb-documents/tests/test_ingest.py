@@ -81,8 +81,8 @@ def test_the_page_limit_comes_from_the_configuration(fixtures_dir: Path, tmp_pat
 
 
 def _kb(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", "import sys; from kb_core.cli.main import main; sys.exit(main())", *args]
-    cwd = env["KB_HOME"] + "-cwd"  # not the worktree: python -c puts the working folder first on sys.path
+    command = [str(Path(sys.executable).parent / "kb"), *args]
+    cwd = env["KB_HOME"] + "-cwd"  # a working folder of its own, not the worktree
     os.makedirs(cwd, exist_ok=True)
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, cwd=cwd, check=False)
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kb_core import KbError, ParsedDocument
+from kb_core import KbError
+from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import page_of_line, parsed_text
 from kb_documents.limits import Limits
 from kb_documents.pdf import PdfParser

@@ -14,7 +14,7 @@ import argparse
 import time
 from pathlib import Path
 
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core.plugin import Done, GenerateRequest, Token
 from kb_llamacpp import DEFAULT_MODEL, default_model_path
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
 

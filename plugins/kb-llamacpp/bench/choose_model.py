@@ -22,7 +22,7 @@ from pathlib import Path
 
 import attrs
 
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core.plugin import Done, GenerateRequest, Token
 from kb_llamacpp import default_model_path
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
 

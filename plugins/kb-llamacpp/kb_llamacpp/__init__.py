@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kb_core import FactoryContext, RegisterLanguageModel, hookimpl
+from kb_core.plugin import FactoryContext, RegisterLanguageModel, hookimpl
 from kb_llamacpp.loading import weight_repacking
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
 from kb_llamacpp.packaged import PackagedModel, materialize, target_path

@@ -1,4 +1,4 @@
-"""A :class:`kb_core.extend.contracts.LanguageModel` that runs a GGUF file in process with llama-cpp-python.
+"""A :class:`kb_core.plugin.LanguageModel` that runs a GGUF file in process with llama-cpp-python.
 
 The prompt is rendered with the model's own chat template (``tokenizer.chat_template`` in the
 GGUF metadata) and tokenized exactly once, so ``Done.prompt_tokens`` is exact. The part of it
@@ -25,17 +25,8 @@ from typing import Any
 
 import attrs
 
-from kb_core import (
-    Done,
-    GenerateRequest,
-    KbError,
-    ModelRef,
-    ModelUnavailableError,
-    Problem,
-    Progress,
-    StreamEvent,
-    Token,
-)
+from kb_core import KbError, ModelUnavailableError
+from kb_core.plugin import Done, GenerateRequest, ModelRef, Problem, Progress, StreamEvent, Token
 from kb_llamacpp.loading import CRASH_HINT, WeightRepacking, model_parameters, use_extra_buffers
 from kb_llamacpp.packaged import PackagedModel, cache_dir, is_available, materialize
 from kb_llamacpp.prefix_cache import PrefixCache

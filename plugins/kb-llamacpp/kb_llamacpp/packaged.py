@@ -19,7 +19,8 @@ from pathlib import Path
 import attrs
 import platformdirs
 
-from kb_core import ModelUnavailableError, Progress
+from kb_core import ModelUnavailableError
+from kb_core.plugin import Progress
 
 CACHE_ENV = "KB_MODEL_CACHE"
 _CHUNK = 1 << 20

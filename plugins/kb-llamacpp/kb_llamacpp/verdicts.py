@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kb_core import VerdictOpening
+from kb_core.plugin import VerdictOpening
 
 
 def spellings(word: str) -> tuple[str, ...]:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_core import FactoryContext, LanguageModel, load_config
+from kb_core import load_config
+from kb_core.plugin import FactoryContext, LanguageModel
 from kb_core.testing import LanguageModelContract
 from kb_llamacpp import make_model
 from kb_llamacpp.model import LlamaCppModel

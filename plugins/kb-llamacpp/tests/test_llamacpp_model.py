@@ -9,17 +9,9 @@ import attrs
 import llama_cpp
 import pytest
 
-from kb_core import (
-    Done,
-    FactoryContext,
-    GenerateRequest,
-    KbError,
-    LanguageModel,
-    Token,
-    VerdictOpening,
-    load_config,
-    load_registry,
-)
+from kb_core import KbError, load_config
+from kb_core.plugin import Done, FactoryContext, GenerateRequest, LanguageModel, Token, VerdictOpening
+from kb_core.testing import load_registry
 from kb_llamacpp import DEFAULT_MODEL, make_model
 from kb_llamacpp.model import LlamaCppModel
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core import VerdictOpening
+from kb_core.plugin import VerdictOpening
 from kb_llamacpp.verdicts import OpenWithVerdict, spellings
 
 YES, NO, OTHER = 1, 2, 3

@@ -10,13 +10,13 @@ question is asked in a thread, and the ``thread_id`` it returns asks a follow-up
 
 from __future__ import annotations
 
-import kb_core
+from kb_core.plugin import RegisterCommand, hookimpl
 
 __all__ = ["register_commands"]
 
 
-@kb_core.hookimpl
-def register_commands(register: kb_core.RegisterCommand) -> None:
+@hookimpl
+def register_commands(register: RegisterCommand) -> None:
     """The ``mcp`` command (imported only when the CLI starts, like every plugin command)."""
     from kb_mcp.command import mcp_command
 

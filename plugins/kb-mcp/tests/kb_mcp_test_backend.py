@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kb_core import hookimpl
+from kb_core.plugin import hookimpl
 from kb_core.testing import ScriptedLanguageModel, following_up
 
 TOPIC = "the Heliograph release"

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 import kb_core
-from kb_core.testing import ScriptedPlugin, TestIndexesPlugin, extractive
+from kb_core.testing import ScriptedPlugin, TestIndexesPlugin, extractive, load_registry
 from kb_mcp.tools import KbTools
 
 NOTE = "# Heliograph\n\nThe daemon listens on port 8080 and logs to syslog.\n"
@@ -25,9 +25,7 @@ def test_a_stale_answer_is_listed_and_shown_with_both_wordings(tmp_path: Path) -
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "h.md").write_text(NOTE)
-    registry = kb_core.load_registry(
-        extra_plugins=[("indexes", TestIndexesPlugin()), ("llm", ScriptedPlugin(extractive))]
-    )
+    registry = load_registry(extra_plugins=[("indexes", TestIndexesPlugin()), ("llm", ScriptedPlugin(extractive))])
     overrides = {"indexes.enabled": ["test-lexical"], "search.mode": "lexical", "models.llm.backend": "scripted"}
     config = kb_core.load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={})
     with kb_core.KnowledgeBase(config, registry) as kb:

@@ -16,7 +16,7 @@ from mcp.types import CallToolResult
 from mcp_helpers import answer_part, schema, text_of, with_server
 
 import kb_core
-from kb_core.testing import ScriptedPlugin, TestIndexesPlugin, following_up
+from kb_core.testing import ScriptedPlugin, TestIndexesPlugin, following_up, load_registry
 from kb_mcp.tools import THREAD_ID_CHARS, KbTools
 
 NOTE = "# Heliograph\n\nThe Heliograph daemon listens on port 8080 and logs to syslog.\n"
@@ -41,9 +41,7 @@ def tools(tmp_path: Path) -> Iterator[KbTools]:
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "h.md").write_text(NOTE)
-    registry = kb_core.load_registry(
-        extra_plugins=[("indexes", TestIndexesPlugin()), ("llm", ScriptedPlugin(conversing))]
-    )
+    registry = load_registry(extra_plugins=[("indexes", TestIndexesPlugin()), ("llm", ScriptedPlugin(conversing))])
     overrides = {"indexes.enabled": ["test-lexical"], "search.mode": "lexical", "models.llm.backend": "scripted"}
     config = kb_core.load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={})
     with kb_core.KnowledgeBase(config, registry) as kb:

@@ -18,8 +18,8 @@ import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from kb_core.config import Config
-from kb_core.types import GenerateRequest
+from kb_core import Config
+from kb_core.plugin import GenerateRequest
 from kb_ollama.model import make_model
 
 HERE = Path(__file__).resolve().parent

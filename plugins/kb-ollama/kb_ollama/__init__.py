@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-import kb_core
-from kb_core import FactoryContext, RegisterLanguageModel
+from kb_core.plugin import FactoryContext, RegisterLanguageModel, hookimpl
 from kb_ollama.model import OllamaModel, make_model
 
 __all__ = ["OllamaModel", "register_language_models"]
@@ -22,7 +21,7 @@ def _factory(ctx: FactoryContext) -> OllamaModel:
     return make_model(ctx.config, ctx.options)
 
 
-@kb_core.hookimpl
+@hookimpl
 def register_language_models(register: RegisterLanguageModel) -> None:
     """The ``ollama`` backend."""
     register("ollama", _factory, needs="a running Ollama server (https://ollama.com)")

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from kb_core import ConfigError
-from kb_core.remote import (
+from kb_core.plugin.remote import (
     MAX_BODY_BYTES,
     ApiError,
     ConnectionLost,
@@ -35,7 +35,7 @@ from kb_core.remote import (
 from kb_ollama.protocol import MAX_LINE_BYTES, OLLAMA, MalformedResponse, error_message, parse_object
 
 DEFAULT_PORT = 11434
-#: Two errors of kb_core.remote by the names this plugin first gave them.
+#: Two errors of kb_core.plugin.remote by the names this plugin first gave them.
 OllamaApiError = ApiError
 OllamaTimeout = ServerTimeout
 

@@ -9,19 +9,9 @@ from typing import Any
 
 import attrs
 
-from kb_core import (
-    Config,
-    ConfigError,
-    Done,
-    GenerateRequest,
-    KbError,
-    ModelRef,
-    ModelUnavailableError,
-    Problem,
-    StreamEvent,
-    Token,
-)
-from kb_core.remote import ApiError, Timeouts, first_or_done, upper_bound_tokens
+from kb_core import Config, ConfigError, KbError, ModelUnavailableError
+from kb_core.plugin import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_core.plugin.remote import ApiError, Timeouts, first_or_done, upper_bound_tokens
 from kb_ollama.client import BaseUrl, OllamaClient
 from kb_ollama.protocol import (
     OLLAMA,
@@ -81,7 +71,7 @@ class ModelNotPulled(ModelUnavailableError):
 
 
 class OllamaModel:
-    """A :class:`kb_core.extend.contracts.LanguageModel` served by an Ollama server.
+    """A :class:`kb_core.plugin.LanguageModel` served by an Ollama server.
 
     ``context_tokens`` starts as ``[models.llm] context_tokens`` and is lowered to the model's
     own context length the first time the server is asked anything (``count_tokens``,

@@ -14,8 +14,8 @@ from typing import Any
 
 import attrs
 
-from kb_core import GenerateRequest, remote
-from kb_core.remote import RemoteServer, chat_messages, count_field, error_body_text, one_line, preview
+from kb_core.plugin import GenerateRequest, remote
+from kb_core.plugin.remote import RemoteServer, chat_messages, count_field, error_body_text, one_line, preview
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 #: How messages name the server, and where its URL is set.

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kb_core import LanguageModel
+from kb_core.plugin import LanguageModel
 from kb_core.testing import LanguageModelContract
 
 

@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from kb_core import Done, GenerateRequest, KbError, ModelUnavailableError, Token
+from kb_core import KbError, ModelUnavailableError
+from kb_core.plugin import Done, GenerateRequest, Token
 from kb_ollama.client import OllamaApiError
 
 REQUEST = GenerateRequest(system="Answer from the sources.", user="Why is the sky blue?", max_tokens=64)

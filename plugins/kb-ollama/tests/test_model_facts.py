@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kb_core import Config, ConfigError, KnowledgeBase, LanguageModel, Problem, load_registry
+from kb_core import Config, ConfigError, KnowledgeBase
+from kb_core.plugin import LanguageModel, Problem
+from kb_core.testing import load_registry
 from kb_ollama.client import BaseUrl, OllamaApiError
 from kb_ollama.model import ModelNotPulled, make_model, upper_bound_tokens
 

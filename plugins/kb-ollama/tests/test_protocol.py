@@ -7,7 +7,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_core import ConfigError, Done, GenerateRequest, Token
+from kb_core import ConfigError
+from kb_core.plugin import Done, GenerateRequest, Token
 from kb_ollama.client import BaseUrl
 from kb_ollama.protocol import (
     ChatLine,

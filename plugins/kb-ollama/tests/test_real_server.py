@@ -13,7 +13,8 @@ import socket
 
 import pytest
 
-from kb_core import Config, Done, GenerateRequest, Token
+from kb_core import Config
+from kb_core.plugin import Done, GenerateRequest, Token
 from kb_ollama.client import BaseUrl, OllamaClient, Timeouts
 from kb_ollama.model import make_model
 from kb_ollama.protocol import parse_tags

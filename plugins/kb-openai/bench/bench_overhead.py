@@ -30,8 +30,8 @@ from pathlib import Path
 
 import httpx
 
-from kb_core.config import Config
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core import Config
+from kb_core.plugin import Done, GenerateRequest, Token
 from kb_openai.model import make_model
 
 SYSTEM = "You are a helpful assistant."
@@ -39,9 +39,8 @@ USER = "Explain in a few sentences why the sky is blue."
 
 IN_PROCESS = """
 import json, statistics, sys, time
-from kb_core.config import Config
-from kb_core.extend.contracts import FactoryContext
-from kb_core.types import Done, GenerateRequest, Token
+from kb_core import Config
+from kb_core.plugin import Done, FactoryContext, GenerateRequest, Token
 from kb_llamacpp import make_model
 config = Config()
 config.models.llm.threads = int(sys.argv[1])

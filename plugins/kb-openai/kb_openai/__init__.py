@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb_core import FactoryContext, RegisterLanguageModel, hookimpl
+from kb_core.plugin import FactoryContext, RegisterLanguageModel, hookimpl
 
 if TYPE_CHECKING:
     from kb_openai.model import OpenAIModel

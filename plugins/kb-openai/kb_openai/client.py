@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from kb_core import ModelUnavailableError
-from kb_core.remote import (
+from kb_core.plugin.remote import (
     MAX_BODY_BYTES,
     ApiError,
     ConnectionLost,

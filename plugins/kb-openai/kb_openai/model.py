@@ -9,8 +9,9 @@ from typing import Any
 
 import attrs
 
-from kb_core import Config, Done, GenerateRequest, KbError, ModelRef, ModelUnavailableError, Problem, StreamEvent, Token
-from kb_core.remote import ApiError, chat_messages, first_or_done, upper_bound_tokens
+from kb_core import Config, KbError, ModelUnavailableError
+from kb_core.plugin import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_core.plugin.remote import ApiError, chat_messages, first_or_done, upper_bound_tokens
 from kb_openai.client import OpenAIClient
 from kb_openai.protocol import (
     DONE_MARK,
@@ -51,7 +52,7 @@ class ServerFacts:
 
 
 class OpenAIModel:
-    """A :class:`kb_core.extend.contracts.LanguageModel` served by any OpenAI-compatible server.
+    """A :class:`kb_core.plugin.LanguageModel` served by any OpenAI-compatible server.
 
     Creating it does not touch the network; the first ``count_tokens``, ``generate_stream`` or
     ``check`` asks ``GET /models`` once (to confirm the model, or pick the server's only one).

@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
-from kb_core import GenerateRequest, remote
-from kb_core.remote import chat_messages, count_field, error_body_text, one_line, preview
+from kb_core.plugin import GenerateRequest, remote
+from kb_core.plugin.remote import chat_messages, count_field, error_body_text, one_line, preview
 from kb_openai.settings import OPENAI
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024

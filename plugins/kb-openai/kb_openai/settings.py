@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import attrs
 
 from kb_core import Config, ConfigError
-from kb_core.remote import RemoteServer, Timeouts
+from kb_core.plugin.remote import RemoteServer, Timeouts
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
 URL_ENV = "KB_OPENAI_URL"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kb_core import LanguageModel
+from kb_core.plugin import LanguageModel
 from kb_core.testing import LanguageModelContract
 
 pytestmark = pytest.mark.slow

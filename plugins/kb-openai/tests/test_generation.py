@@ -10,18 +10,9 @@ from typing import Any
 
 import pytest
 
-from kb_core import (
-    Config,
-    ConfigError,
-    Done,
-    GenerateRequest,
-    KbError,
-    KnowledgeBase,
-    LanguageModel,
-    Token,
-    load_registry,
-)
-from kb_core.testing import FakeChatServer
+from kb_core import Config, ConfigError, KbError, KnowledgeBase
+from kb_core.plugin import Done, GenerateRequest, LanguageModel, Token
+from kb_core.testing import FakeChatServer, load_registry
 from kb_openai.client import ApiError, ServerUnreachable, Unauthorized
 from kb_openai.model import ModelNotFound, OpenAIModel, make_model, upper_bound_tokens
 from kb_openai.settings import Secret, parse_base_url

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kb_core import Done, GenerateRequest, LanguageModel, Token
+from kb_core.plugin import Done, GenerateRequest, LanguageModel, Token
 from kb_openai.client import Unauthorized
 from kb_openai.model import ModelNotFound, OpenAIModel, upper_bound_tokens
 

@@ -23,11 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from kb_core.builtin.embedders.minilm import _minilm
-from kb_core.config import Config
-from kb_core.extend.contracts import FactoryContext
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Document, SearchQuery
+from kb_core import Chunk, Document, SearchQuery
+from kb_core.testing import StoreOfRecord, real_embedder
 from kb_qdrant.index import QdrantIndex
 from kb_qdrant.settings import QdrantSettings
 from kb_sqlitevec.index import SqliteVecIndex
@@ -101,7 +98,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = StoreOfRecord(Path(tmp) / "kb")
         chunks = load_chunks(store, args.docs)
-        embedder = Precomputed(_minilm(FactoryContext(Config())), [c.text for c in chunks])
+        embedder = Precomputed(real_embedder("minilm"), [c.text for c in chunks])
         print(
             f"{len(chunks)} SciFact chunks; embedding them once: {len(chunks) / embedder.embed_seconds:8.1f} chunks/s"
         )

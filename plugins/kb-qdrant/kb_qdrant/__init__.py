@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-import kb_core
-from kb_core import IndexContext, KbError
+from kb_core import KbError
+from kb_core.plugin import IndexContext, RegisterIndex, hookimpl
 from kb_qdrant.settings import QdrantSettings
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def make_index(ctx: IndexContext) -> QdrantIndex:
     )
 
 
-@kb_core.hookimpl
-def register_indexes(register: kb_core.RegisterIndex) -> None:
+@hookimpl
+def register_indexes(register: RegisterIndex) -> None:
     """The vector index ``qdrant``."""
     register("qdrant", make_index, mode="vector")

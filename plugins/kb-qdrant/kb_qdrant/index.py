@@ -25,18 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from kb_core import (
-    Chunk,
-    Citation,
-    Embedder,
-    Hit,
-    KbError,
-    Problem,
-    SearchQuery,
-    StoreView,
-    score_mapping,
-    similarity_to_score,
-)
+from kb_core import Chunk, Citation, Hit, KbError, SearchQuery
+from kb_core.plugin import Embedder, Problem, StoreView, score_mapping, similarity_to_score
 from kb_qdrant.connection import open_client, translated
 from kb_qdrant.payload import chunk_payload, point_id
 from kb_qdrant.settings import QdrantSettings

@@ -15,7 +15,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from kb_core import Chunk, make_snippet
+from kb_core import Chunk
+from kb_core.plugin import make_snippet
 
 #: The namespace of point ids: ``uuid5(POINT_NAMESPACE, chunk_id)``.
 POINT_NAMESPACE = uuid.UUID("6f1c9a5e-2b7d-5c3e-9a41-0d8e7b6c5a43")

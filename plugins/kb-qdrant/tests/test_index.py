@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kb_core import IndexContext, KbError, Problem, SearchQuery
+from kb_core import KbError, SearchQuery
+from kb_core.plugin import IndexContext, Problem
 from kb_core.testing import ON_TOPIC, VECTOR_CORPUS, StoreOfRecord, VectorIndexContract, store_document
 from kb_qdrant import make_index
 from kb_qdrant.index import QdrantIndex

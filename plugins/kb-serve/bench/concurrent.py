@@ -42,8 +42,8 @@ GOLDEN = REPO / "fixtures" / "golden" / "answers.jsonl"
 
 SERVE_SCRIPTED = """
 import sys, uvicorn
-from kb_core import load_config, load_registry
-from kb_core.testing import ScriptedPlugin
+from kb_core import load_config
+from kb_core.testing import ScriptedPlugin, load_registry
 from kb_serve import ServeSettings, create_app
 
 def extractive(request):

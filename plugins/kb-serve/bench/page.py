@@ -39,9 +39,9 @@ from typing import Any
 import httpx
 import uvicorn
 
-from kb_core import GenerateRequest, KnowledgeBase, hookimpl, ingest_paths, load_config, load_registry
-from kb_core.testing import ScriptedLanguageModel
-from kb_core.types import Done, StreamEvent, Token
+from kb_core import KnowledgeBase, ingest_paths, load_config
+from kb_core.plugin import Done, GenerateRequest, StreamEvent, Token, hookimpl
+from kb_core.testing import ScriptedLanguageModel, load_registry
 from kb_serve import ServeSettings, create_app
 from kb_serve.running import bind
 from kb_serve.webpage import load_assets

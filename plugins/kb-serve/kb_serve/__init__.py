@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kb_core import RegisterCommand, hookimpl
+from kb_core.plugin import RegisterCommand, hookimpl
 from kb_serve.settings import ServeSettings
 
 if TYPE_CHECKING:

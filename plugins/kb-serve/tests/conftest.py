@@ -24,20 +24,9 @@ import httpx
 import pytest
 import uvicorn
 
-from kb_core import (
-    Block,
-    Done,
-    GenerateRequest,
-    KnowledgeBase,
-    ParsedDocument,
-    StreamEvent,
-    Token,
-    hookimpl,
-    ingest_paths,
-    load_config,
-    load_registry,
-)
-from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin, extractive
+from kb_core import KnowledgeBase, ingest_paths, load_config
+from kb_core.plugin import Block, Done, GenerateRequest, ParsedDocument, StreamEvent, Token, hookimpl
+from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin, extractive, load_registry
 from kb_serve import ServeSettings, create_app
 from kb_serve.running import bind
 

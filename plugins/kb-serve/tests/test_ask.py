@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from kb_core import GenerateRequest
+from kb_core.plugin import GenerateRequest
 from kb_serve.client import iter_sse, parse_sse
 from kb_serve.openapi import kb_schema, own_schema
 

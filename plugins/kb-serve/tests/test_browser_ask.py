@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from kb_core import GenerateRequest
+from kb_core.plugin import GenerateRequest
 from kb_core.testing import extractive, following_up
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,8 @@ import httpx
 import jsonschema
 import pytest
 
-from kb_core import LIMITS, GenerateRequest
+from kb_core import LIMITS
+from kb_core.plugin import GenerateRequest
 from kb_core.testing import extractive, following_up
 from kb_serve.client import iter_sse, parse_sse
 from kb_serve.errors import ApiError

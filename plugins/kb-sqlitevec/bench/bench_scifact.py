@@ -11,8 +11,8 @@ What it measures (one chunk per document: title + blank line + text):
    time the embedding model spent inside it (timed around the embedder's calls, same run);
 2. a cross-check of that ratio: the model alone, then the upsert path into a fresh index, on the
    first ``--ratio-docs`` documents;
-3. quality: vector-only nDCG@10 / Recall@10 / MRR@10 over the 300 queries (trec_eval definitions,
-   from kb_core.evaluation.retrieval), with the top-1 score of on-topic vs off-topic questions;
+3. quality: vector-only nDCG@10 / Recall@10 / MRR@10 over the 300 queries (trec_eval's definitions,
+   as ``kb eval retrieval`` computes them), with the top-1 score of on-topic vs off-topic questions;
 4. search latency p50/p95 (end to end, and without the query embedding);
 5. ``--scaling``: search latency at 5k/20k/50k random 384-d vectors, against a numpy brute-force
    scan of the same vectors in the same process.
@@ -22,29 +22,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from kb_core.config import Config
-from kb_core.evaluation.retrieval import (
-    collapse_to_documents,
-    load_qrels,
-    load_queries,
-    mrr_at_k,
-    ndcg_at_k,
-    percentile,
-    recall_at_k,
-)
-from kb_core.extend.contracts import FactoryContext
-from kb_core.extend.registry import load_registry
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, Document, ModelRef, SearchQuery
+from kb_core import Chunk, Document, SearchQuery
+from kb_core.plugin import ModelRef
+from kb_core.testing import StoreOfRecord, real_embedder
 from kb_sqlitevec.index import SqliteVecIndex
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"
@@ -63,6 +53,50 @@ OFF_TOPIC = [
     "how to learn to play the guitar",
     "movie showtimes this weekend",
 ]
+
+
+def load_queries(path: Path) -> dict[str, str]:
+    """query id -> text, from BEIR's ``queries.jsonl``."""
+    records = (json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip())
+    return {str(r.get("id", r.get("_id"))): str(r["text"]) for r in records}
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """query id -> {document id: relevance}, from BEIR's ``qrels.tsv`` (its header line skipped)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        qid, doc_id, relevance = line.split()[:3]
+        qrels.setdefault(qid, {})[doc_id] = int(relevance)
+    return qrels
+
+
+def ndcg_at_k(ranking: Sequence[str], judged: dict[str, int], k: int = 10) -> float:
+    """trec_eval ``ndcg_cut.k``: linear gain, log2(rank + 1) discount, ideal from the judgements."""
+    dcg = sum(max(judged.get(doc, 0), 0) / math.log2(i + 2) for i, doc in enumerate(ranking[:k]))
+    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def recall_at_k(ranking: Sequence[str], judged: dict[str, int], k: int = 10) -> float:
+    """trec_eval ``recall.k``: relevant documents in the top k over all relevant documents."""
+    relevant = {doc for doc, g in judged.items() if g > 0}
+    return len(relevant.intersection(ranking[:k])) / len(relevant) if relevant else 0.0
+
+
+def mrr_at_k(ranking: Sequence[str], judged: dict[str, int], k: int = 10) -> float:
+    """The reciprocal rank of the first relevant document within the top k (0 when there is none)."""
+    return next((1.0 / (i + 1) for i, doc in enumerate(ranking[:k]) if judged.get(doc, 0) > 0), 0.0)
+
+
+def documents(doc_paths: Iterable[str]) -> list[str]:
+    """Document ids (a path's stem) in order of their best-ranked chunk, each once."""
+    return list(dict.fromkeys(PurePosixPath(path).stem for path in doc_paths))
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Linear interpolation between ranks, as every kb report computes it."""
+    return float(np.percentile(values, fraction * 100)) if len(values) else 0.0
 
 
 class Timed:
@@ -144,7 +178,7 @@ def index_all(index: SqliteVecIndex, chunks: list[Chunk]) -> float:
 
 
 def bench_model(name: str, ratio_docs: int, work: Path) -> None:
-    embedder = load_registry().get("embedders", name).factory(FactoryContext(Config()))
+    embedder = real_embedder(name)
     embedder.embed_array(["warm up the model"] * 4)
     store = StoreOfRecord(work / name)
     chunks = load_chunks(store)
@@ -182,7 +216,7 @@ def bench_model(name: str, ratio_docs: int, work: Path) -> None:
         elapsed = time.perf_counter() - start
         latency.append(elapsed)
         knn_only.append(elapsed - (timed.query_seconds - before))
-        ranking = collapse_to_documents(h.doc_path for h in hits)
+        ranking = documents(h.doc_path for h in hits)
         judged = qrels.get(qid, {})
         ndcg.append(ndcg_at_k(ranking, judged))
         recall.append(recall_at_k(ranking, judged))

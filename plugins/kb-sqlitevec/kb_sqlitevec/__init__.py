@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import kb_core
-from kb_core import IndexContext, KbError, RegisterIndex
+from kb_core import KbError
+from kb_core.plugin import IndexContext, RegisterIndex, hookimpl
 
 if TYPE_CHECKING:
     from kb_sqlitevec.index import SqliteVecIndex
@@ -38,7 +38,7 @@ def make_index(ctx: IndexContext) -> SqliteVecIndex:
     )
 
 
-@kb_core.hookimpl
+@hookimpl
 def register_indexes(register: RegisterIndex) -> None:
     """The vector index ``sqlitevec``."""
     register("sqlitevec", make_index, mode="vector")

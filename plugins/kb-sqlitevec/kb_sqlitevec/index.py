@@ -16,7 +16,7 @@ Scores. ``raw_score`` is the cosine similarity ``s`` of query and chunk. ``score
 
 * ``floor`` is the embedder's similarity floor for the query's script (the similarity unrelated
   texts in that language reach with that model: ``similarity_floors``, see
-  :func:`kb_core.extend.contracts.similarity_floor`; 0.0 when the embedder does not say). Sentence
+  :func:`kb_core.plugin.similarity_floor`; 0.0 when the embedder does not say). Sentence
   embedders rarely give negative cosines: with all-MiniLM-L6-v2, off-topic English text sits
   around 0.0-0.2 and on-topic passages at 0.4 and above; multilingual-e5 puts unrelated text at
   0.7-0.8. The common ``(s + 1) / 2`` would put off-topic queries at 0.5-0.6, above any useful
@@ -44,20 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from kb_core import (
-    ArrayEmbedder,
-    Chunk,
-    Citation,
-    Embedder,
-    Hit,
-    KbError,
-    Problem,
-    SearchQuery,
-    StoreView,
-    make_snippet,
-    score_mapping,
-    similarity_to_score,
-)
+from kb_core import Chunk, Citation, Hit, KbError, SearchQuery
+from kb_core.plugin import ArrayEmbedder, Embedder, Problem, StoreView, make_snippet, score_mapping, similarity_to_score
 from kb_sqlitevec.ann import AnnFiles, AnnOptions, Changes, batched_rows
 from kb_sqlitevec.db import (
     ModelKey,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kb_core import ModelRef
+from kb_core.plugin import ModelRef
 
 
 class TableEmbedder:

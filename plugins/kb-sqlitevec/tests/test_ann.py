@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb_core import Chunk, Document, IndexContext, KbError, SearchQuery, load_config, load_registry
-from kb_core.testing import StoreOfRecord
+from kb_core import Chunk, Document, KbError, SearchQuery, load_config
+from kb_core.plugin import IndexContext
+from kb_core.testing import StoreOfRecord, load_registry
 from kb_sqlitevec.ann import AnnOptions
 from kb_sqlitevec.index import SqliteVecIndex
 from kb_sqlitevec.synthetic import TableEmbedder

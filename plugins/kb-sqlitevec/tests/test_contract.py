@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kb_core import IndexContext
+from kb_core.plugin import IndexContext
 from kb_core.testing import IndexContract
 from kb_sqlitevec import make_index
 

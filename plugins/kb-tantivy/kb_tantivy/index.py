@@ -22,7 +22,8 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
-from kb_core import Chunk, Citation, Hit, IndexContext, KbError, Problem, SearchQuery
+from kb_core import Chunk, Citation, Hit, KbError, SearchQuery
+from kb_core.plugin import IndexContext, Problem
 from kb_tantivy import analysis, scoring
 
 SCHEMA_VERSION = 1

@@ -16,18 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_core import (
-    Chunk,
-    Config,
-    Document,
-    IndexContext,
-    KbError,
-    SearchIndex,
-    SearchQuery,
-    SnippetMaker,
-    load_registry,
-)
-from kb_core.testing import StoreOfRecord
+from kb_core import Chunk, Config, Document, KbError, SearchQuery
+from kb_core.plugin import IndexContext, SearchIndex, SnippetMaker
+from kb_core.testing import StoreOfRecord, load_registry
 from kb_tantivy import TantivyIndex, make_index
 from kb_tantivy.index import FIX, META_FILE
 
@@ -332,11 +323,9 @@ CHILD = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from kb_core.config import Config
-    from kb_core.extend.contracts import IndexContext
-    from kb_core.errors import KbError
+    from kb_core import Chunk, Config, KbError, SearchQuery
+    from kb_core.plugin import IndexContext
     from kb_core.testing import StoreOfRecord
-    from kb_core.types import Chunk, SearchQuery
     from kb_tantivy import make_index
 
     kb = Path(sys.argv[1])
@@ -427,7 +416,8 @@ def test_search_on_an_index_never_built_finds_nothing(index: TantivyIndex) -> No
 
 
 def test_path_glob_never_returns_chunks_that_do_not_match_the_query(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from kb_core import Chunk, Config, IndexContext, SearchQuery
+    from kb_core import Chunk, Config, SearchQuery
+    from kb_core.plugin import IndexContext
     from kb_core.testing import StoreOfRecord
     from kb_tantivy.index import TantivyIndex
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core import Chunk, Config, IndexContext, SearchQuery
+from kb_core import Chunk, Config, SearchQuery
+from kb_core.plugin import IndexContext
 from kb_core.testing import StoreOfRecord
 from kb_tantivy import TantivyIndex, make_index, scoring
 

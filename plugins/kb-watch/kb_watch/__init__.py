@@ -6,13 +6,13 @@ Registers the command ``watch``. Each update prints one status line on stderr, o
 
 from __future__ import annotations
 
-import kb_core
+from kb_core.plugin import RegisterCommand, hookimpl
 
 __all__ = ["register_commands"]
 
 
-@kb_core.hookimpl
-def register_commands(register: kb_core.RegisterCommand) -> None:
+@hookimpl
+def register_commands(register: RegisterCommand) -> None:
     """The ``watch`` command."""
     from kb_watch.command import watch_command
 
