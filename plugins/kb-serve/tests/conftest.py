@@ -222,15 +222,16 @@ def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Running]]:
     """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB (``**settings``: ServeSettings;
-    ``llm``: a plugin registering the ``scripted`` backend, instead of a ScriptedPlugin of ``script``)."""
+    ``llm``: a plugin registering the ``scripted`` backend, instead of a ScriptedPlugin of ``script``;
+    ``backend``: another installed backend, e.g. ``llamacpp`` for the embedded model)."""
     running: list[Running] = []
 
-    def start(script: Any = extractive, llm: Any = None, **settings: Any) -> Running:
+    def start(script: Any = extractive, llm: Any = None, backend: str = "scripted", **settings: Any) -> Running:
         kb_dir = tmp_path / f"kb{len(running)}"
         shutil.copytree(corpus_kb, kb_dir)
         gate, llm = Gate(), llm if llm is not None else ScriptedPlugin(script)
         registry = load_registry(extra_plugins=[("scripted-llm", llm), ("gated-parser", gate)])
-        config = load_config(kb_dir=kb_dir, overrides={"models.llm.backend": "scripted"}, environ={})
+        config = load_config(kb_dir=kb_dir, overrides={"models.llm.backend": backend}, environ={})
         app = create_app(config, ServeSettings(**settings), registry)
         sock = bind("127.0.0.1", 0)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))

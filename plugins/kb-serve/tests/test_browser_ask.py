@@ -3,7 +3,7 @@ citations, refusals, Korean, the bearer token, and follow-up questions in a conv
 checks that the page asked nothing of any address but the server's, opened no dialog, raised no
 script error and broke no CSP rule.
 
-Writes ``docs/page.png``: the page answering, with its citation opened.
+Writes ``docs/page.png``: the embedded model answering on the page, its citation opened (when it is installed).
 """
 
 from __future__ import annotations
@@ -85,12 +85,40 @@ def test_a_grounded_answer_streams_in_and_its_citation_opens_the_cited_lines(
     assert tab.page.evaluate("location.hash") == href
     assert "2.3.0 (2024-06-18)" in " ".join(tab.page.evaluate(CITED_TEXTS))
 
-    # the screenshot: an answer from a Markdown note, its citation open in its section (a new conversation)
+    # an answer from a Markdown note opens its citation in its section (a new conversation)
     tab.page.click("#new-thread")
     tab.ask(WIND)
     expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
     tab.open_from(tab.page.locator("#answer .answer-text a.cite").first)
     expect(tab.page.locator("#viewer-heading")).to_have_text("Heliograph › Operation › Wind protection")
+    tab.check_clean()
+
+
+def test_the_embedded_model_answers_on_the_page_with_its_citation_open(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    """The README's picture (``docs/page.png``): what a user sees, the embedded default model answering."""
+    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
+    from kb_core import ModelUnavailableError
+    from kb_llamacpp import default_model_path
+
+    try:
+        default_model_path()
+    except ModelUnavailableError as exc:
+        pytest.skip(f"the embedded default model is not installed: {exc.message}")
+    server = start_server(backend="llamacpp")
+    tab = open_tab(server)
+    tab.goto()
+    expect(tab.page.locator("#health")).to_contain_text("model: llamacpp")
+    tab.ask(RELEASE)
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded", timeout=240_000)
+    link = tab.page.locator("#answer .answer-text a.cite").first
+    path, start, end = cited_range(link.get_attribute("href"))
+    assert path == "notes/CHANGELOG.txt"
+    assert "2024" in tab.page.locator("#answer .answer-text").inner_text()  # 2.3.0 came out on 2024-06-18
+    tab.open_from(link)
+    expect(tab.page.locator("#viewer-lines .line.cited")).to_have_count(end - start + 1)
+    assert tab.page.evaluate(CITED_TEXTS) == file_lines(path, start, end)
     tab.page.hover("#answer .sentence.supported >> nth=0")
     SCREENSHOT.parent.mkdir(exist_ok=True)
     tab.page.screenshot(path=str(SCREENSHOT))
