@@ -7,137 +7,35 @@ from pathlib import Path
 import click
 
 from kb_core.answers.again import AskedAgain, changes_since
-from kb_core.answers.prompts import RAG_V1, TEMPLATES
+from kb_core.cli.asking import (
+    chosen_thread,
+    dim,
+    echoing,
+    print_explain,
+    print_outcome,
+    searched_printer,
+    streamed_text,
+)
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
-from kb_core.cli.checks import K_RANGE, check_query
+from kb_core.cli.checks import K_RANGE
+from kb_core.cli.options import backend_option, constrained_option, input_file, mode_option, out_option
 from kb_core.crashes import last_crash
 from kb_core.errors import EXIT_NO_RESULT, KbError
 from kb_core.storage.answers import stored_answer
-from kb_core.terminal import shown
-from kb_core.types import NOT_ANSWERED, SEARCH_MODES, Answer
-
-MODE_CHOICE = click.Choice(list(SEARCH_MODES))
-
-
-def _dim(text: str) -> str:
-    return click.style(text, dim=True)
-
-
-def _print_explain(answer: Answer) -> None:
-    """The retrieval trace and the exact prompt the model was given."""
-    r = answer.retrieval
-    click.echo(
-        _dim(
-            f"── retrieval {r.trace_id}: {r.mode}, k={r.k}, gate {r.score_gate:.2f}, "
-            f"{r.chunks_returned} returned, {r.chunks_used} packed, {r.took_ms:.0f} ms"
-        )
-    )
-    for hit in answer.trace:
-        click.echo(_dim(f"  {hit.rank:>2}. {hit.score:.3f}  {shown(str(hit.citation))}  ({hit.retriever})"))
-    if answer.prompt is not None:
-        click.echo(_dim(f"── prompt {answer.prompt_template_version}: system"))
-        click.echo(_dim(answer.prompt.system))
-        if TEMPLATES.get(answer.prompt_template_version, RAG_V1).examples:
-            click.echo(
-                _dim(f"── then the worked examples of {answer.prompt_template_version} (fixed), then the user message")
-            )
-        click.echo(_dim("── prompt: user"))
-        click.echo(_dim(answer.prompt.user))
-        if answer.prompt.grammar:
-            click.echo(_dim("── grammar (constrained generation)"))
-            click.echo(_dim(answer.prompt.grammar))
-    if answer.sentences:
-        click.echo(_dim("── sentences, as kb checked them"))
-        for s in answer.sentences:
-            support = "" if s.support is None else f" {s.support:.0%}"
-            backed = "".join(f"[#{m}]" for m in s.supported_by) or "nothing"
-            how = "kb attributed" if s.attributed else "cited"
-            status = (
-                f"supported by {backed} ({how}){support}"
-                if s.supported_by
-                else ("needs no support" if s.kind != "claim" else f"UNSUPPORTED{support}")
-            )
-            click.echo(_dim(f"  {s.kind:<15} {status}: {s.text}"))
-    if answer.answer_check is not None:
-        click.echo(
-            _dim(f"── answer check: the model gives {answer.answer_check:.2f} that the passages state the answer")
-        )
-
-
-def _verdict_line(answer: Answer) -> str:
-    """How kb stated a yes/no verdict: with its confidence, or why it withheld it."""
-    sure = "unknown" if answer.verdict_confidence is None else f"{answer.verdict_confidence:.2f}"
-    if answer.verdict_withheld:
-        return f"; verdict withheld (the model said {answer.verdict}, confidence {sure}: the passages do not settle it)"
-    return f"; verdict {answer.verdict} (confidence {sure})"
-
-
-def streamed_text(answer: Answer, pieces: list[str]) -> str | None:
-    """The text the model streamed for ``answer`` (None when no model was asked: a refusal by retrieval)."""
-    asked = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
-    return "".join(pieces) if asked else None
-
-
-def print_outcome(answer: Answer, streamed: str | None) -> None:
-    """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates."""
-    if streamed is None:
-        click.echo(answer.answer)
-    else:
-        click.echo()
-        if streamed.strip() != answer.answer:  # citations repaired, sentences dropped, verdict withheld, withdrawn
-            click.echo(_dim("As checked: ") + answer.answer)
-    if answer.grounded:
-        click.echo()
-        click.echo(click.style("Sources:", bold=True))
-        for c in answer.citations:
-            click.echo(f"  [#{c.marker}] {shown(c.ref)}  (score {c.score:.2f})")
-        verdict = click.style("grounded", fg="green")
-        if answer.verdict in ("yes", "no"):
-            verdict += _verdict_line(answer)
-    else:
-        verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")
-        if answer.note:
-            verdict += f": {answer.note}"
-        if answer.candidates and answer.refusal_reason != "score_gate":  # the gate's text lists them already
-            click.echo()
-            withdrawn = answer.refusal_detail == NOT_ANSWERED  # its candidates are what it cited
-            click.echo(click.style("It cited:" if withdrawn else "Nearest candidates:", bold=True))
-            for c in answer.candidates:
-                click.echo(f"  {shown(c.ref)}  (score {c.score:.2f})")
-    if answer.ignored_instructions:
-        markers = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
-        click.echo(
-            click.style(
-                f"Note: {markers} contains instructions addressed to the assistant; kb treated them "
-                "as data and ignored them.",
-                fg="yellow",
-            )
-        )
-    usage = answer.usage
-    timing = f"{usage.latency_ms / 1000:.1f} s"
-    if usage.first_token_ms is not None:
-        timing += f", first token {usage.first_token_ms / 1000:.1f} s"
-    model = f"{answer.model.id}, " if answer.model else ""
-    click.echo()
-    click.echo(verdict + _dim(f"  [{model}{answer.prompt_template_version}, {timing}]"))
 
 
 @click.command("ask")
-@click.argument("question", callback=check_query, required=False)
+@click.argument("question", required=False)
 @click.option("--again", "again_id", metavar="ID", help="Ask a stored question again and show what changed.")
 @click.option("--continue", "continue_last", is_flag=True, help="Ask a follow-up in the last thread.")
 @click.option("--thread", "thread_id", metavar="ID", help="Ask a follow-up in the thread ID ('kb threads list').")
-@click.option("--backend", help="Language model backend for this question (default: [models.llm] backend).")
+@backend_option("Language model backend for this question (default: [models.llm] backend).")
 @click.option("--k", "k", type=K_RANGE, help="Chunks to retrieve (at least [search] default_k).")
-@click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode, normally hybrid).")
+@mode_option("Retrieval mode (default: [search] mode, normally hybrid).")
 @click.option("--temperature", type=click.FloatRange(min=0.0), help="Sampling temperature (default: config, 0).")
 @click.option("--seed", type=int, help="Sampling seed (default: [models.llm] seed).")
 @click.option("--explain", is_flag=True, help="Show the retrieval trace and the exact prompt; keep the packed chunks.")
-@click.option(
-    "--constrained/--unconstrained",
-    default=None,
-    help="Let the model cite only markers that exist (GBNF grammar; llamacpp). Default: [rag] constrained.",
-)
+@constrained_option("Let the model cite only markers that exist (GBNF grammar; llamacpp). Default: [rag] constrained.")
 @json_option
 @pass_session
 def ask_command(
@@ -167,7 +65,6 @@ def ask_command(
     before; it says what it searched for.
     """
     from kb_core.answers.pipeline import AskOptions, ask
-    from kb_core.cli.threads import chosen_thread, echoing, searched_printer
     from kb_core.conversations import ask_in_thread
 
     crashed = last_crash()
@@ -200,9 +97,9 @@ def ask_command(
     def human() -> None:
         print_outcome(answer, streamed_text(answer, pieces))
         if turn is not None and in_thread:
-            click.echo(_dim(f"thread {turn.thread_id}, turn {turn.position}"))
+            click.echo(dim(f"thread {turn.thread_id}, turn {turn.position}"))
         if explain:
-            _print_explain(answer)
+            print_explain(answer)
         if previous is not None:
             changes = again.changes
             click.echo(
@@ -222,24 +119,11 @@ def ask_command(
 
 
 @click.command("answers")
-@click.option(
-    "--golden",
-    "golden_file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Golden set: JSONL with question, answerable, expected_docs, must_contain.",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write report.json here (default: <kb>/eval/answers-<run id>).",
-)
-@click.option("--backend", help="Language model backend (default: [models.llm] backend).")
-@click.option("--mode", type=MODE_CHOICE, help="Retrieval mode (default: [search] mode).")
-@click.option(
-    "--constrained/--unconstrained", default=None, help="Constrained generation (default: [rag] constrained)."
-)
+@input_file("--golden", "golden_file", "Golden set: JSONL with question, answerable, expected_docs, must_contain.")
+@out_option("Write report.json here (default: <kb>/eval/answers-<run id>).")
+@backend_option()
+@mode_option("Retrieval mode (default: [search] mode).")
+@constrained_option("Constrained generation (default: [rag] constrained).")
 @json_option
 @pass_session
 def eval_answers_command(

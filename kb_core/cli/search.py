@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING
 import click
 
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
-from kb_core.cli.checks import K_RANGE, check_glob, check_query
+from kb_core.cli.checks import K_RANGE, check_glob
+from kb_core.cli.options import input_file, mode_option, out_option
 from kb_core.errors import EXIT_NO_RESULT
 from kb_core.terminal import shortened, shown
 from kb_core.types import SEARCH_MODES, SearchQuery
 
 if TYPE_CHECKING:
     from kb_core.retrieval.search import SearchResponse
-
-MODE_CHOICE = click.Choice(list(SEARCH_MODES))
 
 
 def _print_hits(response: SearchResponse, explain: bool) -> None:
@@ -61,8 +60,8 @@ def _print_hits(response: SearchResponse, explain: bool) -> None:
 
 
 @click.command("search")
-@click.argument("query", callback=check_query)
-@click.option("--mode", type=MODE_CHOICE, help="Search mode (default: [search] mode, normally hybrid).")
+@click.argument("query")
+@mode_option("Search mode (default: [search] mode, normally hybrid).")
 @click.option("--k", "k", type=K_RANGE, help="How many hits (default: [search] default_k).")
 @click.option(
     "--path",
@@ -91,34 +90,11 @@ def search_command(
 
 
 @click.command("retrieval")
-@click.option(
-    "--queries",
-    "queries_file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='BEIR queries.jsonl ({"id", "text"} per line).',
-)
-@click.option(
-    "--qrels",
-    "qrels_file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="BEIR qrels.tsv (query-id, doc-id, score).",
-)
-@click.option(
-    "--mode",
-    "modes",
-    type=MODE_CHOICE,
-    multiple=True,
-    help="Mode to evaluate; repeat for several (default: all three).",
-)
+@input_file("--queries", "queries_file", 'BEIR queries.jsonl ({"id", "text"} per line).')
+@input_file("--qrels", "qrels_file", "BEIR qrels.tsv (query-id, doc-id, score).")
+@mode_option("Mode to evaluate; repeat for several (default: all three).", multiple=True)
 @click.option("--k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="Cut-off for the metrics.")
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write run.<mode>.trec and report.json here.",
-)
+@out_option("Write run.<mode>.trec and report.json here.")
 @json_option
 @pass_session
 def eval_retrieval_command(

@@ -13,10 +13,12 @@ import click
 
 from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
+from kb_core.cli.asking import chosen_thread, echoing, print_outcome, print_sources, searched_printer, streamed_text
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
-from kb_core.conversations import METHODS, Standalone, StandaloneMethod, ask_in_thread
+from kb_core.cli.options import backend_option, input_file, out_option
+from kb_core.conversations import METHODS, StandaloneMethod, ask_in_thread
 from kb_core.errors import EXIT_NO_RESULT, KbError, NotFoundError
-from kb_core.storage.threads import delete_thread, existing_thread, last_thread, list_threads, stored_thread
+from kb_core.storage.threads import delete_thread, list_threads, stored_thread
 from kb_core.terminal import shortened, shown
 from kb_core.types import Answer
 
@@ -31,53 +33,6 @@ CHAT_HELP = (
 )
 
 
-def chosen_thread(kb: KnowledgeBase, thread_id: str | None, continue_last: bool) -> str | None:
-    """The thread named by ``--thread ID`` or ``--continue`` (the last one), checked; None for a new one."""
-    if thread_id is not None and continue_last:
-        raise KbError("give --thread ID or --continue, not both")
-    if thread_id is not None:
-        return existing_thread(kb.store, thread_id.strip())
-    if continue_last:
-        last = last_thread(kb.store)
-        if last is None:
-            raise KbError("there is no thread to continue yet", hint="ask without --continue to start one")
-        return last
-    return None
-
-
-def searched_printer(asked: str) -> Callable[[Standalone], None]:
-    """A callback that prints what kb searches for, before the answer streams, when it differs from ``asked``."""
-
-    def print_searched(searched: Standalone) -> None:
-        if searched.question.strip() != asked.strip():
-            how = "completed by the model" if searched.method == "model" else "completed from the previous turn"
-            click.echo(click.style(f"searched for: {shown(searched.question)}  ({how})", dim=True))
-
-    return print_searched
-
-
-def print_sources(answer: Answer | None) -> None:
-    """The passages an answer cited (or the nearest candidates of a refusal)."""
-    if answer is None:
-        click.echo("nothing asked yet in this thread")
-        return
-    listed = answer.citations or answer.candidates
-    click.echo("Sources:" if answer.citations else "Nothing cited; nearest candidates:")
-    for c in listed:
-        marker = f"[#{c.marker}] " if c.marker is not None else ""
-        click.echo(f"  {marker}{shown(c.ref)}  (score {c.score:.2f})")
-
-
-def echoing(pieces: list[str]) -> Callable[[str], None]:
-    """A token callback that prints the answer as it comes and keeps its pieces."""
-
-    def on_token(text: str) -> None:
-        pieces.append(text)
-        click.echo(text, nl=False)
-
-    return on_token
-
-
 @click.command("chat")
 @click.option("--thread", "thread_id", metavar="ID", help="Go on with the thread ID (see 'kb threads list').")
 @click.option("--continue", "continue_last", is_flag=True, help="Go on with the last thread.")
@@ -88,8 +43,6 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
     Answers stream as they are written; the arrow keys recall earlier questions; /help lists the
     commands. The conversation is kept as a thread ('kb threads').
     """
-    from kb_core.cli.answers import print_outcome, streamed_text
-
     kb = session.kb(create=False)
     current = chosen_thread(kb, thread_id, continue_last)
     if sys.stdin.isatty():
@@ -181,7 +134,7 @@ def threads_show_command(session: Session, thread_id: str, as_json: bool) -> Non
         click.echo(f"{shown_thread.thread_id}  started {shown_thread.created_at}")
         for t in shown_thread.turns:
             click.echo(f"\n{t.position}. {shown(t.asked)}")
-            if t.standalone != t.asked:
+            if t.standalone.strip() != t.asked.strip():  # searched with the question as checked (stripped)
                 click.echo(click.style(f"   searched for: {shown(t.standalone)}", dim=True))
             click.echo(f"   {shown(str(t.answer['answer']))}")
             for c in t.answer["citations"]:
@@ -211,14 +164,8 @@ COMMANDS = (chat_command, threads_group)
 
 
 @click.command("conversations")
-@click.option(
-    "--set",
-    "set_file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Conversation set: JSONL, one conversation a line (docs/evaluation.md).",
-)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Write report.json here.")
+@input_file("--set", "set_file", "Conversation set: JSONL, one conversation a line (docs/evaluation.md).")
+@out_option("Write report.json here.")
 @click.option("--no-answers", is_flag=True, help="Retrieval only: no answers, the rewrites alone use the model.")
 @click.option("--ask-reference", is_flag=True, help="Ask the set's reference rewrites as single questions.")
 @click.option(
@@ -229,7 +176,7 @@ COMMANDS = (chat_command, threads_group)
 )
 @click.option("--method", type=click.Choice(list(METHODS)), help="How follow-ups are made standalone.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N conversations.")
-@click.option("--backend", help="Language model backend (default: [models.llm] backend).")
+@backend_option()
 @json_option
 @pass_session
 def eval_conversations_command(

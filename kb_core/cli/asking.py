@@ -1,0 +1,167 @@
+"""What ``kb ask`` and ``kb chat`` share: the thread asked in, the answer echoed as it streams, what kb
+searched for, and the outcome printed after it (sources or refusal, ``--explain``'s trace)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from kb_core.answers.prompts import RAG_V1, TEMPLATES
+from kb_core.app import KnowledgeBase
+from kb_core.conversations import Standalone
+from kb_core.errors import KbError
+from kb_core.storage.threads import existing_thread, last_thread
+from kb_core.terminal import shown
+from kb_core.types import NOT_ANSWERED, Answer
+
+
+def dim(text: str) -> str:
+    """``text`` styled dim (what kb says about an answer, beside the answer)."""
+    return click.style(text, dim=True)
+
+
+def chosen_thread(kb: KnowledgeBase, thread_id: str | None, continue_last: bool) -> str | None:
+    """The thread named by ``--thread ID`` or ``--continue`` (the last one), checked; None for a new one."""
+    if thread_id is not None and continue_last:
+        raise KbError("give --thread ID or --continue, not both")
+    if thread_id is not None:
+        return existing_thread(kb.store, thread_id.strip())
+    if continue_last:
+        last = last_thread(kb.store)
+        if last is None:
+            raise KbError("there is no thread to continue yet", hint="ask without --continue to start one")
+        return last
+    return None
+
+
+def echoing(pieces: list[str]) -> Callable[[str], None]:
+    """A token callback that prints the answer as it comes and keeps its pieces."""
+
+    def on_token(text: str) -> None:
+        pieces.append(text)
+        click.echo(text, nl=False)
+
+    return on_token
+
+
+def streamed_text(answer: Answer, pieces: list[str]) -> str | None:
+    """The text the model streamed for ``answer`` (None when no model was asked: a refusal by retrieval)."""
+    asked = answer.model is not None and answer.refusal_reason not in ("no_chunks", "score_gate")
+    return "".join(pieces) if asked else None
+
+
+def searched_printer(asked: str) -> Callable[[Standalone], None]:
+    """A callback that prints what kb searches for, before the answer streams, when it differs from ``asked``."""
+
+    def print_searched(searched: Standalone) -> None:
+        if searched.question.strip() != asked.strip():
+            how = "completed by the model" if searched.method == "model" else "completed from the previous turn"
+            click.echo(click.style(f"searched for: {shown(searched.question)}  ({how})", dim=True))
+
+    return print_searched
+
+
+def print_sources(answer: Answer | None) -> None:
+    """The passages an answer cited (or the nearest candidates of a refusal)."""
+    if answer is None:
+        click.echo("nothing asked yet in this thread")
+        return
+    listed = answer.citations or answer.candidates
+    click.echo("Sources:" if answer.citations else "Nothing cited; nearest candidates:")
+    for c in listed:
+        marker = f"[#{c.marker}] " if c.marker is not None else ""
+        click.echo(f"  {marker}{shown(c.ref)}  (score {c.score:.2f})")
+
+
+def print_outcome(answer: Answer, streamed: str | None) -> None:
+    """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates."""
+    if streamed is None:
+        click.echo(answer.answer)
+    else:
+        click.echo()
+        if streamed.strip() != answer.answer:  # citations repaired, sentences dropped, verdict withheld, withdrawn
+            click.echo(dim("As checked: ") + answer.answer)
+    if answer.grounded:
+        click.echo()
+        click.echo(click.style("Sources:", bold=True))
+        for c in answer.citations:
+            click.echo(f"  [#{c.marker}] {shown(c.ref)}  (score {c.score:.2f})")
+        verdict = click.style("grounded", fg="green")
+        if answer.verdict in ("yes", "no"):
+            verdict += _verdict_line(answer)
+    else:
+        verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")
+        if answer.note:
+            verdict += f": {answer.note}"
+        if answer.candidates and answer.refusal_reason != "score_gate":  # the gate's text lists them already
+            click.echo()
+            withdrawn = answer.refusal_detail == NOT_ANSWERED  # its candidates are what it cited
+            click.echo(click.style("It cited:" if withdrawn else "Nearest candidates:", bold=True))
+            for c in answer.candidates:
+                click.echo(f"  {shown(c.ref)}  (score {c.score:.2f})")
+    if answer.ignored_instructions:
+        markers = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
+        click.echo(
+            click.style(
+                f"Note: {markers} contains instructions addressed to the assistant; kb treated them "
+                "as data and ignored them.",
+                fg="yellow",
+            )
+        )
+    usage = answer.usage
+    timing = f"{usage.latency_ms / 1000:.1f} s"
+    if usage.first_token_ms is not None:
+        timing += f", first token {usage.first_token_ms / 1000:.1f} s"
+    model = f"{answer.model.id}, " if answer.model else ""
+    click.echo()
+    click.echo(verdict + dim(f"  [{model}{answer.prompt_template_version}, {timing}]"))
+
+
+def _verdict_line(answer: Answer) -> str:
+    """How kb stated a yes/no verdict: with its confidence, or why it withheld it."""
+    sure = "unknown" if answer.verdict_confidence is None else f"{answer.verdict_confidence:.2f}"
+    if answer.verdict_withheld:
+        return f"; verdict withheld (the model said {answer.verdict}, confidence {sure}: the passages do not settle it)"
+    return f"; verdict {answer.verdict} (confidence {sure})"
+
+
+def print_explain(answer: Answer) -> None:
+    """The retrieval trace and the exact prompt the model was given (``--explain``)."""
+    r = answer.retrieval
+    click.echo(
+        dim(
+            f"── retrieval {r.trace_id}: {r.mode}, k={r.k}, gate {r.score_gate:.2f}, "
+            f"{r.chunks_returned} returned, {r.chunks_used} packed, {r.took_ms:.0f} ms"
+        )
+    )
+    for hit in answer.trace:
+        click.echo(dim(f"  {hit.rank:>2}. {hit.score:.3f}  {shown(str(hit.citation))}  ({hit.retriever})"))
+    if answer.prompt is not None:
+        click.echo(dim(f"── prompt {answer.prompt_template_version}: system"))
+        click.echo(dim(answer.prompt.system))
+        if TEMPLATES.get(answer.prompt_template_version, RAG_V1).examples:
+            click.echo(
+                dim(f"── then the worked examples of {answer.prompt_template_version} (fixed), then the user message")
+            )
+        click.echo(dim("── prompt: user"))
+        click.echo(dim(answer.prompt.user))
+        if answer.prompt.grammar:
+            click.echo(dim("── grammar (constrained generation)"))
+            click.echo(dim(answer.prompt.grammar))
+    if answer.sentences:
+        click.echo(dim("── sentences, as kb checked them"))
+        for s in answer.sentences:
+            support = "" if s.support is None else f" {s.support:.0%}"
+            backed = "".join(f"[#{m}]" for m in s.supported_by) or "nothing"
+            how = "kb attributed" if s.attributed else "cited"
+            status = (
+                f"supported by {backed} ({how}){support}"
+                if s.supported_by
+                else ("needs no support" if s.kind != "claim" else f"UNSUPPORTED{support}")
+            )
+            click.echo(dim(f"  {s.kind:<15} {status}: {s.text}"))
+    if answer.answer_check is not None:
+        click.echo(
+            dim(f"── answer check: the model gives {answer.answer_check:.2f} that the passages state the answer")
+        )
