@@ -16,7 +16,7 @@ kb_core.errors.KbError: k must be at most 1000 (got 5000) (ask for fewer hits)
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar
+from typing import Any, NewType, TypeVar
 
 import attrs
 
@@ -146,7 +146,13 @@ def as_typed(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode()
 
 
-def check_text(text: str, what: str = "query") -> str:
+#: A query or question that :func:`check_text` passed: stripped, not empty, within ``LIMITS.query_chars``, valid
+#: Unicode without NUL. The library checks a question once, where it comes in (``kb_core.ask``,
+#: ``kb_core.ask_in_thread``; ``kb_core.search`` its query): what they call takes a CheckedText and trusts it.
+CheckedText = NewType("CheckedText", str)
+
+
+def check_text(text: str, what: str = "query") -> CheckedText:
     """``text`` stripped; a one-line KbError when it is not valid Unicode or holds a NUL (:func:`check_unicode`),
     is empty, or is longer than ``LIMITS.query_chars``.
 
@@ -162,7 +168,7 @@ def check_text(text: str, what: str = "query") -> str:
             f"the {what} is {len(stripped)} characters long; at most {LIMITS.query_chars} are accepted",
             hint=f"shorten the {what}",
         )
-    return stripped
+    return CheckedText(stripped)
 
 
 GLOB_HELP = (

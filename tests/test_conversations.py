@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from test_eval_answers import extractive, kb_cli, kb_dir  # noqa: F401 - kb_dir is a fixture
 
@@ -23,7 +23,7 @@ from kb_core.conversations.standalone import TOPIC_SYSTEM, content_words, leans_
 from kb_core.errors import KbError, NotFoundError
 from kb_core.evaluation.conversation_sets import load_conversation_set, parse_conversation_line
 from kb_core.extend.registry import load_registry, reset_registry
-from kb_core.limits import LIMITS
+from kb_core.limits import LIMITS, check_text
 from kb_core.output import schema
 from kb_core.testing import ScriptedPlugin
 from kb_core.testing.language_models import ScriptedLanguageModel
@@ -105,25 +105,37 @@ def test_without_the_model_the_previous_question_s_missing_words_complete_a_foll
 
 
 @pytest.mark.parametrize("method", ["model", "previous_turn"])
-def test_a_blank_follow_up_is_refused_not_completed_into_the_previous_question(method: str) -> None:
-    earlier = [EarlierTurn("What does the Heliograph daemon do?", "It serves maps.")]
-    with pytest.raises(KbError, match="the question is empty"):
-        standalone("  ", earlier, method, lambda: ScriptedLanguageModel([TOPIC]))  # type: ignore[arg-type]
+def test_a_blank_follow_up_is_refused_not_completed_into_the_previous_question(
+    capsys: pytest.CaptureFixture[str],
+    kb_dir: Path,  # noqa: F811
+    scripted: ScriptedPlugin,
+    method: str,
+) -> None:
+    from kb_core.app import KnowledgeBase
+    from kb_core.config import load_config
+
+    _json(capsys, kb_dir, "ask", "What does the Heliograph daemon do?")
+    thread_id = _json(capsys, kb_dir, "threads", "list")["threads"][0]["thread_id"]
+    models = len(scripted.models)
+    with KnowledgeBase(load_config(kb_dir=kb_dir, overrides={"conversations.standalone": method})) as kb:
+        with pytest.raises(KbError, match="the question is empty"):  # checked where it comes in, before anything
+            kb_core.ask_in_thread(kb, "  ", thread_id, kb_core.AskOptions(backend="scripted"))
+        assert len(kb_core.stored_thread(kb.store, thread_id).turns) == 1
+    assert len(scripted.models) == models  # no model was asked to complete it
 
 
 @given(st.text(max_size=80), st.lists(st.text(max_size=60), max_size=4), st.text(max_size=40))
 def test_a_standalone_question_always_starts_with_the_question_as_asked(
     question: str, before: list[str], topic: str
 ) -> None:
+    assume(question.strip() and "\x00" not in question)  # what check_text lets in (a blank one: the test above)
+    checked = check_text(question, "question")  # where a question comes in: standalone() takes it checked
     earlier = [EarlierTurn(q, q) for q in before]
     for method in ("model", "previous_turn", "as_asked"):
-        try:
-            made = standalone(question, earlier, method, lambda: ScriptedLanguageModel([topic]))  # type: ignore[arg-type]
-        except KbError as exc:  # only a blank question to complete is refused (these are short)
-            assert not question.strip() and method != "as_asked" and "empty" in str(exc)
-            continue
-        assert made.question.startswith(question.strip() if made.method != "as_asked" else question)
+        made = standalone(checked, earlier, method, lambda: ScriptedLanguageModel([topic]))  # type: ignore[arg-type]
+        assert made.question.startswith(checked)
         assert content_words(made.question)[: len(content_words(question))] == content_words(question)
+        assert check_text(made.question, "question") == made.question  # the question made is checked text still
     assert topic_prompt(question, earlier or [EarlierTurn("")]).endswith("What is the last question about?")
 
 

@@ -52,7 +52,7 @@ from kb_core.config import Config
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
 from kb_core.extend.contracts import LanguageModel
-from kb_core.limits import check_k, check_text
+from kb_core.limits import CheckedText, check_k, check_text
 from kb_core.retrieval.search import check_mode_and_k, checked_search
 from kb_core.storage.answers import save_answer
 from kb_core.storage.store import StoreOfRecord, now_iso
@@ -105,7 +105,7 @@ def _citation_of(hit: Hit, marker: int | None) -> AnswerCitation:
 class _Run:
     """The state of one question on its way through the pipeline."""
 
-    question: str
+    question: CheckedText
     options: AskOptions
     prompt: QuestionPrompt  # the template, the question written in
     mode: str
@@ -147,7 +147,7 @@ class RagPipeline:
 
     def ask(
         self,
-        question: str,
+        question: CheckedText,
         options: AskOptions = AskOptions(),
         on_token: TokenCallback | None = None,
         history: str = "",
@@ -156,6 +156,7 @@ class RagPipeline:
     ) -> Answer:
         """Answer ``question`` from the knowledge base, or refuse; the answer is saved unless ``save`` is False.
 
+        ``question`` arrives checked where it came in (:func:`ask`, :func:`kb_core.ask_in_thread`).
         ``history``: the turns before a follow-up, shown to the model before the question (never evidence).
         ``save=False`` leaves keeping it to the caller (a thread's turn is saved with its answer, at once).
         """
@@ -173,12 +174,11 @@ class RagPipeline:
 
     # -- stages ---------------------------------------------------------------------------------
 
-    def _start(self, question: str, options: AskOptions, history: str) -> _Run:
-        question = check_text(question, "question")
+    def _start(self, question: CheckedText, options: AskOptions, history: str) -> _Run:
         mode = options.mode or self.config.search.mode
         check_mode_and_k(mode, options.k)
         k = max(options.k or 0, self.config.search.default_k)
-        check_k(k)  # [search] default_k too: retrieval takes the question as checked here
+        check_k(k)  # [search] default_k too: retrieval takes the query as checked (its text where it came in)
         if self.config.rag.unsupported_claims not in UNSUPPORTED_POLICIES:
             raise KbError(
                 f"unknown [rag] unsupported_claims {self.config.rag.unsupported_claims!r}",
@@ -391,13 +391,20 @@ def ask(
     *,
     save: bool = True,
 ) -> Answer:
-    """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`); saved unless ``save`` is False."""
-    pipeline = RagPipeline(
+    """Answer ``question`` from the knowledge base ``kb`` (see :class:`RagPipeline`); saved unless ``save`` is False.
+
+    The question is checked here, once (:func:`~kb_core.limits.check_text`): a mistake is one KbError line.
+    """
+    return kb_pipeline(kb, options.backend).ask(check_text(question, "question"), options, on_token, history, save=save)
+
+
+def kb_pipeline(kb: KnowledgeBase, backend: str | None = None) -> RagPipeline:
+    """The answer pipeline over ``kb``: its search, its store, the language model ``backend`` (None: configured)."""
+    return RagPipeline(
         config=kb.config,
         store=kb.store,
         retrieve=lambda query: checked_search(kb, query).hits,
-        language_model=lambda: kb.language_model(options.backend),
+        language_model=lambda: kb.language_model(backend),
         embedding_ref=lambda: kb.embedder().model_ref,
-        check_backend=lambda: kb.registry.language_model_factory(options.backend or kb.config.models.llm.backend),
+        check_backend=lambda: kb.registry.language_model_factory(backend or kb.config.models.llm.backend),
     )
-    return pipeline.ask(question, options, on_token, history, save=save)

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kb_core.answers.pipeline import AskOptions, ask
+from kb_core.answers.pipeline import AskOptions, kb_pipeline
 from kb_core.answers.streaming import TokenCallback
 from kb_core.conversations.standalone import METHODS, EarlierTurn, Standalone, StandaloneMethod, standalone
 from kb_core.errors import KbError
+from kb_core.limits import CheckedText, check_text
 from kb_core.storage.threads import add_turn, stored_thread
 from kb_core.types import Answer
 
@@ -66,7 +67,7 @@ def history_block(earlier: Sequence[EarlierTurn], budget: int, count_tokens: Cal
 
 def ask_following(
     kb: KnowledgeBase,
-    question: str,
+    question: CheckedText,
     earlier: Sequence[EarlierTurn],
     options: AskOptions = AskOptions(),
     on_token: TokenCallback | None = None,
@@ -78,8 +79,8 @@ def ask_following(
     """Answer ``question`` as a follow-up of the ``earlier`` turns (oldest first): made standalone, then asked.
 
     The answer is checked like any single question's (a follow-up the notes do not answer is
-    refused); it is stored with the standalone question, which reads on its own. The question is
-    checked before it is completed (:func:`standalone`) or asked.
+    refused); it is stored with the standalone question, which reads on its own. ``question``
+    arrives checked (:func:`~kb_core.limits.check_text`, in :func:`ask_in_thread` or by the caller).
     ``on_standalone`` hears what kb will search with before retrieval starts. ``save=False``: the
     answer is not saved here (:func:`ask_in_thread` saves it with its turn).
     """
@@ -92,7 +93,8 @@ def ask_following(
     budget = kb.config.conversations.history_tokens
     if earlier and budget > 0:
         history = history_block(earlier, budget, llm().count_tokens)
-    return searched, ask(kb, searched.question, options, on_token, history, save=save)
+    answer = kb_pipeline(kb, options.backend).ask(searched.question, options, on_token, history, save=save)
+    return searched, answer
 
 
 def ask_in_thread(
@@ -105,15 +107,17 @@ def ask_in_thread(
 ) -> Turn:
     """Ask ``question`` in the thread ``thread_id`` (a new thread when None) and keep the turn.
 
+    The question is checked here, once (:func:`~kb_core.limits.check_text`): a mistake is one KbError line.
     ``on_token`` hears the answer as it is written; ``on_standalone`` what kb searches with, first.
     """
+    checked = check_text(question, "question")
     earlier: list[EarlierTurn] = []
     if thread_id is not None:
         turns = stored_thread(kb.store, thread_id).turns  # a refusal's text says nothing of the topic
         earlier = [
             EarlierTurn(t.standalone, str(t.answer["answer"]) if t.answer.get("grounded") else "") for t in turns
         ]
-    searched, answer = ask_following(kb, question, earlier, options, on_token, on_standalone=on_standalone, save=False)
+    searched, answer = ask_following(kb, checked, earlier, options, on_token, on_standalone=on_standalone, save=False)
     thread_id, position = add_turn(  # the answer is saved with its turn; a thread exists once it has one
         kb.store, thread_id, question, searched.question, searched.method, answer, searched.ms, searched.prompt_tokens
     )

@@ -28,7 +28,7 @@ import regex
 
 from kb_core.answers.streaming import elapsed_ms, stream_answer
 from kb_core.extend.contracts import LanguageModel
-from kb_core.limits import LIMITS, check_text
+from kb_core.limits import LIMITS, CheckedText
 from kb_core.types import GenerateRequest
 
 #: How a question was made standalone: left as asked, completed by the model, or by the previous turn.
@@ -74,7 +74,7 @@ class EarlierTurn:
 class Standalone:
     """The question kb searches with, how it was made, and what making it cost."""
 
-    question: str
+    question: CheckedText
     method: StandaloneMethod
     ms: float = 0.0
     prompt_tokens: int = 0
@@ -95,7 +95,7 @@ def content_words(text: str) -> list[str]:
 
 
 def standalone(
-    question: str,
+    question: CheckedText,
     earlier: Sequence[EarlierTurn],
     method: StandaloneMethod,
     language_model: Callable[[], LanguageModel] | None = None,
@@ -103,12 +103,11 @@ def standalone(
     """``question`` made searchable on its own from the ``earlier`` turns (oldest first) by ``method``.
 
     The first question of a thread, a question that does not lean on the turns before it, and
-    every question under ``as_asked`` are searched as asked; a question to complete is checked
-    first (a one-line KbError when it is empty or too long).
+    every question under ``as_asked`` are searched as asked. ``question`` arrives checked
+    (:func:`~kb_core.limits.check_text`, where it was asked), and the question made stays so.
     """
     if method == "as_asked" or not earlier or not leans_on_context(question):
-        return Standalone(question, "as_asked")  # checked where it is asked
-    question = check_text(question, "question")  # completed, or written into the model's prompt: checked first
+        return Standalone(question, "as_asked")
     if method == "previous_turn":
         asked = {w.lower() for w in content_words(question)}
         missing = [w for w in content_words(earlier[-1].question) if w not in asked]
@@ -141,17 +140,18 @@ def topic_prompt(question: str, earlier: Sequence[EarlierTurn]) -> str:
 
 
 def _clean_topic(text: str) -> str:
-    """The model's noun phrase without quotes, a closing full stop or a lead-in like "The topic is"."""
+    """The model's noun phrase without quotes, a closing full stop or a lead-in like "The topic is", and without
+    what no question may hold (NUL, a lone surrogate: :func:`~kb_core.limits.check_text`)."""
     topic = regex.sub(
         r"^(?:the )?(?:last )?(?:question|topic)(?: is)?(?: about)?\s*:?\s*", "", text.strip(), flags=regex.I
     )
-    return topic.strip(" \"'`*.").strip()[:120]
+    return regex.sub(r"[\x00\p{Cs}]", "", topic).strip(" \"'`*.").strip()[:120]
 
 
-def _completed(question: str, topic: str) -> str:
+def _completed(question: CheckedText, topic: str) -> CheckedText:
     """``question`` with ``topic`` after it in brackets, unless the question holds every word of it already.
 
-    The topic is cut at a word so that the whole stays within ``LIMITS.query_chars``.
+    The topic is cut at a word so that the whole stays within ``LIMITS.query_chars``: checked text still.
     """
     asked = {w.lower() for w in content_words(question)}
     if not topic or all(w in asked for w in content_words(topic)):
@@ -160,4 +160,4 @@ def _completed(question: str, topic: str) -> str:
     if len(topic) > room:
         cut = topic[: max(room, 0) + 1]
         topic = cut.rsplit(" ", 1)[0].strip() if " " in cut else ""
-    return f"{question} ({topic})" if topic else question
+    return CheckedText(f"{question} ({topic})") if topic else question

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from kb_core.answers.pipeline import AskOptions, ask
+from kb_core.answers.pipeline import AskOptions, kb_pipeline
 from kb_core.conversations import EarlierTurn, Standalone, StandaloneMethod, ask_following, standalone
 from kb_core.conversations.converse import configured_method
 from kb_core.evaluation.conversation_sets import SetConversation, SetTurn
 from kb_core.evaluation.reports import write_report
 from kb_core.evaluation.retrieval import CHUNK_DEPTH, collapse_to_documents, doc_id_of, ndcg_at_k, recall_at_k
 from kb_core.evaluation.stats import percentile
+from kb_core.limits import check_text
 from kb_core.retrieval.search import search
 from kb_core.storage.answers import save_eval_run
 from kb_core.storage.store import now_iso
@@ -187,13 +188,15 @@ def evaluate_conversations(
         for position, turn in enumerate(conversation.turns, start=1):
             answer: Answer | None = None
             asking = answers and (answer_turns == "all" or turn.answerable is (answer_turns == "answerable"))
+            asked = (turn.reference_rewrite or turn.question) if ask_reference else turn.question
+            question = check_text(asked, "question")  # a set's question comes in here: checked once
             if ask_reference:
-                searched = Standalone(turn.reference_rewrite or turn.question, "as_asked")
-                answer = ask(kb, searched.question, options) if asking else None
+                searched = Standalone(question, "as_asked")
+                answer = kb_pipeline(kb, options.backend).ask(question, options) if asking else None
             elif asking:
-                searched, answer = ask_following(kb, turn.question, earlier, options, method=method)
+                searched, answer = ask_following(kb, question, earlier, options, method=method)
             else:
-                searched = standalone(turn.question, earlier, method, llm)
+                searched = standalone(question, earlier, method, llm)
             needed = None if not turn.reference_rewrite else turn.reference_rewrite.strip() != turn.question.strip()
             figures: dict[str, object] = dict(_retrieval(kb, turn, searched.question, mode))
             if answer is not None:
