@@ -103,40 +103,54 @@ ASK_BODY = {
     },
 }
 
-SSE_DESCRIPTION = (
-    'Server-Sent Events: `token` events (data `{"text": ...}`) as the answer is generated, then one '
-    "`answer` event whose data is the answer.v1 JSON, or one `error` event (data: the error body)."
-)
-#: One event of the stream (as OpenAPI 3.1 reads an event-stream schema: one event, not the whole stream).
-SSE_EVENT = {
+#: The data of a ``token`` event: a piece of the answer's text, as it is generated.
+TOKEN_DATA = {
     "type": "object",
-    "required": ["event", "data"],
-    "properties": {
-        "event": {"enum": ["token", "answer", "error"]},
-        "data": {
-            "type": "string",
-            "contentMediaType": "application/json",
-            "contentSchema": {
-                "oneOf": [
-                    {
-                        "type": "object",
-                        "required": ["text"],
-                        "properties": {"text": {"type": "string"}},
-                        "additionalProperties": False,
-                    },
-                    _ref("answer.v1"),
-                    _ref("error"),
-                ]
-            },
-        },
-    },
+    "required": ["text"],
+    "properties": {"text": {"type": "string"}},
+    "additionalProperties": False,
 }
-TURN_SSE_DESCRIPTION = (
-    'Server-Sent Events: first one `standalone` event (data `{"question": ..., "method": ...}`: the question '
-    "kb searches with and how it was made, sent as soon as kb knows it, before any `token`; for every question, "
-    '`as_asked` included), then `token` events (data `{"text": ...}`) as the answer is generated, then one '
-    "`turn` event whose data is the turn.v1 JSON (with `standalone`, the question kb searched with), "
-    "or one `error` event (data: the error body)."
+
+
+def sse_event(last: str, first: dict[str, str] | None = None) -> dict[str, Any]:
+    """One event of an answer's Server-Sent Events stream (as OpenAPI 3.1 reads an event-stream schema: one
+    event, not the whole stream): the ``first`` events (name: the schema of its data), ``token`` events, then
+    one ``last`` event (data: the ``last``.v1 JSON) or one ``error`` event (data: the error body)."""
+    first = first or {}
+    data = [TOKEN_DATA, *(_ref(name) for name in first.values()), _ref(f"{last}.v1"), _ref("error")]
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"enum": [*first, "token", last, "error"]},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": {"oneOf": data}},
+        },
+    }
+
+
+def sse_description(last: str, first: str = "", last_note: str = "") -> str:
+    """What :func:`sse_event`'s stream sends, in words (``first``: the events before the tokens)."""
+    opening = f"first {first}, then " if first else ""
+    return (
+        f'Server-Sent Events: {opening}`token` events (data `{{"text": ...}}`) as the answer is generated, then one '
+        f"`{last}` event whose data is the {last}.v1 JSON{last_note}, or one `error` event (data: the error body)."
+    )
+
+
+def sse_response(description: str, last: str, *, json_too: bool = True) -> dict[str, Any]:
+    """A 200 response of a question: the ``last``.v1 JSON (with ``json_too``) or, streamed, the events of the
+    schema ``last``_event (:func:`sse_event`)."""
+    json_body = {"application/json": {"schema": _ref(f"{last}.v1")}} if json_too else {}
+    streamed = {"text/event-stream": {"schema": _ref(f"{last}_event")}}
+    return {"description": description, "content": {**json_body, **streamed}}
+
+
+SSE_DESCRIPTION = sse_description("answer")
+TURN_SSE_DESCRIPTION = sse_description(
+    "turn",
+    'one `standalone` event (data `{"question": ..., "method": ...}`: the question kb searches with and how it '
+    "was made, sent as soon as kb knows it, before any `token`; for every question, `as_asked` included)",
+    " (with `standalone`, the question kb searched with)",
 )
 
 
@@ -151,30 +165,6 @@ def standalone_event() -> dict[str, Any]:
     }
 
 
-TURN_EVENT = {
-    "type": "object",
-    "required": ["event", "data"],
-    "properties": {
-        "event": {"enum": ["standalone", "token", "turn", "error"]},
-        "data": {
-            "type": "string",
-            "contentMediaType": "application/json",
-            "contentSchema": {
-                "oneOf": [
-                    {
-                        "type": "object",
-                        "required": ["text"],
-                        "properties": {"text": {"type": "string"}},
-                        "additionalProperties": False,
-                    },
-                    _ref("standalone_event"),
-                    _ref("turn.v1"),
-                    _ref("error"),
-                ]
-            },
-        },
-    },
-}
 THREAD_ID = {"name": "thread_id", "in": "path", "required": True, "schema": PATH}
 ASK_BODY_DESCRIPTION = (
     f"the question, as Content-Type application/json (optionally charset=utf-8), at most {LIMITS.json_body_bytes} bytes"
@@ -203,13 +193,8 @@ def _thread_paths(ask_body: dict[str, Any]) -> dict[str, Any]:
     stream = _query(
         "stream", "1: answer with Server-Sent Events (as does Accept: text/event-stream)", {"type": "string"}
     )
-    turn = {
-        "description": "the turn (or, with stream=1 or Accept: text/event-stream, " + TURN_SSE_DESCRIPTION + ")",
-        "content": {
-            "application/json": {"schema": _ref("turn.v1")},
-            "text/event-stream": {"schema": _ref("turn_event")},
-        },
-    }
+    described = "the turn (or, with stream=1 or Accept: text/event-stream, " + TURN_SSE_DESCRIPTION + ")"
+    turn = sse_response(described, "turn")
     return {
         "/threads": {
             "get": {
@@ -349,13 +334,7 @@ def _main_paths(ask_body: dict[str, Any], upload_schema: dict[str, Any]) -> dict
                 ],
                 "requestBody": ask_body,
                 "responses": {
-                    "200": {
-                        "description": "the answer (or, with stream=1, " + SSE_DESCRIPTION + ")",
-                        "content": {
-                            "application/json": {"schema": _ref("answer.v1")},
-                            "text/event-stream": {"schema": _ref("answer_event")},
-                        },
-                    },
+                    "200": sse_response("the answer (or, with stream=1, " + SSE_DESCRIPTION + ")", "answer"),
                     **_errors(*JSON_BODY, 404, 503, 507),
                 },
             }
@@ -366,10 +345,7 @@ def _main_paths(ask_body: dict[str, Any], upload_schema: dict[str, Any]) -> dict
                 "operationId": "askStream",
                 "requestBody": ask_body,
                 "responses": {
-                    "200": {
-                        "description": SSE_DESCRIPTION,
-                        "content": {"text/event-stream": {"schema": _ref("answer_event")}},
-                    },
+                    "200": sse_response(SSE_DESCRIPTION, "answer", json_too=False),
                     **_errors(*JSON_BODY, 404, 503, 507),
                 },
             }
@@ -383,8 +359,8 @@ def document() -> dict[str, Any]:
     schemas: dict[str, Any] = {name: kb_schema(name) for name in KB_SCHEMAS}
     schemas.update({name: own_schema(name) for name in OWN_SCHEMAS})
     schemas["ask_request"] = ASK_BODY
-    schemas["answer_event"] = SSE_EVENT
-    schemas["turn_event"] = TURN_EVENT
+    schemas["answer_event"] = sse_event("answer")  # the stream of sse_response(..., "answer")
+    schemas["turn_event"] = sse_event("turn", {"standalone": "standalone_event"})
     schemas["standalone_event"] = standalone_event()
     return {
         "openapi": "3.1.0",
