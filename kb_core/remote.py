@@ -5,26 +5,9 @@ Importing it warns (``DeprecationWarning``) and gives the same objects as ``kb_c
 
 import warnings
 
-from kb_core.plugin.remote import (
-    MAX_BODY_BYTES,
-    TIMEOUT_KEYS,
-    ApiError,
-    ConnectionLost,
-    MalformedResponse,
-    RemoteServer,
-    ServerTimeout,
-    ServerUnreachable,
-    Timeouts,
-    chat_messages,
-    count_field,
-    error_body_text,
-    first_or_done,
-    no_answer,
-    one_line,
-    preview,
-    unreachable_reason,
-    upper_bound_tokens,
-)
+from kb_core.plugin.remote import *  # noqa: F403 - the same names, as they were
+from kb_core.plugin.remote import TIMEOUT_KEYS
+from kb_core.plugin.remote import __all__ as _moved
 
 warnings.warn(
     "kb_core.remote moved to kb_core.plugin.remote; the old module goes in kb-core 0.3",
@@ -32,23 +15,4 @@ warnings.warn(
     stacklevel=2,
 )
 
-__all__ = [
-    "MAX_BODY_BYTES",
-    "TIMEOUT_KEYS",
-    "ApiError",
-    "ConnectionLost",
-    "MalformedResponse",
-    "RemoteServer",
-    "ServerTimeout",
-    "ServerUnreachable",
-    "Timeouts",
-    "chat_messages",
-    "count_field",
-    "error_body_text",
-    "first_or_done",
-    "no_answer",
-    "one_line",
-    "preview",
-    "unreachable_reason",
-    "upper_bound_tokens",
-]
+__all__ = [*_moved, "TIMEOUT_KEYS"]
