@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,10 +60,6 @@ def test_benchmark_imports_resolve(script: Path) -> None:
 def test_fuzz_inputs_runs_and_breaks_nothing(tmp_path: Path) -> None:
     """``bench/fuzz_inputs.py`` with a handful of inputs per entry point: its JSON report, every input counted, and
     none of them an internal error, an exit 70 or a hang (the full run is 10,000 per entry point)."""
-    import json
-    import subprocess
-    import sys
-
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "fuzz_inputs.py"), "--count", "30", "--timeout", "60", "--json"],
         capture_output=True,
@@ -74,3 +73,16 @@ def test_fuzz_inputs_runs_and_breaks_nothing(tmp_path: Path) -> None:
     for name, row in report["entry_points"].items():
         assert row["inputs"] == 30 == row["ok"] + row["usage_error"] + row["other"], (name, row)
         assert (row["5xx"], row["exit_70"], row["hang"]) == (0, 0, 0), (name, row)
+
+
+def test_same_answers_names_every_question_whose_answer_moved(tmp_path: Path) -> None:
+    """``bench/same_answers.py``: 0 differ for the same report, the question and field for a changed one."""
+    result = {"id": "q1", "answer": "Paris [#1].", "grounded": True, "cited": ["a.md"], "answer_check": 0.9}
+    same, moved = tmp_path / "a.json", tmp_path / "b.json"
+    same.write_text(json.dumps({"results": [result]}), encoding="utf-8")
+    moved.write_text(json.dumps({"results": [result | {"answer_check": 0.4}]}), encoding="utf-8")
+    script = str(ROOT / "bench" / "same_answers.py")
+    unchanged = subprocess.run([sys.executable, script, str(same), str(same)], capture_output=True, text=True)
+    assert unchanged.returncode == 0 and "1 questions, 0 differ" in unchanged.stdout
+    changed = subprocess.run([sys.executable, script, str(same), str(moved)], capture_output=True, text=True)
+    assert changed.returncode == 1 and "q1: answer_check (0.9 -> 0.4)" in changed.stdout
