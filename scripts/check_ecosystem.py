@@ -4,7 +4,7 @@ Usage: python scripts/check_ecosystem.py DIST_DIR     (scripts/check-dist builds
 
 1. ``pip install --find-links dist kb-ollama kb-tantivy`` gives a ``kb`` whose ``kb plugins`` lists
    ollama and whose ``kb --backend ollama ask`` talks to a loopback server speaking Ollama's
-   protocol (the kb-ollama test server). Then kb-ollama is uninstalled: it is gone from
+   protocol (the kit's fake chat server, ``kb_core.testing.serve_chat``). Then kb-ollama is uninstalled: it is gone from
    ``kb plugins`` and choosing it is one line naming the package to install.
 2. ``pip install --find-links dist kb-llamacpp`` in that environment gives a working ``kb ask``.
 3. The core's own tests pass with kb-core alone installed (``pip install "kb-core[test,multilingual]"``,
@@ -21,11 +21,8 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "fixtures" / "corpus"
@@ -45,19 +42,6 @@ def step(name: str, command: list[str], env: dict[str, str], cwd: Path, expect: 
     return done.stdout if done.returncode == 0 or done.stdout.strip() else done.stderr
 
 
-def fake_ollama() -> tuple[Any, ThreadingHTTPServer]:
-    """Start kb-ollama's protocol test server on a loopback port."""
-    sys.path.insert(0, str(REPO / "plugins" / "kb-ollama" / "tests"))
-    from conftest import FakeOllama, OllamaHandler  # the protocol server kb-ollama's own tests use
-
-    fake = FakeOllama()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (OllamaHandler,), {"fake": fake}))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    return fake, server
-
-
 def fresh_environment(work: Path) -> tuple[Path, dict[str, str]]:
     """A new virtual environment under ``work``: its bin folder, and an environment without kb's variables."""
     venv = work / "venv"
@@ -66,8 +50,9 @@ def fresh_environment(work: Path) -> tuple[Path, dict[str, str]]:
 
 
 def main(dist: Path) -> None:
-    fake, server = fake_ollama()
-    with tempfile.TemporaryDirectory(prefix="kb-ecosystem-") as tmp:
+    from kb_core.testing import serve_chat  # the Ollama protocol server kb-ollama's own tests use
+
+    with serve_chat(lifetime_s=1800) as fake, tempfile.TemporaryDirectory(prefix="kb-ecosystem-") as tmp:
         work = Path(tmp)
         bin_dir, env = fresh_environment(work)
         pip, kb = [str(bin_dir / "python"), "-m", "pip"], str(bin_dir / "kb")
@@ -111,7 +96,6 @@ def main(dist: Path) -> None:
         question = [kb, "ask", "--json", QUESTION]
         out = step("kb ask (llamacpp)", question, env, work, expect=(0, 1))
         assert json.loads(out)["model"]["provider"] == "llamacpp"
-    server.shutdown()
     core_tests_alone(dist)
     print("ecosystem path: ok")
 

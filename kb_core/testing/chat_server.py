@@ -370,12 +370,13 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextlib.contextmanager
-def serve_chat(fake: FakeChatServer | None = None) -> Iterator[FakeChatServer]:
-    """Serve ``fake`` (a new :class:`FakeChatServer` by default) on a free loopback port for the block."""
+def serve_chat(fake: FakeChatServer | None = None, lifetime_s: float = LIFETIME_S) -> Iterator[FakeChatServer]:
+    """Serve ``fake`` (a new :class:`FakeChatServer` by default) on a free loopback port for the block
+    (``lifetime_s`` at most: a script that installs packages meanwhile gives it longer)."""
     fake = fake if fake is not None else FakeChatServer()
     server = _Server(("127.0.0.1", 0), type("Handler", (_Handler,), {"fake": fake}))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    watchdog = threading.Timer(LIFETIME_S, server.shutdown)
+    watchdog = threading.Timer(lifetime_s, server.shutdown)
     watchdog.daemon = True
     thread.start()
     watchdog.start()

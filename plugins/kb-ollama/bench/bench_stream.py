@@ -1,7 +1,7 @@
 """Print what the kb-ollama client costs per streamed token, against a bare read of the same stream.
 
-Both runs read the same ``/api/chat`` stream from the loopback server in ``tests/conftest.py``
-(in this process), so the server's share is the same; the ratio is the client's overhead
+Both runs read the same ``/api/chat`` stream from the kit's fake chat server
+(``kb_core.testing.serve_chat``, in this process), so the server's share is the same; the ratio is the client's overhead
 (JSON parsing, validation, events). Also prints ``count_tokens`` latency, uncached and cached.
 
     python plugins/kb-ollama/bench/bench_stream.py [TOKENS]
@@ -10,31 +10,14 @@ Both runs read the same ``/api/chat`` stream from the loopback server in ``tests
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import sys
-import threading
 import time
-from http.server import ThreadingHTTPServer
-from pathlib import Path
 
 from kb_core import Config
 from kb_core.plugin import GenerateRequest
+from kb_core.testing import FakeChatServer, serve_chat
 from kb_ollama.model import make_model
-
-HERE = Path(__file__).resolve().parent
-
-
-def start_fake() -> tuple[object, ThreadingHTTPServer]:
-    spec = importlib.util.spec_from_file_location("kb_ollama_fake", HERE.parent / "tests" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    fake = module.FakeOllama()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (module.OllamaHandler,), {"fake": fake}))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    return fake, server
 
 
 def bare_read(port: int, body: dict) -> int:
@@ -57,14 +40,19 @@ def best_of(runs: int, work) -> float:
 
 def main() -> None:
     tokens = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-    fake, server = start_fake()
+    with serve_chat() as fake:
+        measure(fake, tokens)
+
+
+def measure(fake: FakeChatServer, tokens: int) -> None:
+    """Time the client against the bare read on ``fake``'s stream of ``tokens`` pieces."""
     fake.reply = [f" tok{i}" for i in range(tokens)]
     config = Config()
-    model = make_model(config, {"url": fake.url, "model": "llama3.2"}, environ={})
+    model = make_model(config, {"url": fake.url, "model": fake.model}, environ={})
     request = GenerateRequest(system="s", user="u", max_tokens=tokens + 1)
-    port = server.server_address[1]
+    port = int(fake.url.rsplit(":", 1)[1])
     body = {
-        "model": "llama3.2",
+        "model": fake.model,
         "messages": [{"role": "user", "content": "u"}],
         "stream": True,
         "options": {"num_predict": tokens + 1},
@@ -85,7 +73,6 @@ def main() -> None:
         f"count_tokens, 200 texts: uncached {uncached / 200 * 1e3:.2f} ms/text (one /api/generate each, "
         f"fake server), cached {cached / 200 * 1e6:.2f} us/text"
     )
-    server.shutdown()
 
 
 if __name__ == "__main__":
