@@ -1,0 +1,155 @@
+"""Documents as people keep them: the same annual-report pages born-digital and scanned (tatqa-tune).
+
+Ingests ``born-digital/`` and ``scanned/`` into two fresh knowledge bases under bench/out/ (pages per
+second, documents stored and refused), measures the character error rate of the text kb stored for
+each scanned document of the sample against ``truth/`` (whitespace and ``|`` ignored; a document kb
+could not read counts as all wrong), then asks the same fixed-seed sample of span questions of both
+golden sets and prints the right-answer rate (grounded, the expected document cited, the gold span in
+the answer) overall and by ``answer_from`` (table, text, table-text). Reports go to
+bench/out/answers-tatqa-<kind>-<label>/report.json, for ``kb eval compare`` and bench/same_answers.py.
+
+    python bench/tatqa.py --limit 40 --seed 7
+    python bench/tatqa.py --limit 40 --seed 7 --no-answers     # ingest and OCR figures only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ocr_engines import edit_distance, normalise  # noqa: E402 - bench/ is the script's folder
+
+from kb_core.answers.pipeline import AskOptions  # noqa: E402
+from kb_core.app import KnowledgeBase  # noqa: E402
+from kb_core.config import load_config  # noqa: E402
+from kb_core.evaluation.answers import AnswerReport, evaluate_answers  # noqa: E402
+from kb_core.evaluation.golden import load_golden  # noqa: E402
+from kb_core.ingest.pipeline import ingest_paths  # noqa: E402
+
+TATQA = REPO.parent / "shared" / "datasets" / "tatqa-tune"
+OUT = REPO / "bench" / "out"
+KINDS = ("born-digital", "scanned")
+
+
+def pages_of(path: Path) -> int:
+    """Pages in a PDF (pypdfium2, as kb-documents reads it); an image is one page."""
+    if path.suffix.lower() != ".pdf":
+        return 1
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(str(path))
+    try:
+        return len(document)
+    finally:
+        document.close()
+
+
+def sample(kind: str, limit: int, seed: int) -> tuple[Path, dict[str, str]]:
+    """The fixed-seed sample of ``kind``'s golden set (the same question ids for both kinds), and answer_from by id."""
+    lines = [json.loads(x) for x in (TATQA / f"golden-{kind}.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    ids = sorted(x["id"] for x in lines)
+    chosen = set(random.Random(seed).sample(ids, min(limit, len(ids))) if limit else ids)
+    picked = [x for x in lines if x["id"] in chosen]
+    target = OUT / f"golden-tatqa-{kind}-{limit or 'all'}-{seed}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in picked), encoding="utf-8")
+    return target, {x["id"]: x["answer_from"] for x in picked}
+
+
+def ingest(kind: str) -> tuple[KnowledgeBase, dict[str, Any]]:
+    """``kind``'s folder ingested into a fresh knowledge base: the figures of the run."""
+    folder, kb_dir = TATQA / kind, OUT / f"kb-tatqa-{kind}"
+    shutil.rmtree(kb_dir, ignore_errors=True)
+    kb = KnowledgeBase(load_config(kb_dir=kb_dir, environ={}))
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    began = time.perf_counter()
+    report = ingest_paths(kb, [folder])
+    seconds = time.perf_counter() - began
+    stored = set(report.added)
+    pages = sum(pages_of(p) for p in files if p.name in stored)
+    return kb, {
+        "files": len(files),
+        "stored": len(stored),
+        "refused": len(report.failed),
+        "refused_reasons": sorted({f.reason.split(";")[0][:90] for f in report.failed}),
+        "seconds": round(seconds, 1),
+        "pages_stored": pages,
+        "pages_per_second": round(pages / seconds, 2) if seconds else None,
+    }
+
+
+def stored_text(kb: KnowledgeBase, path: str) -> str:
+    """The text kb stored for ``path``, its chunks' lines put back in order (overlaps counted once)."""
+    lines: dict[int, str] = {}
+    for chunk in kb.store.chunks_of([path]):
+        for offset, line in enumerate(chunk.text.split("\n")):
+            lines.setdefault(chunk.start_line + offset, line)
+    return "\n".join(lines[n] for n in sorted(lines))
+
+
+def error_rate(kb: KnowledgeBase, documents: list[str]) -> dict[str, Any]:
+    """Character error rate of the stored text of ``documents`` against truth/ (unread documents: all wrong)."""
+    errors = characters = unread = 0
+    for name in documents:
+        truth = normalise((TATQA / "truth" / f"{Path(name).stem}.txt").read_text(encoding="utf-8"))
+        text = normalise(stored_text(kb, name))
+        unread += not text
+        errors += edit_distance(truth, text)
+        characters += len(truth)
+    return {"documents": len(documents), "unread": unread, "cer": round(errors / characters, 4) if characters else None}
+
+
+def by_source(report: AnswerReport, answer_from: dict[str, str]) -> dict[str, str]:
+    """Right answers (grounded, expected document cited, gold span present) overall and by answer_from."""
+    right: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in report.results:
+        for key in ("all", answer_from[r.id]):
+            right[key][0] += int(r.correct)
+            right[key][1] += 1
+    return {k: f"{a}/{n} = {a / n:.2f}" for k, (a, n) in sorted(right.items())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=40, help="questions in the sample (0 = all)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--label", default="default", help="names the report folders")
+    parser.add_argument("--no-answers", action="store_true", help="ingest and the error rate only")
+    args = parser.parse_args()
+
+    figures: dict[str, Any] = {}
+    for kind in KINDS:
+        kb, ingested = ingest(kind)
+        golden, answer_from = sample(kind, args.limit, args.seed)
+        questions = load_golden(golden)
+        docs = sorted({d for q in questions for d in q.expected_docs})
+        figures[kind] = {"ingest": ingested, "ocr" if kind == "scanned" else "text": error_rate(kb, docs)}
+        if not args.no_answers:
+            out = OUT / f"answers-tatqa-{kind}-{args.label}"
+            report = evaluate_answers(kb, questions, AskOptions(), golden_file=golden, out_dir=out)
+            m = report.metrics
+            figures[kind]["answers"] = {
+                "right": by_source(report, answer_from),
+                "grounded": m.grounded_rate,
+                "citation_precision": m.citation_precision,
+                "prompt_tokens_p50": m.prompt_tokens_p50,
+                "first_token_ms_p50": m.first_token_ms_p50,
+                "latency_ms_p50": round(m.latency_ms_p50),
+                "report": str(report.report_path),
+            }
+        kb.close()
+    print(json.dumps(figures, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
