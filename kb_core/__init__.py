@@ -28,6 +28,7 @@ import warnings as _warnings
 from importlib import metadata as _metadata
 from typing import TYPE_CHECKING
 
+from kb_core import plugin as _plugin
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.app import KnowledgeBase, open_kb
 from kb_core.config import Config, load_config
@@ -128,17 +129,11 @@ __all__ = [
     "stored_thread",
 ]
 
-_PLUGIN_NAMES = (
-    "AnswerChecker ArrayEmbedder Block BytesParser Done Embedder FactoryContext GenerateRequest Index IndexContext"
-    " LanguageModel ModelRef ParsedDocument Parser Problem Progress RegisterCommand RegisterEmbedder RegisterIndex"
-    " RegisterLanguageModel RegisterParser Retriever SearchIndex SnippetMaker StoreView StreamEvent Token"
-    " TokenStartsEmbedder VerdictOpening hookimpl make_snippet score_mapping similarity_floor similarity_to_score"
-).split()
-
 #: Names this module exported before 0.2 and no longer does, each with the module that holds the same
-#: object and what the warning says. They resolve until kb-core 0.3 (see ``__getattr__``).
+#: object and what the warning says: every name of ``kb_core.plugin`` (all of them moved from here), and a
+#: few that went private. They resolve until kb-core 0.3 (see ``__getattr__``).
 _DEPRECATED: dict[str, tuple[str, str]] = {
-    **{name: ("kb_core.plugin", f"moved to kb_core.plugin.{name}") for name in _PLUGIN_NAMES},
+    **{name: ("kb_core.plugin", f"moved to kb_core.plugin.{name}") for name in _plugin.__all__},
     "load_registry": ("kb_core.extend.registry", "moved to kb_core.testing.load_registry"),
     "Registry": ("kb_core.extend.registry", "is private; kb_core.testing.load_registry returns one"),
     "PluginError": ("kb_core.extend.registry", "is private; catch kb_core.KbError, its base"),
