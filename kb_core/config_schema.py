@@ -25,10 +25,8 @@ from kb_core.answers.prompts import AUTO, TEMPLATES
 from kb_core.answers.validation import UNSUPPORTED_POLICIES
 from kb_core.errors import ConfigError
 from kb_core.limits import LIMITS
-from kb_core.types import SEARCH_MODES
+from kb_core.types import SEARCH_MODES, STANDALONE_METHODS
 
-#: ``kb_core.conversations.METHODS``, repeated: importing it here would be an import cycle (a test compares them).
-STANDALONE_METHODS = ("as_asked", "model", "previous_turn")
 #: The fewest tokens a chunk may have (``kb_core.ingest.chunker.ChunkLimits``), and the most a chunk may be set to.
 MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS = 8, 8192
 #: The largest context window (and so token budget) a setting may name: 2^20 tokens.

@@ -18,6 +18,10 @@ converter.register_unstructure_hook(tuple, list)
 
 SearchMode = Literal["lexical", "vector", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("lexical", "vector", "hybrid")
+#: How a follow-up was made standalone (:mod:`kb_core.conversations.standalone`, ``[conversations] standalone``):
+#: left as asked, completed by the model, or by the previous turn.
+StandaloneMethod = Literal["as_asked", "model", "previous_turn"]
+STANDALONE_METHODS: tuple[StandaloneMethod, ...] = ("as_asked", "model", "previous_turn")
 
 
 @attrs.frozen

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal
 
 import attrs
 import regex
@@ -29,11 +28,10 @@ import regex
 from kb_core.answers.streaming import elapsed_ms, stream_answer
 from kb_core.extend.contracts import LanguageModel
 from kb_core.limits import LIMITS, CheckedText
-from kb_core.types import GenerateRequest
+from kb_core.types import STANDALONE_METHODS, GenerateRequest, StandaloneMethod
 
-#: How a question was made standalone: left as asked, completed by the model, or by the previous turn.
-StandaloneMethod = Literal["as_asked", "model", "previous_turn"]
-METHODS: tuple[StandaloneMethod, ...] = ("as_asked", "model", "previous_turn")
+#: How a question is made standalone, by name (``[conversations] standalone``, ``kb eval conversations --method``).
+METHODS = STANDALONE_METHODS
 #: The most tokens the model may write when it names what a follow-up refers to.
 TOPIC_MAX_TOKENS = 16
 #: The characters of the last answer the model is shown (its opening names the topic).
