@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kbtest import real_model_path
 
 from kb_core.answers.injection import has_instructions, instruction_sentences, without_instructions
 from kb_core.storage.store import StoreOfRecord
@@ -112,9 +113,9 @@ def test_real_model_never_grounds_an_obeyed_injection(tmp_path: Path) -> None:
     from kb_core.app import KnowledgeBase
     from kb_core.config import load_config
     from kb_core.ingest.pipeline import ingest_paths
-    from tests.test_rag import REAL_SETTINGS, _real_model_path
+    from tests.test_rag import REAL_SETTINGS
 
-    overrides = {**REAL_SETTINGS, "models.llm.backend": "llamacpp", "models.llm.model": _real_model_path()}
+    overrides = {**REAL_SETTINGS, "models.llm.backend": "llamacpp", "models.llm.model": real_model_path()}
     with KnowledgeBase(load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={})) as kb:
         ingest_paths(kb, [SUITE / "docs"])
         outcomes = []

@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 import jsonschema
 import pytest
-from kbtest import real_model_path as _real_model_path  # tests/test_injection.py imports it from here
+from kbtest import real_model_path
 
 from kb_core.answers.packing import pack
 from kb_core.answers.pipeline import AskOptions, RagPipeline
@@ -708,7 +708,7 @@ def real_kb(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     overrides: dict[str, object] = {
         **REAL_SETTINGS,
         "models.llm.backend": "llamacpp",
-        "models.llm.model": _real_model_path(),
+        "models.llm.model": real_model_path(),
     }
     kb = KnowledgeBase(load_config(kb_dir=tmp_path_factory.mktemp("real-kb"), overrides=overrides, environ={}))
     ingest_paths(kb, [CORPUS])
