@@ -27,10 +27,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-import pathspec
-
 from kb_core.errors import KbError
-from kb_core.ingest.source import DEFAULT_IGNORES, IGNORE_FILE, normalise
+from kb_core.ingest.source import folders_of, ignore_groups, ignore_spec, normalise
 from kb_core.limits import LIMITS
 
 #: A file or folder name's limit on common file systems (NAME_MAX), in bytes of UTF-8.
@@ -100,22 +98,10 @@ def clean_name(name: str, extensions: Iterable[str]) -> str:
     return clean
 
 
-def _ignore_groups(folder: Path, extra_ignores: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """The ignore rules the walk of ``folder`` uses, in its order, grouped by where they come from."""
-    groups = [("kb's defaults", list(DEFAULT_IGNORES)), ("[ingest] ignore", list(extra_ignores))]
-    ignore_file = folder / IGNORE_FILE
-    try:
-        if ignore_file.is_file():
-            groups.append((IGNORE_FILE, ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()))
-    except OSError:
-        pass
-    return groups
-
-
 def _origin(groups: list[tuple[str, list[str]]], index: int) -> str:
     """Where the ``index``-th pattern of the spec made of ``groups`` comes from (a spec drops blank lines)."""
     for origin, lines in groups:
-        count = len(pathspec.GitIgnoreSpec.from_lines(lines).patterns)
+        count = len(ignore_spec([(origin, lines)]).patterns)
         if index < count:
             return origin
         index -= count
@@ -124,12 +110,10 @@ def _origin(groups: list[tuple[str, list[str]]], index: int) -> str:
 
 def ignore_rule(folder: Path, relative: str, extra_ignores: Sequence[str] = ()) -> tuple[str, str, str] | None:
     """What of ``relative`` ingesting ``folder`` skips, as (the folder or file skipped, the rule, where the
-    rule comes from), or None. The same rules as the walk's (:func:`kb_core.ingest.source.ignored_part`)."""
-    groups = _ignore_groups(folder, extra_ignores)
-    spec = pathspec.GitIgnoreSpec.from_lines([line for _, lines in groups for line in lines])
-    parts = normalise(relative).split("/")
-    candidates = ["/".join(parts[:end]) + "/" for end in range(1, len(parts))] + ["/".join(parts)]
-    for candidate in candidates:
+    rule comes from), or None. The walk's own rules, read as it reads them (:mod:`kb_core.ingest.source`)."""
+    groups = ignore_groups(folder, extra_ignores)
+    spec = ignore_spec(groups)
+    for candidate in [*folders_of(relative), normalise(relative)]:
         result = spec.check_file(candidate)
         if result.include:
             if result.index is None:

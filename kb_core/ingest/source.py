@@ -78,15 +78,28 @@ def normalise(relative: str) -> str:
     return unicodedata.normalize("NFC", relative.replace(os.sep, "/"))
 
 
-def _ignore_spec(root: Path, extra: Sequence[str]) -> pathspec.PathSpec:
-    lines = list(DEFAULT_IGNORES) + list(extra)
+def ignore_groups(root: Path, extra: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
+    """The ignore rules of the walk of ``root``, in its order, grouped by where they come from: kb's defaults,
+    ``[ingest] ignore`` (``extra``) and ``root/.kbignore`` (when there is one to read)."""
+    groups = [("kb's defaults", list(DEFAULT_IGNORES)), ("[ingest] ignore", list(extra))]
     ignore_file = root / IGNORE_FILE
     try:
         if ignore_file.is_file():
-            lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+            groups.append((IGNORE_FILE, ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()))
     except OSError:
         pass
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    return groups
+
+
+def ignore_spec(groups: Sequence[tuple[str, Sequence[str]]]) -> pathspec.GitIgnoreSpec:
+    """The rules of all ``groups`` (see :func:`ignore_groups`), in order, as one gitignore spec."""
+    return pathspec.GitIgnoreSpec.from_lines([line for _, lines in groups for line in lines])
+
+
+def folders_of(relative: str) -> list[str]:
+    """The folders the walk enters to reach ``relative``, stored form and ending in '/', outermost first."""
+    parts = normalise(relative).split("/")
+    return ["/".join(parts[:end]) + "/" for end in range(1, len(parts))]
 
 
 def ignored_part(root: Path, relative: str, extra_ignores: Sequence[str] = ()) -> str | None:
@@ -98,10 +111,8 @@ def ignored_part(root: Path, relative: str, extra_ignores: Sequence[str] = ()) -
 
         ignored_part(Path("notes"), ".git/h.md")   # ".git/"
     """
-    spec = _ignore_spec(root, extra_ignores)
-    parts = normalise(relative).split("/")
-    for end in range(1, len(parts)):
-        folder = "/".join(parts[:end]) + "/"
+    spec = ignore_spec(ignore_groups(root, extra_ignores))
+    for folder in folders_of(relative):
         if spec.match_file(folder):
             return folder
     return relative if spec.match_file(normalise(relative)) else None
@@ -141,7 +152,7 @@ def walk(
 
     ``start`` (a relative folder ending in '/') limits the walk to that part of the root.
     """
-    spec = _ignore_spec(root, extra_ignores)
+    spec = ignore_spec(ignore_groups(root, extra_ignores))
     wanted = {e.lower() for e in extensions}
     skip = {p.resolve() for p in skip_dirs}
     root_real = root.resolve()
