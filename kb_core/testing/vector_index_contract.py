@@ -76,6 +76,11 @@ OFF_TOPIC = ["who won the football world cup in 1998", "how do I repair a flat b
 OpenIndex = Callable[..., Any]
 
 
+def paths(hits: list[Any]) -> set[str]:
+    """The documents ``hits`` come from."""
+    return {h.doc_path for h in hits}
+
+
 @functools.cache
 def _default_embedder() -> Embedder:
     return real_embedder()
@@ -242,9 +247,6 @@ class VectorIndexContract:
         assert english.score == pytest.approx(similarity_to_score(english.raw_score, floor))
 
     def test_path_glob_filters_before_ranking(self, index: Any) -> None:
-        def paths(hits: list[Any]) -> set[str]:
-            return {h.doc_path for h in hits}
-
         hits = index.search(SearchQuery("python list comprehension", k=3, path_glob="notes/*"))
         assert sorted(h.doc_path for h in hits) == ["notes/cooking.md", "notes/finance.md"]
         assert [h.rank for h in hits] == [1, 2]
@@ -262,9 +264,6 @@ class VectorIndexContract:
         assert len(filtered) == 1 and filtered[0].doc_path == "computing/python.md"  # k nearest among the matches
 
     def test_metadata_filters(self, index: Any) -> None:
-        def paths(hits: list[Any]) -> set[str]:
-            return {h.doc_path for h in hits}
-
         gb = index.search(SearchQuery("photosynthesis", k=10, metadata={"lang": "en-gb"}))
         assert paths(gb) == {"notes/cooking.md", "notes/finance.md"}
         tagged = index.search(SearchQuery("photosynthesis", k=10, metadata={"tags": "computing"}))
