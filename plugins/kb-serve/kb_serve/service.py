@@ -305,12 +305,13 @@ class KbService:
 
     def upload(self, files: Sequence[tuple[str, bytes]]) -> IngestReport:
         """Write the files into the uploads folder and ingest them; a file that fails keeps what was there."""
-        names = [uploads.safe_name(name, self.extensions()) for name, _ in files]
+        extensions = self.extensions()
+        names = [uploads.safe_name(name, extensions) for name, _ in files]
         if len(set(names)) != len(names):
             raise ApiError(400, "the same file name appears twice in one upload", hint="send each file once")
         with self._writing() as kb:
             # under the writer: what the uploads folder holds cannot change before the files are written
-            names = uploads.check_names(self.uploads, names, self.extensions(), self.config.ingest.ignore)
+            names = uploads.check_names(self.uploads, names, extensions, self.config.ingest.ignore)
             owners = kb.store.document_owners()
             root = str(self.uploads.resolve()) if self.uploads.exists() else None
             for name in names:

@@ -68,15 +68,13 @@ def safe_name(name: str, extensions: Iterable[str]) -> str:
 
 
 def check_names(folder: Path, names: Sequence[str], extensions: Iterable[str], ignores: Sequence[str]) -> list[str]:
-    """The stored paths of ``names`` uploaded together into ``folder``, checked before anything is written:
-    a 400 for a bad or ignored name, 415 for one no parser reads, 409 for one that clashes with a file
-    or folder already there or with another name of the upload (``a.md`` and ``a.md/b.md``)."""
+    """The stored paths of ``names`` (each once, as :func:`safe_name` returns them) uploaded together into
+    ``folder``, checked against the ingest ignore rules and what the folder holds before anything is written:
+    a 400 for an ignored name, 409 for one that clashes with a file or folder already there or with another
+    name of the upload (``a.md`` and ``a.md/b.md``)."""
     known = list(extensions)
-    clean = [safe_name(name, known) for name in names]
-    if len(set(clean)) != len(clean):
-        raise ApiError(400, "the same file name appears twice in one upload", hint="send each file once")
     try:
-        checked = [check_new_file(folder, name, known, ignores) for name in clean]
+        checked = [check_new_file(folder, name, known, ignores) for name in names]
     except NameRefused as exc:
         raise _refused(exc) from None
     clash = clash_between(checked)
