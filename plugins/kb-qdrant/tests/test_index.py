@@ -5,14 +5,13 @@ What every vector index must do is ``kb_core.testing.VectorIndexContract``; the 
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
 
 from kb_core import KbError, SearchQuery
 from kb_core.plugin import IndexContext, Problem
-from kb_core.testing import ON_TOPIC, VECTOR_CORPUS, StoreOfRecord, VectorIndexContract, store_document
+from kb_core.testing import ON_TOPIC, VECTOR_CORPUS, StoreOfRecord, VectorIndexContract, free_port, store_document
 from kb_qdrant import make_index
 from kb_qdrant.index import QdrantIndex
 from kb_qdrant.settings import QdrantSettings
@@ -58,9 +57,7 @@ class TestQdrantIndex(VectorIndexContract):
         assert [h.chunk_id for h in hits] == [new[0].chunk_id]
 
     def test_an_unreachable_server_is_one_clear_problem(self, store: StoreOfRecord, embedder: Any) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()  # nothing listens on it
         idx = QdrantIndex(QdrantSettings(url=f"http://127.0.0.1:{port}", path=None, timeout_s=2), embedder, store)
         (problem,) = idx.check()
         assert problem.message.startswith(f"cannot reach the Qdrant server at http://127.0.0.1:{port} while listing")
