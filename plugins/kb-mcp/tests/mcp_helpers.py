@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 from mcp_types import LATEST_PROTOCOL_VERSION
 
-from kb_core.testing import default_ctrl_c
+from kb_core.testing import default_ctrl_c, free_port
 
 HERE = Path(__file__).parent
 KB = str(Path(sys.executable).parent / "kb")
@@ -141,11 +141,15 @@ def stdio_session(kb_dir: Path, *args: str, mcp_args: Sequence[str] = ()) -> Ite
         yield lambda tool, arguments: portal.call(client.call_tool, tool, arguments)
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on, on loopback."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def wait_until_listening(process: subprocess.Popen[Any], port: int, timeout: float = 60) -> None:
+    """Return once ``process`` accepts connections on loopback ``port``, exits, or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.2)
 
 
 @contextmanager
@@ -161,13 +165,7 @@ def http_server(kb_dir: Path, *mcp_args: str) -> Iterator[tuple[subprocess.Popen
         preexec_fn=default_ctrl_c,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+        wait_until_listening(process, port)
         yield process, port
     finally:
         if process.poll() is None:

@@ -55,12 +55,6 @@ def test_ask_with_an_unknown_backend_is_the_cli_line(kb_dir: Path) -> None:
     assert text_of(result).startswith("kb: error: no language model named 'nosuch' (available: ")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_streamable_http_on_loopback_only(kb_dir: Path) -> None:
     with http_server(kb_dir) as (process, port):
 

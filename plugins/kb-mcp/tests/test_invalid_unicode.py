@@ -12,7 +12,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,10 +22,10 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_helpers import KB, scripted_plugin_path, server_env
+from mcp_helpers import KB, scripted_plugin_path, server_env, wait_until_listening
 from mcp_types import LATEST_PROTOCOL_VERSION
 
-from kb_core.testing import default_ctrl_c
+from kb_core.testing import default_ctrl_c, free_port
 
 pytestmark = pytest.mark.slow
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -179,12 +178,6 @@ def test_a_nul_in_a_query_is_a_tool_error_line(lines: Lines) -> None:
 # -- over streamable HTTP ----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Http:
     """``kb --backend scripted mcp --transport http`` on a free loopback port, spoken to with raw bodies."""
 
@@ -197,13 +190,7 @@ class Http:
             stderr=subprocess.DEVNULL,
             preexec_fn=default_ctrl_c,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+        wait_until_listening(self.process, self.port)
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", headers=headers, timeout=REPLY_TIMEOUT_S)
         status, first = self.post(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}))
