@@ -25,14 +25,21 @@ DEFAULT_ENV = {"KB_PLUGIN_MODULES": TEST_PLUGINS, "KB_INDEXES__ENABLED": f'["{LE
 TEST_INDEXES_ENV = DEFAULT_ENV | {"KB_INDEXES__ENABLED": f'["{LEXICAL}"]'}
 
 
+#: The real ``kb`` console command of this environment.
+KB = Path(sys.executable).parent / "kb"
+
+
+def kb_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a ``kb`` subprocess: this one's without its ``KB_*`` variables, on the test indexes
+    (``DEFAULT_ENV``), then ``env``."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | DEFAULT_ENV | (env or {})
+
+
 def run_kb(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """Run the real ``kb`` console command in a subprocess, on the test indexes unless ``env`` says otherwise."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | DEFAULT_ENV
-    full_env.update(env or {})
-    kb = Path(sys.executable).parent / "kb"
-    return subprocess.run([str(kb), *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
+    return subprocess.run([str(KB), *args], capture_output=True, text=True, env=kb_env(env), cwd=cwd, timeout=timeout)
 
 
 def save_answer_row(store: object, row: dict[str, object]) -> None:

@@ -11,22 +11,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kbtest import CORPUS, TEST_INDEXES_ENV
+from kbtest import CORPUS, KB, TEST_INDEXES_ENV, kb_env
 
 from kb_core import KbError, check_text
 from kb_core.cli.main import main
 from kb_core.extend.registry import load_registry, reset_registry
 from kb_core.limits import LIMITS, UNICODE_HINT, as_typed, check_unicode
 from kb_core.testing import ScriptedPlugin, TestIndexesPlugin, extractive
-
-KB = str(Path(sys.executable).parent / "kb")
 
 
 def test_a_lone_surrogate_is_refused_with_where_it_is() -> None:
@@ -87,10 +84,8 @@ def notes_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     kb_dir = tmp_path_factory.mktemp("unicode") / "kb"
     reset_registry(load_registry(extra_plugins=[("test-indexes", TestIndexesPlugin())]))
     try:
-        env = {"KB_INDEXES__ENABLED": TEST_INDEXES_ENV["KB_INDEXES__ENABLED"]}
         with pytest.MonkeyPatch.context() as patch:
-            for name, value in env.items():
-                patch.setenv(name, value)
+            patch.setenv("KB_INDEXES__ENABLED", TEST_INDEXES_ENV["KB_INDEXES__ENABLED"])
             assert main(["--kb", str(kb_dir), "ingest", str(CORPUS / "notes")]) == 0
     finally:
         reset_registry(None)
@@ -205,8 +200,8 @@ def run_bytes(
     args: list[bytes], stdin: bytes = b"", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     """The real ``kb`` with arguments given as bytes (as a shell passes $'\\xff'), on the test indexes."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | TEST_INDEXES_ENV | (env or {})
-    return subprocess.run([KB.encode(), *args], input=stdin, capture_output=True, env=full_env, timeout=120)
+    full_env = kb_env(TEST_INDEXES_ENV | (env or {}))
+    return subprocess.run([os.fsencode(KB), *args], input=stdin, capture_output=True, env=full_env, timeout=120)
 
 
 @pytest.mark.slow
