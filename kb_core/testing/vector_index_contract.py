@@ -192,18 +192,18 @@ class VectorIndexContract:
         assert isinstance(index, SearchIndex)
         assert index.mode == "vector" and index.name == self.name
 
-    def test_registered_as_vector_index_and_made_through_the_factory(self, tmp_path: Path, embedder: Embedder) -> None:
+    def test_registered_as_vector_index_and_made_through_the_factory(
+        self, store: StoreOfRecord, embedder: Embedder
+    ) -> None:
         registration = load_registry().get("indexes", self.name)
         assert registration.info["mode"] == "vector"
-        store = StoreOfRecord(tmp_path)
-        config = load_config(kb_dir=tmp_path, environ={})
-        ctx = IndexContext(config, name=self.name, directory=tmp_path / "idx", store=store, embedder=embedder)
+        config = load_config(kb_dir=store.kb_dir, environ={})
+        ctx = IndexContext(config, name=self.name, directory=store.kb_dir / "idx", store=store, embedder=embedder)
         made = registration.factory(ctx)
         self.check_made(made, ctx)
         made.close()
         with pytest.raises(KbError, match="needs an embedder"):
             registration.factory(attrs.evolve(ctx, embedder=None))
-        store.close()
 
     def test_search_ranks_the_relevant_document_first(self, index: Any, corpus: list[Chunk]) -> None:
         chunks = {c.chunk_id: c for c in corpus}
