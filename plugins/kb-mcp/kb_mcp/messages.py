@@ -8,6 +8,9 @@ drop (on stdio it answers nothing, and a client waits for ever) gets an error re
 
 The id is echoed when the message has a usable one (a whole number or a string), else it is ``null``. A
 notification (no id) whose params are refused gets no reply (JSON-RPC's rule); the SDK then drops it.
+
+A message the SDK's own parser takes (which refuses a lone surrogate too) passes after that one parse; only
+a refused one is parsed again, with :mod:`json`, to say why.
 """
 
 from __future__ import annotations
@@ -48,6 +51,12 @@ def refusal(raw: bytes) -> JSONRPCError | None:
         where = f"byte {exc.start + 1} is 0x{raw[exc.start]:02x}"
         return _error(_id_in(raw), PARSE_ERROR, f"Parse error: the message is not valid UTF-8 ({where})")
     try:
+        jsonrpc_message_adapter.validate_json(text, by_name=False)
+        return None  # what the SDK reads (its parser refuses a lone surrogate: the message holds none)
+    except ValidationError as exc:
+        json_ok = not any(error["type"] == "json_invalid" for error in exc.errors())
+    # Refused: parsed again, only now, to say why.
+    try:
         message = json.loads(text)
     except (ValueError, RecursionError):  # (not JSON, too many digits, too deep)
         return _error(None, PARSE_ERROR, "Parse error: the message is not JSON")
@@ -56,13 +65,9 @@ def refusal(raw: bytes) -> JSONRPCError | None:
         check_unicode(message, "message")
     except kb_core.KbError as exc:
         return _error(_usable_id(message), INVALID_PARAMS, f"Invalid params: {exc}") if wanted else None
-    try:
-        jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except ValidationError as exc:
-        if any(error["type"] == "json_invalid" for error in exc.errors()):  # JSON to Python, not to the SDK (NaN)
-            return _error(_usable_id(message), PARSE_ERROR, "Parse error: the message is not strict JSON")
-        return _error(_usable_id(message), INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
-    return None
+    if not json_ok:  # JSON to Python, not to the SDK (nested too deep for it)
+        return _error(_usable_id(message), PARSE_ERROR, "Parse error: the message is not strict JSON")
+    return _error(_usable_id(message), INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCError:
