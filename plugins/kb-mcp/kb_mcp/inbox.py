@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -77,28 +78,35 @@ class Inbox:
         refused = [problem for problem in report.failed if problem.path == relative]
         if refused:
             _undo(target, previous, created)
-            reason = self._relative(refused[0].reason)
+            reason = self._relative()(refused[0].reason)
             raise kb_core.KbError(f"{relative}: {reason}", hint="nothing stored was changed")
         if self.kb.store.get_document(relative) is None:  # never report success for a text not stored
             _undo(target, previous, created)
             raise kb_core.KbError(f"{relative!r} was not stored", hint="choose another name")
         return self._public(report)
 
-    def _relative(self, text: str) -> str:
-        """``text`` with the inbox's absolute path written ``inbox`` (relative to the knowledge base folder)."""
-        for spelling in sorted({str(self.folder.resolve()), str(self.folder.absolute())}, key=len, reverse=True):
-            text = text.replace(spelling, FOLDER)
-        return text
+    def _relative(self) -> Callable[[str], str]:
+        """What writes the inbox's absolute path ``inbox`` (relative to the knowledge base folder) in a text
+        (the path resolved once, for a whole report)."""
+        spellings = sorted({str(self.folder.resolve()), str(self.folder.absolute())}, key=len, reverse=True)
+
+        def relative(text: str) -> str:
+            for spelling in spellings:
+                text = text.replace(spelling, FOLDER)
+            return text
+
+        return relative
 
     def _public(self, report: kb_core.IngestReport) -> kb_core.IngestReport:
         """``report`` without the server's absolute paths: the inbox is ``inbox``, document paths are as stored."""
+        relative = self._relative()
 
         def warning(item: kb_core.IngestWarning) -> kb_core.IngestWarning:
-            return kb_core.IngestWarning(self._relative(item.path), self._relative(item.reason))
+            return kb_core.IngestWarning(relative(item.path), relative(item.reason))
 
         return attrs.evolve(
             report,
-            roots=[self._relative(root) for root in report.roots],
+            roots=[relative(root) for root in report.roots],
             failed=[warning(w) for w in report.failed],
             warnings=[warning(w) for w in report.warnings],
         )
