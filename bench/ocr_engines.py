@@ -421,19 +421,24 @@ class Tesserocr(Engine):
         self.api = PyTessBaseAPI(path=TESSDATA, lang=TESS_LANG[self.name][lang], psm=PSM.AUTO)
 
     def ocr(self, image: Any) -> list[Segment]:
-        from tesserocr import RIL, iterate_level
+        return _tesseract_lines(self.api, image, page_dpi(image))
 
-        self.api.SetImage(image)
-        if TELL_DPI:
-            self.api.SetSourceResolution(page_dpi(image))  # after SetImage, which resets it
-        self.api.Recognize()
-        out = []
-        for item in iterate_level(self.api.GetIterator(), RIL.TEXTLINE):
-            text = (item.GetUTF8Text(RIL.TEXTLINE) or "").strip()
-            box = item.BoundingBox(RIL.TEXTLINE)
-            if text and box:
-                out.append(Segment(text, tuple(box), item.Confidence(RIL.TEXTLINE) / 100.0))
-        return out
+
+def _tesseract_lines(api: Any, image: Any, dpi: int) -> list[Segment]:
+    """The text lines a tesserocr ``api`` reads on ``image`` (told its ``dpi`` unless --tess-dpi none)."""
+    from tesserocr import RIL, iterate_level
+
+    api.SetImage(image)
+    if TELL_DPI:
+        api.SetSourceResolution(dpi)  # after SetImage, which resets it
+    api.Recognize()
+    out = []
+    for item in iterate_level(api.GetIterator(), RIL.TEXTLINE):
+        text = (item.GetUTF8Text(RIL.TEXTLINE) or "").strip()
+        box = item.BoundingBox(RIL.TEXTLINE)
+        if text and box:
+            out.append(Segment(text, tuple(box), item.Confidence(RIL.TEXTLINE) / 100.0))
+    return out
 
 
 def _tessdata_missing(langs: str) -> str | None:
@@ -481,7 +486,7 @@ class TesserocrOsd(Engine):
         self.picked: Counter = Counter()
 
     def ocr(self, image: Any) -> list[Segment]:
-        from tesserocr import PSM, RIL, PyTessBaseAPI, iterate_level
+        from tesserocr import PSM, PyTessBaseAPI
 
         dpi = page_dpi(image)
         self.osd.SetImage(image)
@@ -493,18 +498,7 @@ class TesserocrOsd(Engine):
             image = image.rotate(found["orient_deg"], expand=True)  # orient_deg: clockwise turn of the page
         if model not in self.apis:
             self.apis[model] = PyTessBaseAPI(path=TESSDATA, lang=model, psm=PSM.AUTO)
-        api = self.apis[model]
-        api.SetImage(image)
-        if TELL_DPI:
-            api.SetSourceResolution(dpi)
-        api.Recognize()
-        out = []
-        for item in iterate_level(api.GetIterator(), RIL.TEXTLINE):
-            text = (item.GetUTF8Text(RIL.TEXTLINE) or "").strip()
-            box = item.BoundingBox(RIL.TEXTLINE)
-            if text and box:
-                out.append(Segment(text, tuple(box), item.Confidence(RIL.TEXTLINE) / 100.0))
-        return out
+        return _tesseract_lines(self.apis[model], image, dpi)
 
 
 class TesseractCli(Engine):
