@@ -76,6 +76,20 @@ def text(rng: random.Random) -> str:
     return "".join(rng.choice(PIECES) for _ in range(rng.randrange(0, 8)))
 
 
+class Tally:
+    """The outcomes of an entry point's inputs, and a note on each of the first MAX_OTHERS that went wrong."""
+
+    def __init__(self) -> None:
+        self.outcomes: Counter[str] = Counter()
+        self.others: list[str] = []
+
+    def add(self, outcome: str, note: str = "") -> None:
+        """Count one input's ``outcome``; keep ``note`` (what the input was and got) while there is room."""
+        self.outcomes[outcome] += 1
+        if note and len(self.others) < MAX_OTHERS:
+            self.others.append(note)
+
+
 # -- the command line, in this process ---------------------------------------------------------------
 
 
@@ -108,12 +122,11 @@ def cli_args(rng: random.Random, kb_dir: Path) -> list[str]:
     )
 
 
-def run_cli(count: int, rng: random.Random, kb_dir: Path, timeout: float) -> tuple[Counter[str], list[str]]:
+def run_cli(count: int, rng: random.Random, kb_dir: Path, timeout: float) -> Tally:
     """``count`` in-process calls of ``main``: outcomes, and the first calls of no known outcome."""
     from kb_core.cli.main import main
 
-    outcomes: Counter[str] = Counter()
-    others: list[str] = []
+    tally = Tally()
 
     def alarm(_signum: int, _frame: FrameType | None) -> None:
         raise Hung
@@ -128,26 +141,21 @@ def run_cli(count: int, rng: random.Random, kb_dir: Path, timeout: float) -> tup
                 with contextlib.redirect_stdout(Captured()), contextlib.redirect_stderr(err):
                     code = main(args)
             except Hung:
-                outcomes["hang"] += 1
+                tally.add("hang")
                 continue
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             lines = err.getvalue()
             if code in (0, 1):
-                outcomes["ok"] += 1
+                tally.add("ok")
             elif code == 2 and lines.count("\n") == 1 and lines.startswith("kb: error: "):
-                outcomes["usage_error"] += 1
-            elif code == 70:
-                outcomes["exit_70"] += 1
-                if len(others) < MAX_OTHERS:
-                    others.append(f"exit 70: {ascii(args[2:])[:120]}: {lines.strip()[:200]}")
+                tally.add("usage_error")
             else:
-                outcomes["other"] += 1
-                if len(others) < MAX_OTHERS:
-                    others.append(f"exit {code}: {ascii(args[2:])[:120]}: {lines.strip()[:200]}")
+                note = f"exit {code}: {ascii(args[2:])[:120]}: {lines.strip()[:200]}"
+                tally.add("exit_70" if code == 70 else "other", note)
     finally:
         signal.signal(signal.SIGALRM, previous)
-    return outcomes, others
+    return tally
 
 
 # -- kb serve ------------------------------------------------------------------------------------
@@ -224,12 +232,9 @@ def classify_http(reply: httpx.Response) -> str:
     return "ok"
 
 
-def run_serve(
-    count: int, rng: random.Random, kb_dir: Path, env: dict[str, str], timeout: float
-) -> tuple[Counter[str], list[str]]:
+def run_serve(count: int, rng: random.Random, kb_dir: Path, env: dict[str, str], timeout: float) -> Tally:
     """``count`` requests to a real kb serve (restarted after a hang)."""
-    outcomes: Counter[str] = Counter()
-    others: list[str] = []
+    tally = Tally()
     done = 0
     while done < count:
         with serving(kb_dir, env) as url, httpx.Client(base_url=url, timeout=timeout) as http:
@@ -241,20 +246,20 @@ def run_serve(
                 try:
                     reply = http.request(method, path, content=body, headers={"Content-Type": "application/json"})
                 except httpx.TimeoutException:
-                    outcomes["hang"] += 1
+                    tally.add("hang")
                     break  # a new server for what is left
                 except httpx.TransportError as exc:  # the connection dropped: the server may have died
-                    outcomes["other"] += 1
-                    if len(others) < MAX_OTHERS:
-                        others.append(f"{method} {ascii(path)[:120]} {ascii(body)[:120]}: {type(exc).__name__} {exc}")
+                    tally.add("other", f"{method} {ascii(path)[:120]} {ascii(body)[:120]}: {type(exc).__name__} {exc}")
                     break
                 outcome = classify_http(reply)
-                outcomes[outcome] += 1
-                if outcome != "ok" and outcome != "usage_error" and len(others) < MAX_OTHERS:
-                    others.append(
-                        f"{method} {ascii(path)[:120]} {ascii(body)[:120]}: {reply.status_code} {reply.text[:200]}"
+                if outcome in ("ok", "usage_error"):
+                    tally.add(outcome)
+                else:
+                    tally.add(
+                        outcome,
+                        f"{method} {ascii(path)[:120]} {ascii(body)[:120]}: {reply.status_code} {reply.text[:200]}",
                     )
-    return outcomes, others
+    return tally
 
 
 # -- kb mcp over stdio ---------------------------------------------------------------------------
@@ -338,12 +343,9 @@ def classify_mcp(reply: dict[str, Any]) -> str:
     return "usage_error" if line.startswith("kb: error: ") and "\n" not in line else "5xx"
 
 
-def run_mcp(
-    count: int, rng: random.Random, kb_dir: Path, env: dict[str, str], timeout: float
-) -> tuple[Counter[str], list[str]]:
+def run_mcp(count: int, rng: random.Random, kb_dir: Path, env: dict[str, str], timeout: float) -> Tally:
     """``count`` lines to a real kb mcp over stdio (restarted after a hang)."""
-    outcomes: Counter[str] = Counter()
-    others: list[str] = []
+    tally = Tally()
     done = 0
     while done < count:
         client = McpLines(kb_dir, env)
@@ -376,20 +378,16 @@ def run_mcp(
                     if reply.get("id") == wanted:
                         break
                 if reply is None:
-                    outcomes["hang"] += 1
-                    if len(others) < MAX_OTHERS:
-                        others.append(f"hang: {ascii(line)[:200]}")
+                    tally.add("hang", f"hang: {ascii(line)[:200]}")
                     break  # a new server for what is left
                 if not is_request:
                     replies.pop()  # the ping's
                 judged = [classify_mcp(r) for r in replies] or ["ok"]  # junk that is a notification: silence
                 outcome = "5xx" if "5xx" in judged else judged[0]
-                outcomes[outcome] += 1
-                if outcome == "5xx" and len(others) < MAX_OTHERS:
-                    others.append(f"{ascii(line)[:200]}: {json.dumps(replies)[:200]}")
+                tally.add(outcome, f"{ascii(line)[:200]}: {json.dumps(replies)[:200]}" if outcome == "5xx" else "")
         finally:
             client.close()
-    return outcomes, others
+    return tally
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -411,7 +409,7 @@ def run(count: int, seed: int, timeout: float, only: list[str]) -> dict[str, Any
     report: dict[str, Any] = {"count": count, "seed": seed, "timeout_s": timeout, "entry_points": {}}
     with tempfile.TemporaryDirectory(prefix="kb-fuzz-") as folder:
         kb_dir, env = prepare(Path(folder))
-        runners: dict[str, Callable[[random.Random], tuple[Counter[str], list[str]]]] = {
+        runners: dict[str, Callable[[random.Random], Tally]] = {
             "cli": lambda rng: run_cli(count, rng, kb_dir, timeout),
             "serve": lambda rng: run_serve(count, rng, kb_dir, env, timeout),
             "mcp": lambda rng: run_mcp(count, rng, kb_dir, env, timeout),
@@ -423,12 +421,12 @@ def run(count: int, seed: int, timeout: float, only: list[str]) -> dict[str, Any
         try:
             for name in only:
                 began = time.perf_counter()
-                outcomes, others = runners[name](random.Random(f"{seed}-{name}"))
+                tally = runners[name](random.Random(f"{seed}-{name}"))
                 report["entry_points"][name] = {
-                    "inputs": sum(outcomes.values()),
-                    **{outcome: outcomes[outcome] for outcome in OUTCOMES},
+                    "inputs": sum(tally.outcomes.values()),
+                    **{outcome: tally.outcomes[outcome] for outcome in OUTCOMES},
                     "seconds": round(time.perf_counter() - began, 1),
-                    "first_others": others,
+                    "first_others": tally.others,
                 }
         finally:
             for name in [name for name in os.environ if name.startswith("KB_")]:
