@@ -97,14 +97,17 @@ def check_unicode(value: T, what: str = "text", *, nul: bool = True, hint: str =
     while stack:
         item, place = stack.pop()
         if isinstance(item, str):
-            _check_string(item, f"{what}'s field '{_spelt(place)}'" if place else what, nul, hint)
+            fault = _fault(item, nul)
+            if fault is not None:
+                raise _refusal(f"{what}'s field '{_spelt(place)}'" if place else what, fault, hint)
         elif isinstance(item, list):
             stack.extend((v, (place, i)) for i, v in reversed(list(enumerate(item))))
         elif isinstance(item, dict):
-            for name, v in reversed(list(item.items())):
-                if isinstance(name, str):
+            for name, v in reversed(item.items()):
+                fault = _fault(name, nul) if isinstance(name, str) else None
+                if fault is not None:
                     where = f" in '{_spelt(place)}'" if place else ""
-                    _check_string(name, f"{what}'s field name '{as_typed(name)[:40]}'{where}", nul, hint)
+                    raise _refusal(f"{what}'s field name '{as_typed(name)[:40]}'{where}", fault, hint)
                 stack.append((v, (place, name)))
     return value
 
@@ -123,18 +126,30 @@ def _spelt(place: _Place, limit: int = 80) -> str:
 
 
 def _check_string(text: str, what: str, nul: bool, hint: str) -> None:
+    fault = _fault(text, nul)
+    if fault is not None:
+        raise _refusal(what, fault, hint)
+
+
+def _fault(text: str, nul: bool) -> tuple[str, str | None] | None:
+    """What is wrong with ``text``, as (what it is, its own hint or None), or None when nothing is.
+
+    Only this runs on every string of a body: what names the text is made for a refusal alone.
+    """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:  # the only characters UTF-8 cannot encode are the surrogates
-        raise KbError(
-            f"the {what} is not valid Unicode: character {exc.start + 1} is U+{ord(text[exc.start]):04X},"
-            " half of a surrogate pair",
-            hint=hint,
-        ) from None
+        where = f"character {exc.start + 1} is U+{ord(text[exc.start]):04X}"
+        return f"is not valid Unicode: {where}, half of a surrogate pair", None
     if not nul and "\x00" in text:
-        raise KbError(
-            f"the {what} contains a NUL character (U+0000) at character {text.index(chr(0)) + 1}", hint="remove it"
-        )
+        return f"contains a NUL character (U+0000) at character {text.index(chr(0)) + 1}", "remove it"
+    return None
+
+
+def _refusal(what: str, fault: tuple[str, str | None], hint: str) -> KbError:
+    """The one-line error for the text ``what`` with ``fault`` (:func:`_fault`); ``hint`` unless it has its own."""
+    said, own_hint = fault
+    return KbError(f"the {what} {said}", hint=own_hint or hint)
 
 
 def as_typed(text: str) -> str:
