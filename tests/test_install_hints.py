@@ -18,6 +18,8 @@ from kb_core.extend.registry import KNOWN_ENGINES
 #: Files whose text is a user's notes, not kb's words: the fixture corpus installs a made-up package
 #: (and a parser test quotes that note).
 NOT_KB = ("fixtures/", "tests/test_parsers.py")
+#: Files that measure other projects' packages: the OCR comparison installs candidates kb does not depend on.
+COMPARISONS = ("bench/ocr_engines.py", "docs/ocr-engines.md")
 #: pip's options that take a value (the value is not a package).
 VALUE_OPTIONS = {"-f", "--find-links", "-r", "--requirement", "-c", "--constraint", "-t", "--target", "-i"}
 VALUE_OPTIONS |= {"--index-url", "--extra-index-url", "--prefix", "--root", "-d", "--dest", "-w", "--wheel-dir"}
@@ -75,7 +77,7 @@ def packages_named(arguments: str) -> list[str]:
 
 def _tracked_text_files() -> list[Path]:
     listed = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    paths = [REPO / line for line in listed.splitlines() if not line.startswith(NOT_KB)]
+    paths = [REPO / line for line in listed.splitlines() if not line.startswith(NOT_KB + COMPARISONS)]
     return [p for p in paths if p.suffix in {".py", ".md", ".toml", ".txt", ".sh", ""} and p.is_file()]
 
 
