@@ -37,6 +37,7 @@ class IngestConfig:
     ignore: list[str] = attrs.field(factory=list)
     batch_documents: int = 256
     follow_symlinks: bool = False  # follow links that lead outside the ingested folder
+    ocr: str = "auto"  # the OCR engine for page images: "auto" (the one installed), "off", or its name
 
 
 @attrs.define

@@ -145,6 +145,7 @@ RULES: dict[str, Rule] = {
     "ingest.ignore": Rule("texts"),
     "ingest.batch_documents": whole(1, 100_000),
     "ingest.follow_symlinks": FLAG,
+    "ingest.ocr": text(nonempty=True),
     "models.embedding.name": text(nonempty=True),
     "models.embedding.path": PATH,
     "models.embedding.threads": THREADS,

@@ -223,6 +223,28 @@ Progress = Callable[[str, int, int], None]
 
 
 @attrs.frozen
+class OcrImage:
+    """A page image handed to an OCR engine: 8-bit RGB ``pixels`` (rows top to bottom, 3 bytes a
+    pixel, no padding), its size in pixels and its resolution in dots per inch (told to the engine:
+    most read small print badly when they must guess it)."""
+
+    pixels: bytes
+    width: int
+    height: int
+    dpi: int
+
+
+@attrs.frozen
+class OcrLine:
+    """A line of text an OCR engine read: the text, its box ``(x, y, width, height)`` in the
+    image's pixels (origin top left) and the engine's confidence from 0 to 1."""
+
+    text: str
+    box: tuple[int, int, int, int]
+    confidence: float
+
+
+@attrs.frozen
 class Problem:
     """A health problem found by ``kb doctor``, with the command that fixes it."""
 

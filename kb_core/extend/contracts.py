@@ -1,8 +1,9 @@
-"""The roles a plugin can fill, as Protocols: Parser, Embedder, Index (with Retriever) and LanguageModel.
+"""The roles a plugin can fill, as Protocols: Parser, Embedder, Index (with Retriever), LanguageModel and OcrEngine.
 
 Optional capabilities are Protocols of their own (``BytesParser``, ``TokenStartsEmbedder``,
 ``ArrayEmbedder``, ``AnswerChecker``); the core checks them with ``isinstance``. Every factory receives a
-:class:`FactoryContext` (an index factory its extension :class:`IndexContext`). Implementations
+:class:`FactoryContext` (an index factory its extension :class:`IndexContext`, a parser factory
+:class:`ParserContext`). Implementations
 are registered through the hooks in :mod:`kb_core.extend.hookspecs` and checked by the contract
 test kit in :mod:`kb_core.testing`.
 """
@@ -21,6 +22,8 @@ from kb_core.types import (
     GenerateRequest,
     Hit,
     ModelRef,
+    OcrImage,
+    OcrLine,
     ParsedDocument,
     Problem,
     Progress,
@@ -49,6 +52,25 @@ class BytesParser(Protocol):
     """
 
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument: ...
+
+
+@runtime_checkable
+class OcrEngine(Protocol):
+    """Reads the text lines of a page image, in reading order.
+
+    ``identity`` names the engine, its version and its models: kb keeps what an engine read by the
+    image's content and this identity, so an unchanged scan is never read twice by the same engine.
+    ``languages()`` are what it can read (for ``kb doctor``). ``read`` never raises on any image
+    (a blank or unreadable page is an empty list); a missing model is a
+    :class:`~kb_core.errors.KbError` naming the command that installs it.
+    """
+
+    @property
+    def identity(self) -> str: ...
+
+    def languages(self) -> tuple[str, ...]: ...
+
+    def read(self, image: OcrImage) -> list[OcrLine]: ...
 
 
 @runtime_checkable
@@ -270,6 +292,20 @@ class IndexContext(FactoryContext):
     directory: Path
     store: StoreView
     embedder: Embedder | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ParserContext(FactoryContext):
+    """What a parser factory receives: a FactoryContext plus the OCR engine, when one is installed.
+
+    ``ocr`` reads page images (scanned PDF pages, photos); None when no OCR engine is installed or
+    ``[ingest] ocr = "off"``, and then ``ocr_missing`` is the one line to show instead, naming the
+    install command. ``progress`` is the ingest's: a parser reports long work per page with it
+    (``progress("ocr", page, pages)``).
+    """
+
+    ocr: OcrEngine | None = None
+    ocr_missing: str = ""
 
 
 #: The name of :class:`FactoryContext` before 0.2 (embedders and language models received it).

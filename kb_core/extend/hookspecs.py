@@ -1,4 +1,4 @@
-"""The extension surface of kb: five hooks, each receiving a typed ``register`` callable.
+"""The extension surface of kb: six hooks, each receiving a typed ``register`` callable.
 
 A plugin is a module with functions marked ``@hookimpl`` and named like the specs below (both
 ``hookimpl`` and the ``Register*`` protocols are public as :mod:`kb_core.plugin`'s); it is found
@@ -27,7 +27,16 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from kb_core.extend.contracts import Embedder, FactoryContext, Index, IndexContext, LanguageModel, Parser
+    from kb_core.extend.contracts import (
+        Embedder,
+        FactoryContext,
+        Index,
+        IndexContext,
+        LanguageModel,
+        OcrEngine,
+        Parser,
+        ParserContext,
+    )
 
 hookspec = pluggy.HookspecMarker("kb")
 hookimpl = pluggy.HookimplMarker("kb")
@@ -39,7 +48,7 @@ class RegisterParser(Protocol):
     def __call__(
         self,
         name: str,
-        factory: Callable[[FactoryContext], Parser],
+        factory: Callable[[ParserContext], Parser],
         *,
         extensions: Sequence[str],
         description: str = "",
@@ -94,6 +103,21 @@ class RegisterLanguageModel(Protocol):
     ) -> None: ...
 
 
+class RegisterOcrEngine(Protocol):
+    """``register(name, factory, languages="English, Korean, Chinese", licence="...", needs="...")``."""
+
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[[FactoryContext], OcrEngine],
+        *,
+        languages: str = "",
+        description: str = "",
+        licence: str = "",
+        needs: str = "",
+    ) -> None: ...
+
+
 class RegisterCommand(Protocol):
     """``register(name, command)`` with a ``click.Command`` (or group)."""
 
@@ -104,8 +128,9 @@ class RegisterCommand(Protocol):
 def register_parsers(register: RegisterParser) -> None:
     """Register document parsers for file extensions.
 
-    ``factory(FactoryContext)`` returns a :class:`~kb_core.extend.contracts.Parser`. The last
-    plugin to claim an extension parses it; the core's own parsers load first.
+    ``factory(ParserContext)`` returns a :class:`~kb_core.extend.contracts.Parser`. The last
+    plugin to claim an extension parses it; the core's own parsers load first. ``ctx.ocr`` is the
+    OCR engine for page images (None when none is installed).
     """
 
 
@@ -133,6 +158,16 @@ def register_language_models(register: RegisterLanguageModel) -> None:
 
     ``factory(FactoryContext)`` returns a :class:`~kb_core.extend.contracts.LanguageModel`;
     ``ctx.options`` holds the backend's ``[backends.<name>]`` table.
+    """
+
+
+@hookspec
+def register_ocr_engines(register: RegisterOcrEngine) -> None:
+    """Register OCR engines, chosen by ``[ingest] ocr`` (``"auto"``: the one installed).
+
+    ``factory(FactoryContext)`` returns an :class:`~kb_core.extend.contracts.OcrEngine`; it is
+    made on the first page an ingest needs read, and ``ctx.options`` holds its
+    ``[backends.<name>]`` table.
     """
 
 

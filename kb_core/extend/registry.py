@@ -31,13 +31,14 @@ CORE_DISTRIBUTION = "kb-core"
 LOAD_ENV = "KB_LOAD_PLUGINS"
 MODULES_ENV = "KB_PLUGIN_MODULES"
 #: The kinds of thing a plugin registers.
-Kind = Literal["parsers", "embedders", "indexes", "language_models", "commands"]
-KINDS: tuple[Kind, ...] = ("parsers", "embedders", "indexes", "language_models", "commands")
+Kind = Literal["parsers", "embedders", "indexes", "language_models", "ocr_engines", "commands"]
+KINDS: tuple[Kind, ...] = ("parsers", "embedders", "indexes", "language_models", "ocr_engines", "commands")
 LABELS = {
     "parsers": "parser",
     "embedders": "embedder",
     "indexes": "index",
     "language_models": "language model",
+    "ocr_engines": "OCR engine",
     "commands": "command",
 }
 
@@ -48,11 +49,12 @@ DETAILS: dict[str, frozenset[str]] = {
     "embedders": COMMON_DETAILS | {"languages", "scripts"},
     "indexes": COMMON_DETAILS | {"mode"},
     "language_models": COMMON_DETAILS | {"default_model"},
+    "ocr_engines": COMMON_DETAILS | {"languages"},
     "commands": frozenset(),
 }
 INDEX_MODES = ("lexical", "vector")
 #: Engines kb's documentation names; each comes in the distribution ``kb-<name>`` ("install it" hints).
-KNOWN_ENGINES = frozenset({"tantivy", "sqlitevec", "qdrant", "llamacpp", "ollama", "openai"})
+KNOWN_ENGINES = frozenset({"tantivy", "sqlitevec", "qdrant", "llamacpp", "ollama", "openai", "tesseract"})
 
 
 class PluginError(KbError):

@@ -26,9 +26,10 @@ import attrs
 
 from kb_core.app import KnowledgeBase
 from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
-from kb_core.extend.contracts import BytesParser, FactoryContext, TokenStartsEmbedder
+from kb_core.extend.contracts import BytesParser, ParserContext, TokenStartsEmbedder
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
+from kb_core.ingest.ocr import choose_ocr
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import SourceFile, SourceProblem, normalise, single_file, walk
 from kb_core.storage.cited import FreshnessReport, recheck_documents
@@ -104,12 +105,14 @@ def make_chunker(kb: KnowledgeBase) -> Chunker:
 
 
 class _Parsers:
-    """Parsers by file extension, made once per ingest."""
+    """Parsers by file extension, made once per ingest (with the OCR engine, and the ingest's progress)."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: KnowledgeBase, progress: Progress | None) -> None:
         self.by_extension: dict[str, tuple[str, Any]] = {}
+        ocr, ocr_missing = choose_ocr(kb)
         for name, registration in kb.registry.items["parsers"].items():
-            parser = registration.factory(FactoryContext(kb.config))
+            context = ParserContext(kb.config, progress=progress, ocr=ocr, ocr_missing=ocr_missing)
+            parser = registration.factory(context)
             for extension in registration.info.get("extensions", ()):
                 self.by_extension[extension.lower()] = (name, parser)
 
@@ -143,7 +146,7 @@ class Ingester:
         self.kb = kb
         self.store = kb.store
         self.progress = progress
-        self.parsers = _Parsers(kb)
+        self.parsers = _Parsers(kb, progress)
         self.chunker = make_chunker(kb)
         self.follow_symlinks = kb.config.ingest.follow_symlinks if follow_symlinks is None else follow_symlinks
         self.repoint = repoint

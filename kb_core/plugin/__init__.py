@@ -1,4 +1,5 @@
-"""What a plugin author needs to add an engine to kb: a parser, an embedder, an index, a language model or a command.
+"""What a plugin author needs to add an engine to kb: a parser, an embedder, an index, a language model,
+an OCR engine or a command.
 
 A plugin is a module with functions marked :data:`hookimpl`, named after kb's hooks and found
 through the entry-point group ``kb``. Each hook receives a typed ``register`` callable; a plugin
@@ -40,7 +41,9 @@ from kb_core.extend.contracts import (
     Index,
     IndexContext,
     LanguageModel,
+    OcrEngine,
     Parser,
+    ParserContext,
     Retriever,
     SearchIndex,
     SnippetMaker,
@@ -53,6 +56,7 @@ from kb_core.extend.hookspecs import (
     RegisterEmbedder,
     RegisterIndex,
     RegisterLanguageModel,
+    RegisterOcrEngine,
     RegisterParser,
     hookimpl,
 )
@@ -62,6 +66,8 @@ from kb_core.types import (
     Done,
     GenerateRequest,
     ModelRef,
+    OcrImage,
+    OcrLine,
     ParsedDocument,
     Problem,
     Progress,
@@ -83,14 +89,19 @@ __all__ = [
     "IndexContext",
     "LanguageModel",
     "ModelRef",
+    "OcrEngine",
+    "OcrImage",
+    "OcrLine",
     "ParsedDocument",
     "Parser",
+    "ParserContext",
     "Problem",
     "Progress",
     "RegisterCommand",
     "RegisterEmbedder",
     "RegisterIndex",
     "RegisterLanguageModel",
+    "RegisterOcrEngine",
     "RegisterParser",
     "Retriever",
     "SearchIndex",

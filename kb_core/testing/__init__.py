@@ -14,7 +14,8 @@ registers ``test-lexical`` and ``test-vector``, a :class:`WordIndex` each). An i
 get the real parts it works with: :class:`StoreOfRecord` (an index's ``IndexContext.store``) and
 :func:`real_embedder` (an installed embedder, by name); :func:`load_registry` loads the installed plugins
 (and, in process, ``extra_plugins``) as kb does, for a test that looks a registration up or hands
-``KnowledgeBase`` a registry. Its pytest plugin (``pytest_plugin``)
+``KnowledgeBase`` a registry. An OCR engine proves itself with :class:`OcrEngineContract`; a parser
+reads page images without one through :class:`ScriptedOcr`. Its pytest plugin (``pytest_plugin``)
 isolates every test's environment when a project asks for it.
 """
 
@@ -48,6 +49,7 @@ from kb_core.testing.language_models import (
     following_up,
 )
 from kb_core.testing.model_contract import LanguageModelContract
+from kb_core.testing.ocr import OcrEngineContract, ScriptedOcr, blank_image
 from kb_core.testing.real import StoreOfRecord, real_embedder
 from kb_core.testing.vector_index_contract import (
     OFF_TOPIC,
@@ -69,15 +71,18 @@ __all__ = [
     "HashingEmbedder",
     "IndexContract",
     "LanguageModelContract",
+    "OcrEngineContract",
     "ParserContract",
     "Received",
     "Script",
     "ScriptedLanguageModel",
+    "ScriptedOcr",
     "ScriptedPlugin",
     "StoreOfRecord",
     "TestIndexesPlugin",
     "VectorIndexContract",
     "WordIndex",
+    "blank_image",
     "check_blocks",
     "check_parsed",
     "default_ctrl_c",
