@@ -11,6 +11,7 @@ from kb_documents.limits import Limits
 if TYPE_CHECKING:
     from kb_documents.docx import DocxParser
     from kb_documents.pdf import PdfParser
+    from kb_documents.xlsx import XlsxParser
 
 
 def _pdf(ctx: FactoryContext) -> PdfParser:
@@ -25,11 +26,18 @@ def _docx(ctx: FactoryContext) -> DocxParser:
     return DocxParser(Limits.from_config(ctx.config))
 
 
+def _xlsx(ctx: FactoryContext) -> XlsxParser:
+    from kb_documents.xlsx import XlsxParser
+
+    return XlsxParser(Limits.from_config(ctx.config))
+
+
 @hookimpl
 def register_parsers(register: RegisterParser) -> None:
-    """PDF through pdfium, Word .docx through zipfile and defusedxml."""
+    """PDF through pdfium, Word .docx through zipfile and defusedxml, Excel .xlsx through openpyxl."""
     register("pdf", _pdf, extensions=(".pdf",), description="PDF text per page (pypdfium2)", licence="Apache-2.0")
     register("docx", _docx, extensions=(".docx",), description="Word .docx paragraphs and tables")
+    register("xlsx", _xlsx, extensions=(".xlsx",), description="Excel .xlsx sheets as tables (openpyxl)", licence="MIT")
 
 
 @hookimpl
