@@ -4,12 +4,18 @@ kb cites ``report.pdf#L8-L15`` (lines of the parsed text). For a PDF, this comma
 ``report.pdf#page=2&L8-L15``: ``#page=2`` is the standard PDF open parameter (RFC 8118) that
 browsers and PDF viewers honour, and the line span stays as it was, so the link still names the
 exact lines. Documents without pages (DOCX, Markdown) keep their citation unchanged.
+
+A citation into a page read by OCR also names the region its lines cover on that page (the W3C
+media fragment ``xywh``, in the page's units: points for a PDF, pixels for an image), from
+``metadata["ocr"]["lines"]``: ``scan.pdf#page=3&xywh=72,96,432,31&L8-L15``. A single-page image
+has no ``page=``: ``photo.jpg#xywh=10,10,100,20&L3-L4``. The ``--json`` output
+(``page_citations.v1``) gives the region as ``"region": {"page", "x", "y", "w", "h"}`` (null without one).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -20,7 +26,7 @@ from kb_core.commands import Session, emit, json_option, pass_session
 from kb_documents.assemble import page_of_line
 
 SCHEMA = "page_citations.v1"
-_PAGE_PREFIX = re.compile(r"#page=\d+&L")
+_PAGE_PREFIX = re.compile(r"#(?:page=\d+&)?(?:xywh=\d+,\d+,\d+,\d+&)?(?=L\d+-L\d+$)")
 
 
 @attrs.frozen
@@ -34,23 +40,54 @@ class PageCitation:
     first_page: int | None
     last_page: int | None
     link: str
+    region: dict[str, int] | None = None
 
 
 def parse_citation(text: str) -> Citation:
-    """``path#L8-L15`` or ``path#page=2&L8-L15``; a KbError for anything else."""
+    """``path#L8-L15``, ``path#page=2&L8-L15`` or ``path#page=2&xywh=x,y,w,h&L8-L15``; a KbError for anything else."""
     try:
-        return Citation.parse(_PAGE_PREFIX.sub("#L", text.strip(), count=1))
+        return Citation.parse(_PAGE_PREFIX.sub("#", text.strip(), count=1))
     except ValueError:
         raise KbError(f"not a citation: {text!r}", hint="give one as kb prints them, like report.pdf#L8-L15") from None
 
 
-def page_link(citation: Citation, page_lines: Sequence[int]) -> PageCitation:
-    """The pages of ``citation`` given the document's ``page_lines`` (empty for a document without pages)."""
+def page_link(
+    citation: Citation, page_lines: Sequence[int], ocr: object = None, single_image: bool = False
+) -> PageCitation:
+    """The pages of ``citation`` given the document's ``page_lines`` (empty for a document without pages),
+    and the region of its lines on its first page when ``ocr`` (``metadata["ocr"]``) has their boxes."""
     first = page_of_line(page_lines, citation.start_line) if page_lines else None
     last = page_of_line(page_lines, citation.end_line) if page_lines else None
-    span = f"L{citation.start_line}-L{citation.end_line}"
-    link = f"{citation.path}#page={first}&{span}" if first is not None else str(citation)
-    return PageCitation(str(citation), citation.path, citation.start_line, citation.end_line, first, last, link)
+    region = ocr_region(ocr, citation, first) if first is not None else None
+    parts = [] if first is None or single_image else [f"page={first}"]
+    if region is not None:
+        parts.append("xywh={x},{y},{w},{h}".format(**region))
+    parts.append(f"L{citation.start_line}-L{citation.end_line}")
+    link = f"{citation.path}#{'&'.join(parts)}"
+    return PageCitation(str(citation), citation.path, citation.start_line, citation.end_line, first, last, link, region)
+
+
+def ocr_region(ocr: object, citation: Citation, page: int) -> dict[str, int] | None:
+    """The union box of the cited lines on ``page``, from ``metadata["ocr"]["lines"]``; None without any."""
+    entries = ocr.get("lines") if isinstance(ocr, Mapping) else None
+    boxes = [
+        entry[2:6]
+        for entry in (entries if isinstance(entries, list) else [])
+        if _is_entry(entry) and citation.start_line <= entry[0] <= citation.end_line and entry[1] == page
+    ]
+    if not boxes:
+        return None
+    x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+    x1, y1 = max(b[0] + b[2] for b in boxes), max(b[1] + b[3] for b in boxes)
+    return {"page": page, "x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0}
+
+
+def _is_entry(entry: object) -> bool:
+    return (
+        isinstance(entry, list)
+        and len(entry) >= 6
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in entry[:6])
+    )
 
 
 def resolve(store: Any, texts: Sequence[str]) -> list[PageCitation]:
@@ -61,10 +98,12 @@ def resolve(store: Any, texts: Sequence[str]) -> list[PageCitation]:
         document = store.get_document(citation.path)
         if document is None:
             raise NotFoundError(f"no document at {citation.path!r}", hint="see 'kb list' for the stored paths")
-        page_lines = document.metadata.get("page_lines") or []
+        metadata = document.metadata
+        page_lines = metadata.get("page_lines") or []
         if not isinstance(page_lines, list) or not all(isinstance(n, int) for n in page_lines):
             page_lines = []
-        found.append(page_link(citation, page_lines))
+        single_image = metadata.get("format") == "image" and metadata.get("pages") == 1
+        found.append(page_link(citation, page_lines, metadata.get("ocr"), single_image))
     return found
 
 

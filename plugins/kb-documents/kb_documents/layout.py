@@ -45,6 +45,7 @@ class Run:
     x1: float
     baseline: float
     size: float
+    sources: tuple[int, ...] = ()  # what the run was made of, for callers that track it (OCR lines)
 
     @property
     def top(self) -> float:
@@ -65,6 +66,7 @@ class Line:
     bottom: float
     x0: float
     cells: int = 1
+    sources: tuple[int, ...] = ()  # the sources of its runs
 
 
 def make_runs(glyphs: Sequence[Glyph]) -> list[Run]:
@@ -87,7 +89,7 @@ def make_runs(glyphs: Sequence[Glyph]) -> list[Run]:
         current = Run(glyph.char, glyph.x0, glyph.x1, glyph.baseline, glyph.size)
     if current is not None and current.text.strip():
         runs.append(current)
-    return _merge_touching(runs)
+    return merge_touching(runs)
 
 
 def _continues(run: Run, glyph: Glyph) -> bool:
@@ -97,7 +99,8 @@ def _continues(run: Run, glyph: Glyph) -> bool:
     return same_line and -1.0 * size <= gap <= 1.0 * size  # ligatures repeat the box of their first letter
 
 
-def _merge_touching(runs: list[Run]) -> list[Run]:
+def merge_touching(runs: list[Run]) -> list[Run]:
+    """Runs on one baseline that nearly touch (a gap under one em) joined into one, top to bottom."""
     ordered = sorted(runs, key=lambda r: (-round(r.baseline, 1), r.x0))
     merged: list[Run] = []
     for run in ordered:
@@ -111,8 +114,9 @@ def _merge_touching(runs: list[Run]) -> list[Run]:
             last.text += joiner + run.text
             last.x1 = max(last.x1, run.x1)
             last.size = max(last.size, run.size)
+            last.sources += run.sources
         else:
-            merged.append(Run(run.text, run.x0, run.x1, run.baseline, run.size))
+            merged.append(Run(run.text, run.x0, run.x1, run.baseline, run.size, run.sources))
     return merged
 
 
@@ -220,4 +224,5 @@ def _row(band: Sequence[Run]) -> Line:
         bottom=min(r.bottom for r in band),
         x0=min(r.x0 for r in band),
         cells=len(cells),
+        sources=tuple(s for r in band for s in r.sources),
     )

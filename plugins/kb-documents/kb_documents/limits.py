@@ -8,7 +8,11 @@ max_chars_per_page = 200000      # text beyond this on one page is dropped, with
 max_docx_inflated_bytes = 50000000   # total uncompressed size of the .docx parts kb reads
 max_docx_ratio = 200             # uncompressed/compressed size of any part; more looks like a zip bomb
 max_docx_entries = 5000          # members in the .docx archive
+max_ocr_pixels = 40000000        # a page image read by OCR (a scanned PDF page rendered, a photo) at most
 ```
+
+A scanned PDF page is rendered at fewer pixels to stay under ``max_ocr_pixels``; an image file
+over it is refused before it is decoded.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Limits:
     max_docx_inflated_bytes: int = 50_000_000
     max_docx_ratio: int = 200
     max_docx_entries: int = 5000
+    max_ocr_pixels: int = 40_000_000
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Limits:

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import PurePosixPath
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -22,12 +23,14 @@ from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
 from kb_documents.layout import Glyph, Line, make_runs, order_lines
 from kb_documents.limits import Limits
+from kb_documents.ocr_pages import Ocr, OcrPage, ocr_metadata, page_items, read_pdf_pages
 from kb_documents.running import drop_running_lines
 
 HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 MAX_HEADING_LINE_CHARS = 150
 DECRYPT_HINT = "save an unprotected copy (for example qpdf --decrypt in.pdf out.pdf) and ingest that"
 REPAIR_HINT = "open it in a PDF viewer and save or export it again, then ingest the new file"
+OCRMYPDF_HINT = "or run OCR on it first (for example ocrmypdf in.pdf out.pdf) and ingest the result"
 _SPACES = re.compile(r"\s+")
 
 
@@ -183,12 +186,18 @@ def _page_items(
 
 
 class PdfParser(BinaryParser):
-    """PDF files: one ``Page N`` line per page, then its headings, paragraphs and table rows."""
+    """PDF files: one ``Page N`` line per page, then its headings, paragraphs and table rows.
+
+    A page with images but no text (a scan) is rendered and read by ``ocr.engine`` when there is one
+    (see :mod:`kb_documents.ocr_pages`); without one, such pages are named in a warning, and a PDF
+    of nothing else fails with ``ocr.missing`` (the line naming the install command).
+    """
 
     kind = "PDF"
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, ocr: Ocr | None = None) -> None:
         self.limits = limits or Limits()
+        self.ocr = ocr or Ocr()
 
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
         """Parse PDF bytes; every failure is a KbError."""
@@ -216,52 +225,75 @@ class PdfParser(BinaryParser):
             if b"%%EOF" not in data[-1024:]:
                 warnings.append("the PDF does not end with %%EOF (truncated?); read what pdfium could recover")
             outline = _outline(document)
-            pages_lines: list[list[Line]] = []
-            image_only: list[int] = []
-            for index in range(count):
-                page = document[index]
-                try:
-                    glyphs, cut = extract_glyphs(page, self.limits.max_chars_per_page)
-                    if cut:
-                        warnings.append(
-                            f"page {index + 1}: text over {self.limits.max_chars_per_page} characters dropped"
-                        )
-                    if not glyphs and _has_images(page):
-                        image_only.append(index + 1)
-                finally:
-                    page.close()
-                pages_lines.append(order_lines(make_runs(glyphs)))
-            if not any(pages_lines):
-                if image_only:
-                    raise KbError(
-                        "no text layer; OCR is not installed",
-                        hint="run OCR on it first (for example ocrmypdf in.pdf out.pdf) and ingest the result",
-                    )
-                raise KbError("the PDF has no text", hint="nothing to index; remove it or add it to .kbignore")
-            if image_only:
-                shown = ", ".join(map(str, image_only[:10])) + (" ..." if len(image_only) > 10 else "")
-                warnings.append(f"page(s) {shown} have no text layer (scanned?); OCR is not installed")
-            body = _body_size(pages_lines)
-            pages_lines, running = drop_running_lines(pages_lines, body)
-            heading_sizes = sorted(
-                {
-                    round(ln.size, 1)
-                    for lines in pages_lines
-                    for ln in lines
-                    if body and ln.size >= body * HEADING_RATIO
-                },
-                reverse=True,
-            )
-            pages = [
-                Page(index + 1, tuple(_page_items(lines, body, outline.get(index, {}), heading_sizes)))
-                for index, lines in enumerate(pages_lines)
-            ]
+            pages_lines, image_only = self._text_pages(document, warnings)
+            scanned: dict[int, OcrPage] = {}
+            if image_only and self.ocr.engine is not None:
+                scanned, more = read_pdf_pages(document, image_only, self.ocr, self.limits.max_ocr_pixels, path)
+                warnings.extend(more)
+            elif image_only:
+                self._no_ocr(image_only, any(pages_lines), warnings)
+            read = {index: page.layout() for index, page in scanned.items()}
+            if not any(pages_lines) and not any(read.values()):
+                raise KbError(_nothing_read(image_only), hint="nothing to index; remove it or add it to .kbignore")
+            pages, running = self._pages(pages_lines, read, outline)
             title = _title(document, path, pages)
         assembled = assemble(pages)
-        metadata = {
+        metadata: dict[str, Any] = {
             "format": "pdf",
             "pages": count,
             "page_lines": list(assembled.page_lines),
             "running_lines_dropped": running,
         }
+        if scanned:
+            done = [(scanned[index], read[index]) for index in sorted(scanned)]
+            metadata["ocr"] = ocr_metadata(self.ocr.identity(), done, assembled.page_lines)
         return ParsedDocument(title, assembled.blocks, metadata, tuple(warnings))
+
+    def _text_pages(self, document: pdfium.PdfDocument, warnings: list[str]) -> tuple[list[list[Line]], list[int]]:
+        """Each page's lines from its text layer, and the indexes of pages with images and no text."""
+        pages_lines: list[list[Line]] = []
+        image_only: list[int] = []
+        for index in range(len(document)):
+            page = document[index]
+            try:
+                glyphs, cut = extract_glyphs(page, self.limits.max_chars_per_page)
+                if cut:
+                    warnings.append(f"page {index + 1}: text over {self.limits.max_chars_per_page} characters dropped")
+                if not glyphs and _has_images(page):
+                    image_only.append(index)
+            finally:
+                page.close()
+            pages_lines.append(order_lines(make_runs(glyphs)))
+        return pages_lines, image_only
+
+    def _no_ocr(self, image_only: list[int], has_text: bool, warnings: list[str]) -> None:
+        """Without OCR: a PDF of scans fails naming the install command; a mixed one warns."""
+        if not has_text:
+            raise KbError(f"no text layer; {self.ocr.missing}", hint=OCRMYPDF_HINT)
+        numbers = [index + 1 for index in image_only]
+        shown = ", ".join(map(str, numbers[:10])) + (" ..." if len(numbers) > 10 else "")
+        warnings.append(f"page(s) {shown} have no text layer (scanned?); {self.ocr.missing}")
+
+    def _pages(
+        self, pages_lines: list[list[Line]], read: dict[int, list[Line]], outline: dict[int, dict[str, int]]
+    ) -> tuple[list[Page], int]:
+        """The pages' items (headings and running lines from the text layer only) and the running lines dropped."""
+        body = _body_size(pages_lines)
+        pages_lines, running = drop_running_lines(pages_lines, body)
+        heading_sizes = sorted(
+            {round(ln.size, 1) for lines in pages_lines for ln in lines if body and ln.size >= body * HEADING_RATIO},
+            reverse=True,
+        )
+        pages = [
+            Page(index + 1, tuple(page_items(read[index])))
+            if index in read
+            else Page(index + 1, tuple(_page_items(lines, body, outline.get(index, {}), heading_sizes)))
+            for index, lines in enumerate(pages_lines)
+        ]
+        return pages, running
+
+
+def _nothing_read(image_only: list[int]) -> str:
+    if image_only:
+        return f"the PDF has no text (OCR read none on its {len(image_only)} scanned page(s))"
+    return "the PDF has no text"

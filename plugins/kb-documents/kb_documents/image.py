@@ -1,0 +1,194 @@
+"""Image files (photos and scans: PNG, JPEG, TIFF, WebP, BMP, GIF) read by OCR, decoded with Pillow.
+
+Each frame of a multi-page TIFF is a page (other formats: the first frame). The parsed text is
+laid out as for a scanned PDF page (:mod:`kb_documents.ocr_pages`): ``Page 1`` .. ``Page n``
+lines, rows, tables; ``metadata["ocr"]`` boxes are in the image's pixels, after the EXIF
+orientation is applied. Every problem is one :class:`kb_core.KbError` line: no OCR installed, not
+an image kb reads, damaged or truncated, over a limit (the size is checked from the header,
+before the pixels are decoded).
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import PurePosixPath
+from typing import Any
+
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from kb_core import KbError
+from kb_core.plugin import OcrImage, ParsedDocument
+from kb_documents.assemble import Page, assemble
+from kb_documents.binary import BinaryParser
+from kb_documents.limits import Limits
+from kb_documents.ocr_pages import Ocr, OcrPage, clean_lines, ocr_metadata, page_items
+
+#: Pillow formats kb opens (never EPS and the like, which run other programs or rarely hold text).
+FORMATS = ("PNG", "JPEG", "TIFF", "WEBP", "BMP", "GIF")
+EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif")
+MIN_DPI, MAX_DPI = 70, 1200  # a resolution from the file outside this is not believed
+GUESS_INCHES = 11.0  # a photo's resolution is guessed as if its long side were a letter page's
+MIN_GUESS, MAX_GUESS = 100, 600
+DAMAGED_HINT = "open it in an image viewer and save it again, then ingest the new file"
+PIXELS_HINT = "raise [backends.documents] max_ocr_pixels to read it (or scale the image down)"
+
+
+class ImageParser(BinaryParser):
+    """Image files through OCR: one ``Page N`` line per page (TIFF frame), then its rows and tables."""
+
+    kind = "image"
+
+    def __init__(self, limits: Limits | None = None, ocr: Ocr | None = None) -> None:
+        self.limits = limits or Limits()
+        self.ocr = ocr or Ocr()
+
+    def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
+        """Read the image's text by OCR; every failure is a KbError."""
+        if len(data) > self.limits.max_bytes:
+            raise KbError(
+                f"the image is {len(data)} bytes, over the limit of {self.limits.max_bytes}",
+                hint="raise [backends.documents] max_bytes to read it",
+            )
+        if self.ocr.engine is None:
+            raise KbError(f"an image is read by OCR; {self.ocr.missing}")
+        if not data:
+            raise KbError("the image is empty (0 bytes)", hint="nothing to index; remove it or add it to .kbignore")
+        try:
+            return self._parse(data, path)
+        except KbError:
+            raise
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            raise self._too_large(_header_size(data)) from None
+        except UnidentifiedImageError:
+            raise KbError(
+                "not an image kb reads (PNG, JPEG, TIFF, WebP, BMP or GIF)",
+                hint="check the file; rename it if it is another format",
+            ) from None
+        except MemoryError:
+            raise KbError("the image is too large to decode in the memory available", hint=PIXELS_HINT) from None
+        except Exception as exc:  # noqa: BLE001 - Pillow reports damage in many ways (OSError, SyntaxError, ...)
+            reason = f"{type(exc).__name__}: {exc}"
+            raise KbError(f"the image is damaged or truncated ({reason})", hint=DAMAGED_HINT) from None
+
+    def _parse(self, data: bytes, path: str) -> ParsedDocument:
+        pages: list[OcrPage] = []
+        Image.MAX_IMAGE_PIXELS = self.limits.max_ocr_pixels  # Pillow's own check: a warning past it, an error past 2x
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the size check below says it better
+            with Image.open(io.BytesIO(data), formats=FORMATS) as image:
+                self._check_size(image.size)  # from the header: nothing is decoded yet
+                count = self._frame_count(image)
+                for index in range(count):
+                    if index:
+                        image.seek(index)
+                        self._check_size(image.size)
+                    pages.append(self._read_frame(image, index + 1))
+                    self.ocr.report(path, index + 1, count)
+        return self._document(pages, path)
+
+    def _check_size(self, size: tuple[int, int]) -> None:
+        width, height = size
+        if width * height > self.limits.max_ocr_pixels:
+            raise self._too_large(size)
+        if width < 1 or height < 1:
+            raise KbError(f"the image is {width}x{height} px: it has no pixels", hint=DAMAGED_HINT)
+
+    def _too_large(self, size: tuple[int, int] | None) -> KbError:
+        shown = f"{size[0]}x{size[1]} px" if size else "too large"
+        return KbError(f"the image is {shown}, over the limit of {self.limits.max_ocr_pixels} pixels", hint=PIXELS_HINT)
+
+    def _frame_count(self, image: Image.Image) -> int:
+        """The TIFF's pages (found by seeking, which reads no pixels); 1 for other formats."""
+        if image.format != "TIFF":
+            return 1
+        count = 1
+        while True:
+            try:
+                image.seek(count)
+            except EOFError:
+                break
+            count += 1
+            if count > self.limits.max_pages:
+                raise KbError(
+                    f"the TIFF has more than {self.limits.max_pages} pages, over the limit",
+                    hint="raise [backends.documents] max_pages to read it",
+                )
+        image.seek(0)
+        return count
+
+    def _read_frame(self, frame: Image.Image, number: int) -> OcrPage:
+        """Decode the current frame (upright, RGB), read it, and drop its pixels."""
+        dpi = _file_dpi(frame.info.get("dpi"))
+        upright = _rgb(ImageOps.exif_transpose(frame))
+        width, height = upright.size
+        if dpi is None:
+            dpi = round(min(MAX_GUESS, max(MIN_GUESS, max(width, height) / GUESS_INCHES)))
+        image = OcrImage(upright.tobytes(), width, height, dpi)
+        del upright
+        lines = clean_lines(self.ocr.read(image, number), width, height)
+        return OcrPage(number, width, height, 1.0, lines)
+
+    def _document(self, pages: list[OcrPage], path: str) -> ParsedDocument:
+        read = [(page, page.layout()) for page in pages]
+        if not any(lines for _, lines in read):
+            raise KbError(
+                f"OCR found no text in the image ({len(pages)} page(s) read)",
+                hint="nothing to index; remove it or add it to .kbignore",
+            )
+        assembled = assemble(Page(page.number, tuple(page_items(lines))) for page, lines in read)
+        metadata: dict[str, Any] = {
+            "format": "image",
+            "pages": len(pages),
+            "page_lines": list(assembled.page_lines),
+            "ocr": ocr_metadata(self.ocr.identity(), read, assembled.page_lines),
+        }
+        return ParsedDocument(PurePosixPath(path).name, assembled.blocks, metadata, ())
+
+
+def _file_dpi(value: object) -> int | None:
+    """The horizontal resolution a file states, when it is believable."""
+    try:
+        dpi = float(value[0] if isinstance(value, tuple) else value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, IndexError):
+        return None
+    return round(dpi) if MIN_DPI <= dpi <= MAX_DPI else None
+
+
+def _rgb(image: Image.Image) -> Image.Image:
+    """The image as 8-bit RGB; transparent parts on white (dark text on a clear background stays readable)."""
+    if image.mode == "RGB":
+        return image
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        page = Image.new("RGB", rgba.size, "white")
+        page.paste(rgba, mask=rgba.getchannel("A"))
+        return page
+    if image.mode.startswith("I") or image.mode == "F":
+        image = _eight_bit_grey(image)
+    return image.convert("RGB")
+
+
+def _eight_bit_grey(image: Image.Image) -> Image.Image:
+    """A 16- or 32-bit grey image scaled to 0..255 (Pillow's conversion clips it: mostly white)."""
+    wide = image if image.mode in ("I", "F") else image.convert("I")
+    extrema = wide.getextrema()
+    high = float(extrema[1]) if isinstance(extrema[1], int | float) else 255.0
+    if high > 255 or (wide.mode == "F" and 0 < high <= 1):
+        factor = 255.0 / high
+        wide = wide.point(lambda value: value * factor)
+    return wide.convert("L")
+
+
+def _header_size(data: bytes) -> tuple[int, int] | None:
+    """The size an image's header claims, read without Pillow's size check (for the error message)."""
+    prefix = data[:16]
+    for name in FORMATS:
+        factory, accept = Image.OPEN.get(name, (None, None))
+        try:
+            if factory is not None and (accept is None or accept(prefix) is True):
+                size: tuple[int, int] = factory(io.BytesIO(data), "").size
+                return size
+        except Exception:  # noqa: BLE001,S112 - only for the message; the caller has a fallback
+            continue
+    return None
