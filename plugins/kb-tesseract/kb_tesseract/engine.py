@@ -1,0 +1,142 @@
+"""The Tesseract OCR engine: orientation and script detection picks the model, then text lines are read.
+
+Per page: Tesseract's OSD (``osd.traineddata``) names the script and how far the page is turned;
+a turned page is set upright, read with the script's model (``eng``, ``Hangul``, ``HanS``, ...,
+else all models together), and each line's box is mapped back onto the image as it was given.
+Pages are laid out automatically (columns, blocks), except with a Korean model: as one column.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import tesserocr
+from tesserocr import PSM, RIL, PyTessBaseAPI, iterate_level
+
+from kb_core import ModelUnavailableError
+from kb_core.plugin import OcrImage, OcrLine
+from kb_tesseract.pixels import box_back, clamp_box, join_cjk, turn
+from kb_tesseract.settings import INSTALL, Settings
+
+#: Resolutions Tesseract believes; outside them it prints a warning and assumes 70 dpi.
+MIN_DPI, MAX_DPI = 70, 2400
+#: Tesseract refuses images wider or taller than this.
+MAX_SIDE = 32767
+#: OSD's orientation confidence from which a page is turned (15 is "reasonably confident").
+MIN_ORIENT_CONF = 2.0
+OSD = "osd"
+#: Models whose pages are laid out as one column: Tesseract's automatic layout analysis takes lines
+#: of Hangul for pictures and drops them (tesseract-ocr/tesseract#3423, #4016; README, "Korean").
+SINGLE_COLUMN = frozenset({"Hangul", "kor"})
+
+
+class TesseractEngine:
+    """Fills :class:`kb_core.plugin.OcrEngine` with tesserocr. One ``PyTessBaseAPI`` per model, made
+    on first use and kept; a lock makes concurrent callers take turns."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._apis: dict[str, PyTessBaseAPI] = {}
+        self._lock = threading.Lock()
+        models = [*settings.models, OSD] if settings.osd else list(settings.models)
+        version = tesserocr.tesseract_version().splitlines()[0].strip()  # "tesseract 5.5.4"
+        self._identity = f"{version} (tesserocr {tesserocr.__version__}; {', '.join(models)})"
+
+    @property
+    def identity(self) -> str:
+        """Tesseract's and tesserocr's versions and the models used, e.g.
+        ``tesseract 5.5.4 (tesserocr 2.13.0; eng, Hangul, HanS, osd)``."""
+        return self._identity
+
+    def languages(self) -> tuple[str, ...]:
+        """The languages of the installed models it uses (English, Korean, Chinese (simplified), ...)."""
+        return self.settings.languages()
+
+    def read(self, image: OcrImage) -> list[OcrLine]:
+        """The text lines of ``image`` in reading order; ``[]`` for a page without text or one
+        Tesseract cannot take (never raises for an image)."""
+        width, height = image.width, image.height
+        if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE) or len(image.pixels) < width * height * 3:
+            return []
+        pixels = bytes(image.pixels)
+        dpi = min(max(int(image.dpi), MIN_DPI), MAX_DPI)
+        with self._lock:
+            try:
+                return self._read(pixels, width, height, dpi)
+            except RuntimeError:  # tesserocr's errors: an image it could not take or read
+                return []
+
+    def close(self) -> None:
+        """Free every loaded model (the engine loads them again when used)."""
+        with self._lock:
+            for api in self._apis.values():
+                api.End()
+            self._apis.clear()
+
+    def _read(self, pixels: bytes, width: int, height: int, dpi: int) -> list[OcrLine]:
+        model, quarters = self._detect(pixels, width, height, dpi) if self.settings.osd else (self.settings.fallback, 0)
+        upright, up_width, up_height = turn(pixels, width, height, quarters)
+        api = self._api(model)
+        try:
+            api.SetImageBytes(upright, up_width, up_height, 3, up_width * 3)
+            api.SetSourceResolution(dpi)  # after SetImageBytes, which resets it
+            if not api.Recognize():
+                return []
+            iterator = api.GetIterator()
+            if iterator is None:
+                return []
+            lines = []
+            for item in iterate_level(iterator, RIL.TEXTLINE):
+                corners = item.BoundingBox(RIL.TEXTLINE)
+                if not corners:
+                    continue
+                try:
+                    raw = item.GetUTF8Text(RIL.TEXTLINE)
+                except RuntimeError:  # "No text returned": the one empty item of a page without text
+                    continue
+                text = join_cjk(" ".join(raw.split()))
+                if not text:
+                    continue
+                left, top, right, bottom = corners  # on the upright image
+                x, y, w, h = box_back(clamp_box(left, top, right, bottom, up_width, up_height), width, height, quarters)
+                confidence = min(max(item.Confidence(RIL.TEXTLINE) / 100.0, 0.0), 1.0)
+                lines.append(OcrLine(text, clamp_box(x, y, x + w, y + h, width, height), confidence))
+            return lines
+        finally:
+            api.Clear()
+
+    def _detect(self, pixels: bytes, width: int, height: int, dpi: int) -> tuple[str, int]:
+        """The model for the page's script and the quarter turns (counter-clockwise) that set it
+        upright; the fallback model and no turn when OSD finds nothing (blank or tiny pages)."""
+        osd = self._api(OSD)
+        try:
+            osd.SetImageBytes(pixels, width, height, 3, width * 3)
+            osd.SetSourceResolution(dpi)
+            found = osd.DetectOrientationScript()
+        except RuntimeError:
+            found = None
+        finally:
+            osd.Clear()
+        if not found:
+            return self.settings.fallback, 0
+        model = self.settings.model_for(str(found.get("script_name") or ""))
+        degrees = int(found.get("orient_deg") or 0)  # how far the page is turned clockwise
+        turned = float(found.get("orient_conf") or 0.0) >= MIN_ORIENT_CONF
+        return model, (degrees // 90) % 4 if turned else 0
+
+    def _api(self, model: str) -> PyTessBaseAPI:
+        api = self._apis.get(model)
+        if api is None:
+            if model == OSD:
+                psm = PSM.OSD_ONLY
+            else:
+                psm = PSM.SINGLE_COLUMN if SINGLE_COLUMN.intersection(model.split("+")) else PSM.AUTO
+            try:
+                api = PyTessBaseAPI(path=str(self.settings.tessdata), lang=model, psm=psm)
+            except RuntimeError as error:
+                raise ModelUnavailableError(
+                    f"Tesseract could not load {model} from {self.settings.tessdata} ({error})",
+                    hint=f"reinstall it: {INSTALL}",
+                ) from error
+            self._apis[model] = api
+        return api
