@@ -27,6 +27,7 @@ from kb_documents.ocr_pages import Ocr, OcrPage, clean_lines, ocr_metadata, page
 #: Pillow formats kb opens (never EPS and the like, which run other programs or rarely hold text).
 FORMATS = ("PNG", "JPEG", "TIFF", "WEBP", "BMP", "GIF")
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif")
+SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"II*\0", b"MM\0*")
 MIN_DPI, MAX_DPI = 70, 1200  # a resolution from the file outside this is not believed
 GUESS_INCHES = 11.0  # a photo's resolution is guessed as if its long side were a letter page's
 MIN_GUESS, MAX_GUESS = 100, 600
@@ -61,6 +62,8 @@ class ImageParser(BinaryParser):
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             raise self._too_large(_header_size(data)) from None
         except UnidentifiedImageError:
+            if data.startswith(SIGNATURES) or data[8:12] == b"WEBP":
+                raise KbError("the image is damaged (its header cannot be read)", hint=DAMAGED_HINT) from None
             raise KbError(
                 "not an image kb reads (PNG, JPEG, TIFF, WebP, BMP or GIF)",
                 hint="check the file; rename it if it is another format",
@@ -75,7 +78,7 @@ class ImageParser(BinaryParser):
         pages: list[OcrPage] = []
         Image.MAX_IMAGE_PIXELS = self.limits.max_ocr_pixels  # Pillow's own check: a warning past it, an error past 2x
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the size check below says it better
+            warnings.simplefilter("ignore")  # Pillow warns of damage (corrupt EXIF, ...) and of size: said below
             with Image.open(io.BytesIO(data), formats=FORMATS) as image:
                 self._check_size(image.size)  # from the header: nothing is decoded yet
                 count = self._frame_count(image)
