@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core.storage.freshness import CitedText, fingerprint, normalised, recheck
+from kb_core.storage.freshness import CitedText, fingerprint, normalised, recheck, span_lines
 
 LINE = st.text(alphabet="abcxyz 0123456789.", min_size=0, max_size=12).map(str.rstrip)
 
@@ -87,3 +87,21 @@ def test_unknown_lines_never_match() -> None:
 def test_line_endings_and_trailing_blanks_do_not_matter() -> None:
     assert fingerprint("A  \r\nB  ") == fingerprint("A\nB")
     assert recheck(CitedText("h.md", 1, 2, "A\r\nB  "), ["A", "B"]).state == "valid"
+
+
+def test_a_table_chunk_is_checked_by_its_rows_not_its_repeated_header() -> None:
+    """A chunk that continues a table opens with the header row, which lies outside its span."""
+    before = ["Item | Price", "apple | 1", "pear | 2", "plum | 3"]
+    cited = CitedText("t.csv", 3, 4, "Item | Price\npear | 2\nplum | 3")
+    assert recheck(cited, before).state == "valid"
+    moved = recheck(cited, ["Prices", *before])
+    assert (moved.state, moved.start_line, moved.end_line) == ("reanchored", 4, 5)
+    changed = recheck(cited, ["Item | Price", "apple | 1", "pear | 9", "plum | 3"])
+    assert (changed.state, changed.now) == ("stale", "pear | 9\nplum | 3")
+
+
+def test_span_lines_drops_only_a_repeated_header() -> None:
+    assert span_lines(["H", "r2", "r3"], 2, {"H"}) == ["r2", "r3"]
+    assert span_lines(["H", "r2", "r3"], 2, {"other"}) == ["H", "r2", "r3"]  # not a line of the document
+    assert span_lines(["para", "", "code"], 2, {"para"}) == ["para", "", "code"]  # blocks joined by a blank line
+    assert span_lines(["r2", "r3"], 2, {"r2"}) == ["r2", "r3"]

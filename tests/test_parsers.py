@@ -151,7 +151,10 @@ def test_markdown_tables_and_lists_stay_whole_with_their_heading() -> None:
     table = block_with(doc, "| follow |")
     assert table.kind == "table"
     assert "| stow |" in table.text and "| night |" in table.text
-    assert lines[table.start_line - 1] == "## Operation"  # the heading run is folded into the block
+    assert lines[table.start_line - 1].startswith("| ")  # a table's first line is its header row
+    before = doc.blocks[doc.blocks.index(table) - 2 : doc.blocks.index(table)]  # its headings stay blocks of their own
+    assert [(b.kind, b.text) for b in before] == [("heading", "## Operation"), ("heading", "### Tracking modes")]
+    assert table.heading_path == ("Heliograph", "Operation", "Tracking modes")
     steps = block_with(parse(CORPUS / "notes" / "release-process.md")[0], "1. Run the hardware")
     assert steps.kind == "list" and "4. Announce" in steps.text
 
@@ -579,3 +582,54 @@ def test_property_heading_paths_follow_the_document_outline(
     used = {h for b in doc.blocks for h in b.heading_path}
     assert used <= {w for kind, _, w in sections if kind == "heading"}
     assert_well_formed(doc, text, shared_lines=name == "html")
+
+
+# ---------------------------------------------------------------------------------------------
+# tables: one row per line, the header row first
+
+
+def test_html_table_rows_keep_their_columns() -> None:
+    page = """<html><body><h1>Prices</h1>
+<table><caption>Fruit, per kilo</caption>
+<thead><tr><th>Fruit</th><th>Price</th><th>Origin</th></tr></thead>
+<tbody><tr><td>Apple</td><td>2
+  EUR</td><td>Norway</td></tr>
+<tr><td>Pear</td><td><p>3 EUR</p><p>(ripe)</p></td></tr>
+<tr><td></td><td>4 EUR</td><td>Spain</td></tr>
+<tr><td colspan="2">Mixed box</td><td>Italy</td></tr>
+<tr><td><table><tr><td>a</td><td>b</td></tr></table></td><td>5 EUR</td></tr>
+<tr><td></td><td></td></tr>
+</tbody></table></body></html>"""
+    doc = HtmlParser().parse(page, "p.html")
+    caption, table = doc.blocks  # the caption is a paragraph of its own (the heading folds into it)
+    assert (caption.kind, caption.text, caption.end_line) == ("paragraph", "Prices\nFruit, per kilo", 2)
+    assert table.kind == "table" and (table.start_line, table.end_line) == (3, 9)
+    assert table.text.split("\n") == [
+        "Fruit | Price | Origin",
+        "Apple | 2 EUR | Norway",
+        "Pear | 3 EUR (ripe)",  # paragraphs inside a cell stay on the row's line
+        " | 4 EUR | Spain",  # an empty cell keeps its place
+        "Mixed box |  | Italy",  # so does a column a colspan covers
+        "a b | 5 EUR",  # a table nested in a cell is that cell's text
+    ]
+    assert table.heading_path == ("Prices",)
+    bare = HtmlParser().parse("<h2>Sizes</h2><table><tr><th>Size</th></tr><tr><td>XL</td></tr></table>", "s.html")
+    assert [(b.kind, b.text) for b in bare.blocks] == [("heading", "Sizes"), ("table", "Size\nXL")]  # never folded
+
+
+def test_a_long_markdown_table_is_chunked_with_its_header_on_every_chunk(embedder) -> None:
+    from kb_core.ingest.chunker import Chunker, ChunkLimits
+
+    rows = [f"| sensor {i} | {i * 1.5} kW | ok |" for i in range(60)]
+    text = "# Readings\n\nDaily values.\n\n| Sensor | Power | State |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    doc = MarkdownParser().parse(text, "r.md")
+    lines = split_lines(text)
+    chunks = Chunker(embedder.count_tokens, ChunkLimits(target=60, hard_max=80, overlap=10)).chunk("r.md", doc.blocks)
+    assert len(chunks) > 3
+    assert chunks[0].text.startswith("# Readings\n\nDaily values.\n\n| Sensor | Power | State |\n|---|---|---|\n")
+    for chunk in chunks[1:]:
+        own = chunk.text.split("\n")
+        assert own[0] == "| Sensor | Power | State |"  # the delimiter row is not repeated
+        assert own[1:] == lines[chunk.start_line - 1 : chunk.end_line]
+    covered = [n for c in chunks for n in range(c.start_line, c.end_line + 1) if n >= 7]
+    assert covered == list(range(7, 7 + len(rows)))  # every row in exactly one chunk's span

@@ -10,6 +10,15 @@ Rules, in order:
    the previous chunk's trailing lines.
 4. Every chunk is recounted with the real tokenizer and split again if it is over ``hard_max``:
    no chunk is ever over the hard maximum, whatever the tokenizer does at joins.
+5. A table (a block of kind ``"table"``, one row per line, its first line the header row) too
+   large for one chunk is split between rows, and every chunk that continues it starts with its
+   header row again, so a row read alone keeps its columns' names. The repeated header counts
+   toward the token limits but lies outside the chunk's span: ``start_line..end_line`` names the
+   rows the chunk holds, and its text is one line longer than that span. A chunk that continues a
+   table holds nothing but that table's rows, and no table row is carried as overlap, so every
+   row lies in exactly one chunk's span. (Markdown's delimiter row ``|---|`` is not repeated: it
+   names nothing.) A header row too long to fit beside a row is not repeated; a row over the hard
+   maximum is cut like any other line (a piece of it gets the header only where both fit).
 
 Token counts come from a ``count_tokens(texts) -> list[int]`` callable: the embedder's own
 tokenizer, so chunks respect the model's real limit.
@@ -63,6 +72,11 @@ class _Unit:
     heading_path: tuple[str, ...]
     is_heading: bool = False
     joiner: str = "\n\n"  # how it joins the unit before it
+    table: int = -1  # which table block of the document the unit belongs to (-1: none)
+    header: str = ""  # a row of a split table: its table's header row, to repeat in a new chunk
+    header_tokens: int = 0
+    is_header: bool = False  # the header row itself, in its place
+    repeated: bool = False  # a header row repeated at the start of a chunk (outside the chunk's span)
 
 
 def sha256_hex(text: str) -> str:
@@ -113,9 +127,10 @@ class Chunker:
     def _units(self, blocks: Sequence[Block], counts: Sequence[int], counters: Sequence[SpanCounter]) -> list[_Unit]:
         budget = self.limits.hard_max - self.specials
         units: list[_Unit] = []
-        for block, tokens, counter in zip(blocks, counts, counters):
+        for number, (block, tokens, counter) in enumerate(zip(blocks, counts, counters)):
             if not block.text.strip():
                 continue
+            table = number if block.kind == "table" else -1
             if tokens <= budget:
                 units.append(
                     _Unit(
@@ -125,10 +140,12 @@ class Chunker:
                         tokens,
                         block.heading_path,
                         block.kind == "heading",
+                        table=table,
                     )
                 )
             else:
-                units.extend(self._split_block(block, budget, counter))
+                split = self._split_block(block, budget, counter)
+                units.extend(_table_rows(split, table) if table >= 0 else split)
         return units
 
     def _split_block(self, block: Block, budget: int, counter: SpanCounter) -> list[_Unit]:
@@ -205,12 +222,23 @@ class Chunker:
             too_big = bool(current) and tokens + unit.tokens > (hard if heading_only else target)
             if unit.is_heading and current and not heading_only:
                 new_section = True
+            if current and current[0].repeated and unit.table != current[0].table:
+                too_big = True  # a chunk that continues a table holds that table's rows only
             if new_section or too_big:
-                groups.append(current)
-                current = [] if new_section or unit.is_heading else self._overlap(current, unit.tokens, hard)
+                if too_big and self._header_moves(current, unit):
+                    groups.append(current[:-1])  # a header row travels with the first row after it
+                    current = [current[-1], unit]
+                elif new_section or unit.is_heading:
+                    groups.append(current)
+                    current = [unit]
+                else:
+                    groups.append(current)
+                    opening = self._continued([unit], hard)
+                    current = opening if len(opening) > 1 else [*self._overlap(current, unit.tokens, hard), unit]
                 tokens = sum(u.tokens for u in current)
-            current.append(unit)
-            tokens += unit.tokens
+            else:
+                current.append(unit)
+                tokens += unit.tokens
         if current:
             groups.append(current)
         return groups
@@ -219,11 +247,38 @@ class Chunker:
         carried: list[_Unit] = []
         total = 0
         for unit in reversed(previous[1:] if len(previous) > 1 else []):
-            if total + unit.tokens > self.limits.overlap or total + unit.tokens + incoming > hard:
-                break
+            if unit.table >= 0 or total + unit.tokens > self.limits.overlap or total + unit.tokens + incoming > hard:
+                break  # a table row is never carried: each row lies in one chunk's span
             carried.insert(0, unit)
             total += unit.tokens
         return carried
+
+    @staticmethod
+    def _header_moves(current: list[_Unit], unit: _Unit) -> bool:
+        """Whether ``current`` ends with the header row of ``unit``'s table, and has more than headings before it."""
+        last = current[-1]
+        return last.is_header and last.table == unit.table and not all(u.is_heading for u in current[:-1])
+
+    @staticmethod
+    def _continued(units: list[_Unit], hard: int) -> list[_Unit]:
+        """``units`` opening a new chunk: after their table's header row when the first continues a table."""
+        first = units[0]
+        if not first.header or first.header_tokens + first.tokens > hard:
+            return units
+        header = attrs.evolve(first, text=first.header, tokens=first.header_tokens, header="", repeated=True)
+        return [header, attrs.evolve(first, joiner="\n"), *units[1:]]
+
+    def _halves(self, group: list[_Unit]) -> list[list[_Unit]]:
+        """A group over the maximum cut in two; a half that continues a table starts with its header again."""
+        hard = self.limits.hard_max - self.specials
+        if group[0].repeated:
+            rows = group[1:]
+            if len(rows) == 1:
+                return [rows]  # the header does not fit beside this row: the row goes alone
+            middle = len(rows) // 2
+            return [[group[0], *rows[:middle]], self._continued(rows[middle:], hard)]
+        middle = len(group) // 2
+        return [group[:middle], self._continued(group[middle:], hard)]
 
     @staticmethod
     def _join(group: list[_Unit]) -> str:
@@ -250,8 +305,7 @@ class Chunker:
                 elif len(group) == 1:
                     retry.extend((key + (i,), [u]) for i, u in enumerate(self._resplit(group[0])))
                 else:
-                    middle = len(group) // 2
-                    retry.extend([(key + (0,), group[:middle]), (key + (1,), group[middle:])])
+                    retry.extend((key + (i,), half) for i, half in enumerate(self._halves(group)))
             pending = retry
         fitted.sort(key=lambda item: item[0])
         return fitted
@@ -293,10 +347,23 @@ class Chunker:
                     ordinal=ordinal,
                     text=text,
                     content_hash=content_hash,
-                    start_line=min(u.start_line for u in group),
-                    end_line=max(u.end_line for u in group),
+                    start_line=min(u.start_line for u in group if not u.repeated),
+                    end_line=max(u.end_line for u in group if not u.repeated),
                     heading_path=group[-1].heading_path,
                     token_count=count,
                 )
             )
         return result
+
+
+def _table_rows(units: list[_Unit], table: int) -> list[_Unit]:
+    """The line units of a split table, marked: the first line is the header row, the others carry it.
+
+    A header cut into pieces (longer than the hard maximum) is not repeated.
+    """
+    if not units:
+        return units
+    whole = len(units) == 1 or units[1].joiner != ""
+    head = attrs.evolve(units[0], table=table, is_header=whole)
+    header, tokens = (head.text, head.tokens) if whole else ("", 0)
+    return [head, *(attrs.evolve(u, table=table, header=header, header_tokens=tokens) for u in units[1:])]

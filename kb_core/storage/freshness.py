@@ -10,7 +10,9 @@ changes, :func:`recheck` compares it with the document's lines now:
   ``stale``, with the reason and the wording now at the old lines. When in doubt, stale.
 
 Texts are compared after the normalisation the chunker's input gets (NFC, ``\\n`` line ends, no
-trailing blanks), so a re-saved file with other line endings still matches.
+trailing blanks), so a re-saved file with other line endings still matches. A chunk that continues
+a table starts with the table's header row, which is not one of its lines: :func:`span_lines`
+leaves it out.
 
 >>> recheck(CitedText("a.md", 2, 2, "Port 8080."), ["# A", "", "Port 8080."]).state
 'reanchored'
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Literal
 
 import attrs
@@ -35,6 +37,20 @@ def normalised(text: str) -> str:
     """``text`` as compared: NFC, ``\\n`` line ends, no trailing blanks on a line."""
     lines = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "\n".join(line.rstrip() for line in lines)
+
+
+def span_lines(lines: list[str], height: int, known: Container[str | None]) -> list[str]:
+    """A chunk's text lines less a repeated table header: the lines that its span of ``height`` lines holds.
+
+    The chunker starts a chunk that continues a table with the table's header row, outside the
+    chunk's span; such a text is one line longer than its span, has no blank line (blocks joined
+    in one chunk are separated by a blank line), and its first line is one of the document's
+    lines (the header row in its own place), which ``known`` holds. Any other text is returned as
+    it is.
+    """
+    if len(lines) == height + 1 and lines[0] in known and all(line.strip() for line in lines):
+        return lines[1:]
+    return lines
 
 
 def fingerprint(text: str) -> str:
@@ -73,7 +89,10 @@ def recheck(cited: CitedText, lines: Sequence[str | None] | None) -> Recheck:
     if lines is None:
         return Recheck("stale", start, end, "removed")
     span = end - start + 1
-    wanted = normalised(cited.text)
+    parts = normalised(cited.text).split("\n")
+    if len(parts) == span + 1:  # perhaps a table's rows after their repeated header row
+        parts = span_lines(parts, span, {normalised(line) for line in lines if line is not None})
+    wanted = "\n".join(parts)
     if _text_at(lines, start, span) == wanted:
         return Recheck("valid", start, end)
     first = wanted.split("\n", 1)[0]

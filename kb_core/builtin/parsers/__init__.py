@@ -9,6 +9,11 @@ A heading is folded into the block that follows it (the block's span and text st
 heading line), so a chunk never cites a passage without the heading that introduces it; a
 heading with no content of its own before the next heading of the same or a higher level
 becomes a block of kind ``"heading"``.
+
+A table is a block of kind ``"table"``, one row per line and its header row first: Markdown keeps
+its source lines (the delimiter row ``|---|`` included), HTML gives ``cell | cell`` lines. The
+headings before a table are not folded into it but stay blocks of their own, which the chunker
+keeps with the table; a chunk that holds a later part of a long table repeats its header row.
 """
 
 from __future__ import annotations

@@ -58,7 +58,9 @@ def assemble(items: Iterable[Heading | Content], source_lines: Sequence[str] | N
     """Attach heading paths and fold each run of headings into the block that follows it.
 
     With ``source_lines`` a folded block's text is the source from its heading to its end;
-    without, it is the heading texts and the content text joined by newlines.
+    without, it is the heading texts and the content text joined by newlines. A table is never
+    folded: the headings before it stay blocks of their own (the chunker keeps a heading with the
+    block after it), so a table block's first line is its header row, which the chunker repeats.
     """
     stack: list[Heading] = []
     pending: list[tuple[Heading, tuple[str, ...]]] = []
@@ -87,6 +89,8 @@ def assemble(items: Iterable[Heading | Content], source_lines: Sequence[str] | N
             stack.append(item)
             pending.append((item, tuple(h.title for h in stack)))
             continue
+        if item.kind == "table":
+            flush_pending()
         start = pending[0][0].start_line if pending else item.start_line
         if source_lines is not None:
             text = "\n".join(source_lines[start - 1 : item.end_line])

@@ -49,6 +49,77 @@ _IMPLIED_SIBLINGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "th": (frozenset({"td", "th"}), frozenset({"tr", "table"})),
 }
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+MAX_COLSPAN = 100
+
+
+@attrs.define
+class _Table:
+    """The rows of an HTML table being collected: each row a list of cells, each cell a list of text parts.
+
+    Cells keep their places (an empty cell stays, a ``colspan`` adds empty cells after its own), so
+    every value stays under its column's header; text in a ``<caption>`` is kept apart.
+    """
+
+    outer_tables: int  # <table> elements open outside this one
+    rows: list[list[list[str]]] = attrs.field(factory=lambda: [[]])
+    caption: list[str] = attrs.field(factory=list)
+    in_caption: bool = False
+    owed: int = 0  # empty cells a colspan still adds before the next cell
+    caption_lines: tuple[int, int] | None = None  # first and last source line of the caption's text
+    row_lines: tuple[int, int] | None = None  # and of the rows' text
+
+    def add(self, text: str, first_line: int = 0, last_line: int = 0) -> None:
+        """Text inside the table: into the caption, else the current cell (one is opened for stray text)."""
+        if self.in_caption:
+            self.caption.append(text)
+            if text.strip():
+                self.caption_lines = _widen(self.caption_lines, first_line, last_line)
+            return
+        row = self.rows[-1]
+        if not row:
+            if not text.strip():
+                return
+            row.append([])
+        row[-1].append(text)
+        if text.strip():
+            self.row_lines = _widen(self.row_lines, first_line, last_line)
+
+    def row(self) -> None:
+        """Start a new row."""
+        self.in_caption = False
+        if self.rows[-1]:
+            self.rows.append([])
+        self.owed = 0
+
+    def cell(self, colspan: int) -> None:
+        """Start a new cell spanning ``colspan`` columns."""
+        self.in_caption = False
+        row = self.rows[-1]
+        row.extend([] for _ in range(self.owed))
+        row.append([])
+        self.owed = colspan - 1
+
+    def text(self) -> tuple[str, str]:
+        """The caption, and the rows as lines ``cell | cell`` (trailing empty cells dropped, empty rows skipped)."""
+        lines = []
+        for row in self.rows:
+            cells = [SPACES.sub(" ", "".join(parts)).strip() for parts in row]
+            while cells and not cells[-1]:
+                cells.pop()
+            if cells:
+                lines.append(" | ".join(cells))
+        return SPACES.sub(" ", "".join(self.caption)).strip(), "\n".join(lines)
+
+
+def _widen(span: tuple[int, int] | None, first: int, last: int) -> tuple[int, int]:
+    return (first, last) if span is None else (span[0], max(span[1], last))
+
+
+def _colspan(value: str | None) -> int:
+    try:
+        return min(max(int((value or "1").strip()), 1), MAX_COLSPAN)
+    except ValueError:
+        return 1
 
 
 @attrs.define
@@ -66,6 +137,7 @@ class _Capture:
     lines: list[list[str]] = attrs.field(factory=lambda: [[]])
     line_has_text: bool = False
     prefix: str = ""
+    table: _Table | None = None  # the rows, when the block is a <table>
 
     def add(self, text: str, first_line: int, last_line: int) -> None:
         """Append text found on lines ``first_line..last_line``; the span follows the visible text."""
@@ -73,6 +145,9 @@ class _Capture:
             self.start_line = self.start_line if self.seen_text else first_line
             self.last_line = max(self.last_line, last_line)
             self.seen_text = True
+        if self.table is not None:
+            self.table.add(text, first_line, last_line)
+            return
         if self.preformatted:
             self.lines[-1].append(text)
             return
@@ -196,7 +271,7 @@ class _HtmlCollector(_StdlibHTMLParser):
         if self._open.skipping:
             return
         if self._capture is not None:
-            self._structure_inside(tag)
+            self._structure_inside(tag, attributes)
         elif tag == "br" and self._loose is not None:
             self._loose.newline()
         elif tag in _BLOCK_TAGS:
@@ -205,13 +280,23 @@ class _HtmlCollector(_StdlibHTMLParser):
             kind = _LEAF_KINDS.get(tag) or _CONTAINER_KINDS[tag]
             outer_lists = self._open.count("ul", "ol") - (tag in ("ul", "ol"))
             self._capture = _Capture(tag, kind, len(self._open) - 1, line, line, tag == "pre", outer_lists=outer_lists)
+            if tag == "table":
+                self._capture.table = _Table(self._open.count("table") - 1)
 
     def handle_endtag(self, tag: str) -> None:
         index = self._open.last_index(tag)
         if index is None:
             return
         self._close_elements(index)
-        if self._capture is not None and tag in _BLOCK_TAGS and tag not in ("td", "th"):
+        table = self._capture.table if self._capture is not None else None
+        if table is not None:
+            if tag == "tr" and self._open.count("table") - table.outer_tables == 1:
+                table.row()
+            elif tag == "caption":
+                table.in_caption = False
+            elif tag in _BLOCK_TAGS:
+                table.add(" ")
+        elif self._capture is not None and tag in _BLOCK_TAGS and tag not in ("td", "th"):
             self._capture.newline()
         elif self._capture is None and tag in _BLOCK_TAGS:
             self._flush_loose()
@@ -262,9 +347,21 @@ class _HtmlCollector(_StdlibHTMLParser):
                 self._loose = _Capture("", "paragraph", -1, first_line, first_line)
             self._loose.add(text, first_line, last_line)
 
-    def _structure_inside(self, tag: str) -> None:
+    def _structure_inside(self, tag: str, attributes: list[tuple[str, str | None]]) -> None:
         """Line breaks, list bullets and cell separators inside the block being collected."""
         assert self._capture is not None
+        table = self._capture.table
+        if table is not None:
+            own = self._open.count("table") - table.outer_tables == 1  # not a table nested in a cell
+            if own and tag == "tr":
+                table.row()
+            elif own and tag in ("td", "th"):
+                table.cell(_colspan(dict(attributes).get("colspan")))
+            elif own and tag == "caption":
+                table.in_caption = True
+            elif tag in _BLOCK_TAGS or tag == "br":
+                table.add(" ")  # a paragraph or a line break inside a cell: the row stays one line
+            return
         if tag in ("td", "th"):
             self._capture.add_cell()
         elif tag == "li":
@@ -293,7 +390,20 @@ class _HtmlCollector(_StdlibHTMLParser):
             self._emit(loose)
 
     def _emit(self, capture: _Capture) -> None:
-        """Record a finished block; its span runs from its first to its last line of text."""
+        """Record a finished block; its span runs from its first to its last line of text.
+
+        A table's caption becomes a paragraph of its own before it, so the table's first line is its header row.
+        """
+        table = capture.table
+        if table is not None:
+            caption, rows = table.text()
+            found: list[Content] = []
+            if caption and table.caption_lines:
+                found.append(Content("paragraph", caption, *table.caption_lines))
+            if rows and table.row_lines:
+                found.append(Content("table", rows, *table.row_lines))
+            self.items.extend(sorted(found, key=lambda c: c.start_line))
+            return
         text = capture.text()
         if not text:
             return

@@ -6,7 +6,8 @@ with the line ``Page N``. Blocks are ``verbatim`` over that text, so ``path#L12-
 of it exactly. ``metadata["page_lines"][i]`` is the line of ``Page i+1``: the page of line L is
 the number of entries <= L (see :func:`page_of_line`). The heading path of every block on a page
 starts with ``"Page N"``, so a chunk never spans two pages (the chunker starts a new chunk when
-the heading path changes).
+the heading path changes). Headings fold into the block that follows them, except into a table:
+a table block starts with its header row, which the chunker repeats in every chunk of the table.
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def assemble(pages: Iterable[Page]) -> Assembled:
             lines = [t for t in lines if t]
             if not lines:
                 continue
+            if item.kind == "table":
+                flush()  # a table's first line stays its header row (the chunker repeats it)
             start = pending[0][0] if pending else line + 1
             text = "\n".join([*(p[1] for p in pending), *lines])
             line += len(lines)
