@@ -123,7 +123,8 @@ class ImageParser(BinaryParser):
     def _read_frame(self, frame: Image.Image, number: int) -> OcrPage:
         """Decode the current frame (upright, RGB), read it, and drop its pixels."""
         dpi = _file_dpi(frame.info.get("dpi"))
-        upright = _rgb(ImageOps.exif_transpose(frame))
+        ImageOps.exif_transpose(frame, in_place=True)  # in place: one copy of the pixels fewer
+        upright = _rgb(frame)
         width, height = upright.size
         if dpi is None:
             dpi = round(min(MAX_GUESS, max(MIN_GUESS, max(width, height) / GUESS_INCHES)))
