@@ -59,7 +59,11 @@ class Block:
 
     ``verbatim`` says the text is exactly the source lines ``start_line..end_line``, so line i
     of the text is source line ``start_line + i`` (true for Markdown and plain text; extracted
-    text, as from HTML, is not).
+    text, as from HTML, is not). For text that is not verbatim, ``line_spans`` may give the
+    source lines (first, last) of each line of the text, as a parser that writes a table's rows
+    knows them (a CSV row, an HTML ``<tr>``); the chunker then cites a line by its own span.
+
+    A block of kind ``"table"`` has one row per line, its header row first.
     """
 
     text: str
@@ -68,6 +72,7 @@ class Block:
     heading_path: tuple[str, ...] = ()
     kind: str = "paragraph"
     verbatim: bool = False
+    line_spans: tuple[tuple[int, int], ...] = ()
 
 
 @attrs.frozen

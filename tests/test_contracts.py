@@ -8,7 +8,7 @@ import pytest
 
 from kb_core import Config
 from kb_core.builtin.embedders.minilm import _minilm
-from kb_core.builtin.parsers import HtmlParser, MarkdownParser, TextParser
+from kb_core.builtin.parsers import CsvParser, HtmlParser, MarkdownParser, TextParser
 from kb_core.plugin import Embedder, FactoryContext, LanguageModel, Parser
 from kb_core.testing import (
     EmbedderContract,
@@ -43,6 +43,16 @@ class TestHtmlParser(ParserContract):
     @pytest.fixture
     def parser(self) -> Parser:
         return HtmlParser()
+
+
+class TestCsvParser(ParserContract):
+    samples = ('Bird,Wingspan (cm),Habitat\nGrey heron,"185"\nLittle egret,95,"wetlands,\ncoasts"\n',)
+    sample_path = "notes/herons.csv"
+    has_headings = False
+
+    @pytest.fixture
+    def parser(self) -> Parser:
+        return CsvParser()
 
 
 @functools.cache

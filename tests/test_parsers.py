@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_core.builtin.parsers import HtmlParser, MarkdownParser, TextParser, read_frontmatter, split_lines
+from kb_core.builtin.parsers import (
+    CsvParser,
+    HtmlParser,
+    MarkdownParser,
+    TextParser,
+    delimited,
+    read_frontmatter,
+    split_lines,
+)
 from kb_core.extend.contracts import Parser
 from kb_core.extend.registry import load_registry
 from kb_core.types import Block, ParsedDocument
@@ -71,10 +79,11 @@ def assert_text_in_span(doc: ParsedDocument, lines: list[str], *, verbatim: bool
 # registration and the corpus
 
 
-def test_entry_point_registers_the_three_parsers_with_their_extensions(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entry_point_registers_the_four_parsers_with_their_extensions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KB_LOAD_PLUGINS", "parsers")
     registry = load_registry()
-    assert registry.names("parsers") == ["html", "markdown", "text"]
+    assert registry.names("parsers") == ["csv", "html", "markdown", "text"]
+    assert set(registry.get("parsers", "csv").info["extensions"]) == {".csv", ".tsv"}
     assert set(registry.get("parsers", "markdown").info["extensions"]) == {".md", ".markdown", ".mdx"}
     assert set(registry.get("parsers", "html").info["extensions"]) >= {".html", ".htm"}
     assert ".txt" in registry.get("parsers", "text").info["extensions"]
@@ -633,3 +642,106 @@ def test_a_long_markdown_table_is_chunked_with_its_header_on_every_chunk(embedde
         assert own[1:] == lines[chunk.start_line - 1 : chunk.end_line]
     covered = [n for c in chunks for n in range(c.start_line, c.end_line + 1) if n >= 7]
     assert covered == list(range(7, 7 + len(rows)))  # every row in exactly one chunk's span
+
+
+def test_html_table_rows_are_cited_by_their_own_lines(embedder) -> None:
+    from kb_core.ingest.chunker import Chunker, ChunkLimits
+
+    rows = "\n".join(f"<tr><td>sensor {i}</td><td>{i * 1.5} kW</td></tr>" for i in range(60))
+    page = f"<table>\n<tr><th>Sensor</th><th>Power</th></tr>\n{rows}\n</table>"
+    (table,) = HtmlParser().parse(page, "r.html").blocks
+    assert table.line_spans == tuple((n, n) for n in range(2, 63))
+    chunks = Chunker(embedder.count_tokens, ChunkLimits(target=60, hard_max=80, overlap=10)).chunk("r.html", [table])
+    assert len(chunks) > 3
+    for chunk in chunks[1:]:
+        assert chunk.text.startswith("Sensor | Power\nsensor ")
+        assert chunk.end_line - chunk.start_line + 2 == len(chunk.text.split("\n"))  # the rows' own lines
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV and TSV
+
+
+def test_csv_rows_are_lines_under_their_header_with_their_own_lines() -> None:
+    text = 'id;name;note\r\n1;Ann;"two\nlines"\r\n\r\n2;Bob;;\r\n3;"Cy";x\n;;\n4;Eve;ok\n'
+    doc = CsvParser().parse(text, "people/staff.csv")
+    (table,) = doc.blocks
+    assert doc.title == "staff.csv" and doc.metadata == {"delimiter": ";", "rows": 5} and not doc.warnings
+    assert (table.kind, table.verbatim, table.heading_path) == ("table", False, ())
+    assert table.text.split("\n") == [
+        "id | name | note",
+        "1 | Ann | two lines",
+        "2 | Bob",
+        "3 | Cy | x",
+        "4 | Eve | ok",
+    ]
+    assert table.line_spans == ((1, 1), (2, 3), (5, 5), (6, 6), (8, 8))  # a quoted line break: the row spans both
+    assert (table.start_line, table.end_line) == (1, 8)
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "delimiter"),
+    [
+        ("a,b,c\n1,2,3\n", "x.csv", ","),
+        ("a;b;c\n1;2,5;3\n", "x.csv", ";"),
+        ("a\tb\n1\t2\n", "x.csv", "\t"),
+        ("a|b\n1|2\n", "x.csv", "|"),
+        ("only one column\nsecond\n", "x.tsv", "\t"),
+        ("only one column\nsecond\n", "x.csv", ","),
+        ('"a,b";c\n"1,2";3\n"4,5";6\n', "x.csv", ";"),
+    ],
+)
+def test_the_delimiter_is_the_one_that_splits_rows_evenly(text: str, path: str, delimiter: str) -> None:
+    assert CsvParser().parse(text, path).metadata["delimiter"] == delimiter
+
+
+def test_csv_caps_and_damage_give_warnings_not_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(delimited, "MAX_ROWS", 3)
+    monkeypatch.setattr(delimited, "MAX_CELL_CHARS", 5)
+    monkeypatch.setattr(delimited, "MAX_CELLS_PER_ROW", 2)
+    doc = CsvParser().parse("h1,h2,h3\nabcdefgh,2\n3,4\n5,6\n7,8\n", "x.csv")
+    assert doc.blocks[0].text == "h1 | h2\nabcde | 2\n3 | 4"
+    assert len(doc.warnings) == 3 and "first 3 rows" in doc.warnings[0] and "line 4" in doc.warnings[0]
+    nul = CsvParser().parse("a,b\n1,\x002\n", "x.csv")
+    assert nul.blocks[0].text == "a | b\n1 | 2"
+    unclosed = CsvParser().parse('a,b\n"never closed,1\n' + "x,y\n" * 150, "x.csv")
+    assert unclosed.blocks[0].line_spans[-1] == (2, 152) and "quote never closed" in unclosed.warnings[0]
+    huge = CsvParser().parse('a,b\n"' + "x" * 200_000 + '"\n1,2\n', "x.csv")  # over the csv module's field limit
+    assert huge.blocks[0].text.endswith("1 | 2") and "cannot read" in huge.warnings[0]
+
+
+def test_a_long_csv_is_chunked_with_its_header_and_rows_cited_by_line(embedder) -> None:
+    from kb_core.ingest.chunker import Chunker, ChunkLimits
+
+    text = "sensor,power,state\n" + "".join(f'sensor {i},"{i}\nkW",ok\n' for i in range(40))
+    (table,) = CsvParser().parse(text, "r.csv").blocks
+    chunks = Chunker(embedder.count_tokens, ChunkLimits(target=60, hard_max=80, overlap=10)).chunk("r.csv", [table])
+    assert len(chunks) > 3
+    for chunk in chunks:
+        lines = chunk.text.split("\n")
+        assert lines[0] == "sensor | power | state"
+        rows = lines[1:] if chunk.ordinal else lines[1:]
+        first = int(rows[0].split(" | ")[0].removeprefix("sensor "))
+        assert chunk.start_line == (1 if chunk.ordinal == 0 else 2 + 2 * first)  # a row spans its two lines
+        assert chunk.end_line == 1 + 2 * (first + len(rows))
+    assert [a.end_line + 1 for a in chunks[:-1]] == [b.start_line for b in chunks[1:]]  # rows tile the file
+    assert chunks[-1].end_line == 81
+
+
+LOOSE_CSV = st.text(alphabet=st.sampled_from(list(',;|\t"\n\r ab1\x00é')), max_size=300)
+
+
+@PROPERTY
+@given(text=st.one_of(st.text(max_size=400), LOOSE_CSV), tsv=st.booleans())
+def test_any_text_parses_as_csv_into_rows_with_real_spans(text: str, tsv: bool) -> None:
+    doc = CsvParser().parse(text, "x.tsv" if tsv else "x.csv")
+    line_count = len(split_lines(text))
+    assert doc.title in ("x.csv", "x.tsv") and len(doc.blocks) <= 1
+    for block in doc.blocks:
+        rows = block.text.split("\n")
+        assert block.kind == "table" and not block.verbatim and len(rows) == len(block.line_spans)
+        assert all(row.strip() and "\r" not in row for row in rows)
+        assert 1 <= block.start_line <= block.end_line <= line_count
+        assert block.line_spans[0][0] == block.start_line and block.line_spans[-1][1] == block.end_line
+        for (_, last), (first, _) in zip(block.line_spans, block.line_spans[1:]):
+            assert last < first

@@ -5,7 +5,8 @@ Rules, in order:
 1. A chunk never spans two sections (a change of heading path starts a new chunk); a heading
    block always travels with the block after it.
 2. Blocks are packed up to ``target`` tokens; a block larger than the hard maximum is split by
-   lines, and a line larger than it by characters.
+   lines, and a line larger than it by characters. A line of a verbatim block is cited as its own
+   source line, a line of another block by its ``line_spans`` entry, else by the block's span.
 3. When a section continues in a new chunk, the new chunk starts with up to ``overlap`` tokens of
    the previous chunk's trailing lines.
 4. Every chunk is recounted with the real tokenizer and split again if it is over ``hard_max``:
@@ -155,14 +156,20 @@ class Chunker:
         for line in text.split("\n"):
             spans.append((position, position + len(line)))
             position += len(line) + 1
-        # Line i of the text is source line start+i only for verbatim text of the same height.
+        # Line i of the text is source line start+i only for verbatim text of the same height;
+        # other text is cited by the spans the parser gave its lines, else by the whole block.
         exact = block.verbatim and len(spans) == block.end_line - block.start_line + 1
+        mapped = not exact and _usable_line_spans(block, len(spans))
         units: list[_Unit] = []
         for offset, ((a, b), tokens) in enumerate(zip(spans, counter(spans))):
             if not text[a:b].strip():
                 continue
-            number = block.start_line + offset if exact else block.start_line
-            end = number if exact else block.end_line
+            if exact:
+                number = end = block.start_line + offset
+            elif mapped:
+                number, end = block.line_spans[offset]
+            else:
+                number, end = block.start_line, block.end_line
             pieces = [(a, b, tokens)] if tokens <= budget else self._split_span(text, a, b, budget, counter)
             if self.token_starts is None:
                 pieces = self._verified(text, pieces, budget)
@@ -367,3 +374,16 @@ def _table_rows(units: list[_Unit], table: int) -> list[_Unit]:
     head = attrs.evolve(units[0], table=table, is_header=whole)
     header, tokens = (head.text, head.tokens) if whole else ("", 0)
     return [head, *(attrs.evolve(u, table=table, header=header, header_tokens=tokens) for u in units[1:])]
+
+
+def _usable_line_spans(block: Block, line_count: int) -> bool:
+    """Whether ``block.line_spans`` gives every line of the text a span inside the block's, in order."""
+    spans = block.line_spans
+    if len(spans) != line_count:
+        return False
+    previous = block.start_line
+    for first, last in spans:
+        if not previous <= first <= last <= block.end_line:
+            return False
+        previous = first
+    return True

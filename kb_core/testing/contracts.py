@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from kb_core.errors import KbError
 from kb_core.extend.contracts import BytesParser, Embedder, Parser
-from kb_core.types import ParsedDocument
+from kb_core.types import Block, ParsedDocument
 from kb_core.writing_systems import SCRIPTS
 
 
@@ -52,7 +52,19 @@ def check_parsed(document: ParsedDocument, text: str) -> None:
         assert block.start_line >= previous_start, "blocks come in document order"
         previous_start = block.start_line
         assert all(isinstance(h, str) and h for h in block.heading_path)
+        check_line_spans(block)
     assert all(isinstance(w, str) for w in document.warnings)
+
+
+def check_line_spans(block: Block) -> None:
+    """Assert that a block's ``line_spans``, when it has them, give each line of its text a span inside its own."""
+    if not block.line_spans:
+        return
+    assert len(block.line_spans) == block.text.count("\n") + 1, "one span for each line of the text"
+    previous = block.start_line
+    for first, last in block.line_spans:
+        assert previous <= first <= last <= block.end_line, (first, last, block.start_line, block.end_line)
+        previous = first
 
 
 class ParserContract:
@@ -107,6 +119,7 @@ def check_blocks(document: ParsedDocument) -> None:
         assert 1 <= block.start_line <= block.end_line and block.start_line >= previous_start
         previous_start = block.start_line
         assert all(isinstance(h, str) and h for h in block.heading_path)
+        check_line_spans(block)
 
 
 class BytesParserContract:

@@ -1,4 +1,4 @@
-"""Built-in document parsers: plain text, Markdown (with YAML/TOML frontmatter) and HTML.
+"""Built-in document parsers: plain text, Markdown (with YAML/TOML frontmatter), HTML, and CSV/TSV.
 
 Every parser turns decoded text into a :class:`~kb_core.types.ParsedDocument` and never raises.
 Line numbers are 1-based and count the lines of the original text as :func:`split_lines` does
@@ -11,26 +11,37 @@ heading with no content of its own before the next heading of the same or a high
 becomes a block of kind ``"heading"``.
 
 A table is a block of kind ``"table"``, one row per line and its header row first: Markdown keeps
-its source lines (the delimiter row ``|---|`` included), HTML gives ``cell | cell`` lines. The
-headings before a table are not folded into it but stay blocks of their own, which the chunker
-keeps with the table; a chunk that holds a later part of a long table repeats its header row.
+its source lines (the delimiter row ``|---|`` included), HTML and CSV give ``cell | cell`` lines,
+each with the source lines of its row (``Block.line_spans``). The headings before a table are not
+folded into it but stay blocks of their own, which the chunker keeps with the table; a chunk that
+holds a later part of a long table repeats its header row.
 """
 
 from __future__ import annotations
 
 from kb_core.builtin.parsers.blocks import split_lines
+from kb_core.builtin.parsers.delimited import CsvParser
 from kb_core.builtin.parsers.frontmatter import read_frontmatter
 from kb_core.builtin.parsers.html import HtmlParser
 from kb_core.builtin.parsers.markdown import MarkdownParser
 from kb_core.builtin.parsers.text import TextParser
 from kb_core.extend.hookspecs import RegisterParser, hookimpl
 
-__all__ = ["HtmlParser", "MarkdownParser", "TextParser", "read_frontmatter", "register_parsers", "split_lines"]
+__all__ = [
+    "CsvParser",
+    "HtmlParser",
+    "MarkdownParser",
+    "TextParser",
+    "read_frontmatter",
+    "register_parsers",
+    "split_lines",
+]
 
 
 @hookimpl
 def register_parsers(register: RegisterParser) -> None:
-    """Plain text, Markdown and HTML."""
+    """Plain text, Markdown, HTML, and CSV/TSV."""
     register("text", lambda config: TextParser(), extensions=(".txt", ".text", ".rst", ".log"))
     register("markdown", lambda config: MarkdownParser(), extensions=(".md", ".markdown", ".mdx"))
     register("html", lambda config: HtmlParser(), extensions=(".html", ".htm", ".xhtml"))
+    register("csv", lambda config: CsvParser(), extensions=(".csv", ".tsv"), description="CSV and TSV tables")

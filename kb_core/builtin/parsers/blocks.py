@@ -46,12 +46,13 @@ class Heading:
 
 @attrs.frozen
 class Content:
-    """A content block found by a parser, before heading paths are attached."""
+    """A content block found by a parser, before heading paths are attached (``line_spans``: see Block)."""
 
     kind: str
     text: str
     start_line: int
     end_line: int
+    line_spans: tuple[tuple[int, int], ...] = ()
 
 
 def assemble(items: Iterable[Heading | Content], source_lines: Sequence[str] | None = None) -> list[Block]:
@@ -92,15 +93,15 @@ def assemble(items: Iterable[Heading | Content], source_lines: Sequence[str] | N
         if item.kind == "table":
             flush_pending()
         start = pending[0][0].start_line if pending else item.start_line
+        spans: tuple[tuple[int, int], ...] = ()
         if source_lines is not None:
             text = "\n".join(source_lines[start - 1 : item.end_line])
         else:
             text = "\n".join([*(h.text for h, _ in pending), item.text])
-        blocks.append(
-            Block(
-                text, start, item.end_line, tuple(h.title for h in stack), item.kind, verbatim=source_lines is not None
-            )
-        )
+            if item.line_spans:
+                spans = (*((h.start_line, h.end_line) for h, _ in pending), *item.line_spans)
+        path = tuple(h.title for h in stack)
+        blocks.append(Block(text, start, item.end_line, path, item.kind, source_lines is not None, spans))
         pending.clear()
     flush_pending()
     return blocks

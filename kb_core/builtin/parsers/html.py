@@ -62,6 +62,7 @@ class _Table:
 
     outer_tables: int  # <table> elements open outside this one
     rows: list[list[list[str]]] = attrs.field(factory=lambda: [[]])
+    spans: list[tuple[int, int] | None] = attrs.field(factory=lambda: [None])  # each row's first and last line
     caption: list[str] = attrs.field(factory=list)
     in_caption: bool = False
     owed: int = 0  # empty cells a colspan still adds before the next cell
@@ -83,12 +84,14 @@ class _Table:
         row[-1].append(text)
         if text.strip():
             self.row_lines = _widen(self.row_lines, first_line, last_line)
+            self.spans[-1] = _widen(self.spans[-1], first_line, last_line)
 
     def row(self) -> None:
         """Start a new row."""
         self.in_caption = False
         if self.rows[-1]:
             self.rows.append([])
+            self.spans.append(None)
         self.owed = 0
 
     def cell(self, colspan: int) -> None:
@@ -99,16 +102,18 @@ class _Table:
         row.append([])
         self.owed = colspan - 1
 
-    def text(self) -> tuple[str, str]:
-        """The caption, and the rows as lines ``cell | cell`` (trailing empty cells dropped, empty rows skipped)."""
+    def text(self) -> tuple[str, str, tuple[tuple[int, int], ...]]:
+        """The caption, the rows as lines ``cell | cell`` (no trailing empty cells, no empty rows), their spans."""
         lines = []
-        for row in self.rows:
+        spans = []
+        for row, span in zip(self.rows, self.spans):
             cells = [SPACES.sub(" ", "".join(parts)).strip() for parts in row]
             while cells and not cells[-1]:
                 cells.pop()
-            if cells:
+            if cells and span is not None:
                 lines.append(" | ".join(cells))
-        return SPACES.sub(" ", "".join(self.caption)).strip(), "\n".join(lines)
+                spans.append(span)
+        return SPACES.sub(" ", "".join(self.caption)).strip(), "\n".join(lines), tuple(spans)
 
 
 def _widen(span: tuple[int, int] | None, first: int, last: int) -> tuple[int, int]:
@@ -396,12 +401,12 @@ class _HtmlCollector(_StdlibHTMLParser):
         """
         table = capture.table
         if table is not None:
-            caption, rows = table.text()
+            caption, rows, spans = table.text()
             found: list[Content] = []
             if caption and table.caption_lines:
                 found.append(Content("paragraph", caption, *table.caption_lines))
             if rows and table.row_lines:
-                found.append(Content("table", rows, *table.row_lines))
+                found.append(Content("table", rows, *table.row_lines, line_spans=spans))
             self.items.extend(sorted(found, key=lambda c: c.start_line))
             return
         text = capture.text()
