@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw, ImageFont
 from kb_core import KbError, NotFoundError, load_config
 from kb_core.plugin import FactoryContext, OcrImage, OcrLine, ParsedDocument, ParserContext
 from kb_core.testing import BytesParserContract, ScriptedOcr, check_blocks, load_registry
-from kb_documents.assemble import parsed_text
+from kb_documents.assemble import page_of_line, parsed_text
 from kb_documents.image import ImageParser
 from kb_documents.limits import Limits
 from kb_documents.ocr_pages import Ocr
@@ -254,6 +254,37 @@ def test_damaged_images_raise_only_kb_errors(seed: bytes, edits: list[tuple[floa
         data[min(int(at * len(data)), len(data) - 1)] = value
     _only_kb_errors(bytes(data))
     _only_kb_errors(bytes(data[: int(len(data) * (edits[0][0] if edits else 0.5))]))
+
+
+ocr_lines = st.lists(
+    st.builds(
+        OcrLine,
+        st.text(st.characters(codec="utf-8"), max_size=12),
+        st.tuples(st.integers(-50, 700), st.integers(-50, 500), st.integers(-10, 300), st.integers(-5, 80)),
+        st.floats(allow_nan=True, allow_infinity=True),
+    ),
+    max_size=25,
+)
+
+
+@FUZZ
+@given(pages=st.lists(ocr_lines, min_size=1, max_size=3))
+def test_whatever_an_engine_returns_every_text_line_has_its_box(pages: list[list[OcrLine]]) -> None:
+    frames = [Image.new("L", (640, 480), 255) for _ in pages]
+    data = encode(frames[0], "TIFF", save_all=True, append_images=frames[1:])
+    try:
+        doc = parser(engine=ScriptedOcr(pages=pages)).parse_bytes(data, "scan.tif")
+    except KbError as exc:
+        assert str(exc).startswith("OCR found no text in the image")
+        return
+    check_blocks(doc)
+    text = parsed_text(doc.blocks).split("\n")
+    page_lines = doc.metadata["page_lines"]
+    entries = doc.metadata["ocr"]["lines"]
+    assert [n for n in range(1, len(text) + 1) if n not in page_lines] == [entry[0] for entry in entries]
+    for number, page, x, y, w, h, confidence in entries:
+        assert text[number - 1].strip() and page_of_line(page_lines, number) == page
+        assert 0 <= x <= x + w <= 640 and 0 <= y <= y + h <= 480 and 0 <= confidence <= 1
 
 
 class TestImageParserContract(BytesParserContract):
