@@ -161,15 +161,24 @@ def tables(draw: st.DrawFn) -> tuple[list[Block], Block]:
         blocks.append(Block(text, line, line, path, verbatim=True))
         line += 2
     rows = [draw(ROW), *draw(st.lists(ROW, min_size=1, max_size=80) | st.lists(ROW, min_size=20, max_size=80))]
-    table = Block("\n".join(rows), line, line + len(rows) - 1, path, "table", verbatim=True)
+    if draw(st.booleans()):  # a table written from another format (CSV, HTML): each row with its own lines
+        heights = [draw(st.integers(1, 3)) for _ in rows]
+        spans = tuple((line + sum(heights[:i]), line + sum(heights[: i + 1]) - 1) for i in range(len(rows)))
+        table = Block("\n".join(rows), line, spans[-1][1], path, "table", verbatim=False, line_spans=spans)
+    else:
+        table = Block("\n".join(rows), line, line + len(rows) - 1, path, "table", verbatim=True)
     blocks.append(table)
-    line += len(rows) + 1
+    line = table.end_line + 2
     for _ in range(draw(st.integers(0, 2))):
         blocks.append(
             Block(draw(st.lists(WORDS, min_size=1, max_size=30).map(" ".join)), line, line, path, verbatim=True)
         )
         line += 2
     return blocks, table
+
+
+def _row_spans(table: Block) -> list[tuple[int, int]]:
+    return list(table.line_spans) or [(n, n) for n in range(table.start_line, table.end_line + 1)]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -179,21 +188,23 @@ def test_every_chunk_of_a_table_begins_with_its_header_and_holds_each_row_once(
 ) -> None:
     blocks, table = document
     rows = table.text.split("\n")
+    spans = _row_spans(table)
     header = rows[0]
     assume_fits = embedder.count_tokens([header + "\n" + max(rows[1:], key=len)])[0] <= limits.hard_max // 2
     chunker = Chunker(embedder.count_tokens, limits, embedder.token_starts if with_offsets else None)
     chunks = chunker.chunk("t.md", blocks)
-    for number in range(table.start_line, table.end_line + 1):
-        holding = [c for c in chunks if c.start_line <= number <= c.end_line]
-        assert len(holding) == 1 or not assume_fits, (number, [(c.start_line, c.end_line) for c in chunks])
+    for first, last in spans:
+        holding = [c for c in chunks if c.start_line <= first <= c.end_line]
+        assert len(holding) == 1 or not assume_fits, (first, [(c.start_line, c.end_line) for c in chunks])
+        assert holding[0].end_line >= last  # a row's lines are never cut apart
     for chunk in chunks:
         if not table.start_line < chunk.start_line <= table.end_line:
             continue  # not a chunk that continues the table
         lines = chunk.text.split("\n")
-        own = rows[chunk.start_line - table.start_line : chunk.end_line - table.start_line + 1]
+        own = [row for row, (first, _) in zip(rows, spans) if chunk.start_line <= first <= chunk.end_line]
         if assume_fits:
             assert lines[0] == header
-            assert lines[1:] == own  # the header lies outside the span; the rest is the span's lines exactly
+            assert lines[1:] == own  # the header lies outside the span; the rest is the span's rows exactly
             assert chunk.end_line <= table.end_line  # a chunk that continues a table holds nothing else
 
 
