@@ -270,8 +270,27 @@ REFUSAL_REASONS: tuple[str, ...] = ("no_chunks", "score_gate", "llm_self_judge",
 
 
 @attrs.frozen
+class Region:
+    """Where cited text read by OCR sits: its page, the box around it (x, y, width, height in the
+    page's units: PDF points, or an image's pixels), the engine's mean confidence (0..1) and
+    whether that is low (see :mod:`kb_core.storage.regions`)."""
+
+    page: int
+    box: tuple[int, int, int, int]
+    confidence: float
+    low: bool
+
+    def fragment(self) -> str:
+        """``page=3&xywh=72,140,300,40``: what follows ``#`` in a link to the region."""
+        return f"page={self.page}&xywh={','.join(map(str, self.box))}"
+
+
+@attrs.frozen
 class AnswerCitation:
-    """A chunk an answer cites (``marker`` n of ``[#n]``), or a refusal's candidate (``marker`` None)."""
+    """A chunk an answer cites (``marker`` n of ``[#n]``), or a refusal's candidate (``marker`` None).
+
+    ``region`` is where its text sits on a scanned page or photo (None for text that OCR did not read).
+    """
 
     marker: int | None
     chunk_id: str
@@ -279,6 +298,7 @@ class AnswerCitation:
     citation: Citation
     score: float
     heading_path: tuple[str, ...] = ()
+    region: Region | None = None
 
 
 @attrs.frozen

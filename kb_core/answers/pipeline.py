@@ -55,6 +55,7 @@ from kb_core.extend.contracts import LanguageModel
 from kb_core.limits import CheckedText, check_k, check_text
 from kb_core.retrieval.search import check_mode_and_k, checked_search
 from kb_core.storage.answers import save_answer
+from kb_core.storage.regions import noted_low_confidence, with_regions
 from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import (
     NOT_ANSWERED,
@@ -257,7 +258,9 @@ class RagPipeline:
         hit_of = {h.chunk_id: h for h in run.hits}
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
         cited = verdict.cited if verdict.grounded or withdrawn else ()
-        citations = tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited)
+        citations = with_regions(
+            tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited), self.store.get_document
+        )
         usage = TokenUsage(
             prompt_tokens=done.prompt_tokens,
             completion_tokens=done.completion_tokens,
@@ -357,7 +360,7 @@ class RagPipeline:
             answer=text,
             grounded=verdict.grounded,
             refusal_reason=verdict.refusal_reason,
-            note=verdict.note,
+            note=noted_low_confidence(verdict.note, citations if verdict.grounded else ()),
             refusal_detail=verdict.refusal_detail,
             sentences=verdict.sentences,
             verdict=verdict_word,

@@ -11,9 +11,10 @@ from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.app import KnowledgeBase
 from kb_core.conversations import Standalone
 from kb_core.errors import KbError
+from kb_core.storage.regions import LOW_CONFIDENCE_NOTE
 from kb_core.storage.threads import existing_thread, last_thread
 from kb_core.terminal import shown
-from kb_core.types import NOT_ANSWERED, Answer
+from kb_core.types import NOT_ANSWERED, Answer, AnswerCitation
 
 
 def dim(text: str) -> str:
@@ -71,7 +72,7 @@ def print_sources(answer: Answer | None) -> None:
     click.echo("Sources:" if answer.citations else "Nothing cited; nearest candidates:")
     for c in listed:
         marker = f"[#{c.marker}] " if c.marker is not None else ""
-        click.echo(f"  {marker}{shown(c.ref)}  (score {c.score:.2f})")
+        click.echo(f"  {marker}{_source(c)}")
 
 
 def print_outcome(answer: Answer, streamed: str | None) -> None:
@@ -86,10 +87,12 @@ def print_outcome(answer: Answer, streamed: str | None) -> None:
         click.echo()
         click.echo(click.style("Sources:", bold=True))
         for c in answer.citations:
-            click.echo(f"  [#{c.marker}] {shown(c.ref)}  (score {c.score:.2f})")
+            click.echo(f"  [#{c.marker}] {_source(c)}")
         verdict = click.style("grounded", fg="green")
         if answer.verdict in ("yes", "no"):
             verdict += _verdict_line(answer)
+        if LOW_CONFIDENCE_NOTE in answer.note:
+            verdict += click.style(f"; {LOW_CONFIDENCE_NOTE}", fg="yellow")
     else:
         verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")
         if answer.note:
@@ -99,7 +102,7 @@ def print_outcome(answer: Answer, streamed: str | None) -> None:
             withdrawn = answer.refusal_detail == NOT_ANSWERED  # its candidates are what it cited
             click.echo(click.style("It cited:" if withdrawn else "Nearest candidates:", bold=True))
             for c in answer.candidates:
-                click.echo(f"  {shown(c.ref)}  (score {c.score:.2f})")
+                click.echo(f"  {_source(c)}")
     if answer.ignored_instructions:
         markers = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
         click.echo(
@@ -116,6 +119,17 @@ def print_outcome(answer: Answer, streamed: str | None) -> None:
     model = f"{answer.model.id}, " if answer.model else ""
     click.echo()
     click.echo(verdict + dim(f"  [{model}{answer.prompt_template_version}, {timing}]"))
+
+
+def _source(citation: AnswerCitation) -> str:
+    """``notes/a.md#L3-L9  (score 0.71)``; for OCR'd text also its page and region, and its confidence."""
+    line = f"{shown(citation.ref)}  (score {citation.score:.2f})"
+    region = citation.region
+    if region is not None:
+        path = shown(citation.citation.path)
+        read = f"read by OCR, confidence {region.confidence:.2f}" + (", low" if region.low else "")
+        line += f"  {path}#{region.fragment()}  ({read})"
+    return line
 
 
 def _verdict_line(answer: Answer) -> str:

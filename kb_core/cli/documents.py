@@ -16,6 +16,7 @@ from kb_core.ingest.language_fit import ingest_notice
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents, writer_lock
 from kb_core.ingest.source import normalise
 from kb_core.maintenance import doctor_report, init_kb, inspect_target
+from kb_core.storage.regions import LOW_CONFIDENCE, chunk_ocr_lines, ocr_summary
 from kb_core.terminal import shown
 
 
@@ -107,7 +108,7 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
             click.echo(f"{shown(document.path)}  ({shown(document.title)})")
             click.echo(f"  parser {document.parser}, {document.size} bytes, sha256 {document.content_hash[:16]}…")
             for key, item in sorted(document.metadata.items()):
-                click.echo(f"  {shown(key)}: {shown(item)}")
+                click.echo(f"  {shown(key)}: {shown(ocr_summary(document.metadata) if key == 'ocr' else item)}")
             for chunk in chunks:
                 heading = shown(" > ".join(chunk.heading_path))
                 click.echo(f"  [{chunk.chunk_id}] {shown(chunk.citation)}  {chunk.token_count} tokens  {heading}")
@@ -116,12 +117,18 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
     else:
         chunk = value
         heading = shown(" > ".join(chunk.heading_path))
-        emit(
-            as_json,
-            "chunk.v1",
-            {"chunk": chunk, "citation": str(chunk.citation)},
-            lambda: click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}"),
-        )
+        document = session.kb().store.get_document(chunk.doc_path)
+        read = chunk_ocr_lines(document.metadata if document else {}, chunk)
+
+        def human_chunk() -> None:
+            click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}")
+            if read:
+                click.echo(f"\nread by OCR (page, confidence; under {LOW_CONFIDENCE} marked low):")
+            for item in read:
+                low = "  low" if item["low"] else ""
+                click.echo(f"  L{item['line']}  p{item['page']}  {item['confidence']:.2f}{low}  {shown(item['text'])}")
+
+        emit(as_json, "chunk.v1", {"chunk": chunk, "citation": str(chunk.citation), "ocr_lines": read}, human_chunk)
 
 
 @click.command("rm")
