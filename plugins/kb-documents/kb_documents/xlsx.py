@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
+import defusedxml
+
 from kb_core import KbError
 from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
@@ -127,6 +129,18 @@ def _rows(values: Iterable[tuple[Any, ...]], sheet: str, budget: _Budget) -> lis
     return [" | ".join(cells[lead:]) for cells in rows]
 
 
+def _defused(exc: BaseException) -> BaseException | None:
+    """The defusedxml refusal behind ``exc`` (openpyxl wraps it in a ValueError), if any."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        if isinstance(seen, defusedxml.DefusedXmlException):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _openpyxl() -> Any:
     try:
         import openpyxl
@@ -169,6 +183,12 @@ class XlsxParser(BinaryParser):
         except KbError:
             raise
         except Exception as exc:  # noqa: BLE001 - openpyxl, zipfile and the XML parsers raise many types
+            refused = _defused(exc)
+            if refused is not None:
+                raise KbError(
+                    f"the .xlsx uses XML entities or a DTD, which kb refuses ({type(refused).__name__})",
+                    hint=SAVE_HINT,
+                ) from None
             message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
             raise KbError(f"the .xlsx is damaged and cannot be read ({message})", hint=SAVE_HINT) from None
 
