@@ -7,8 +7,9 @@ exact lines. Documents without pages (DOCX, Markdown) keep their citation unchan
 
 A citation into a page read by OCR also names the region its lines cover on that page (the W3C
 media fragment ``xywh``, in the page's units: points for a PDF, pixels for an image), from
-``metadata["ocr"]["lines"]``: ``scan.pdf#page=3&xywh=72,96,432,31&L8-L15``. A single-page image
-has no ``page=``: ``photo.jpg#xywh=10,10,100,20&L3-L4``. The ``--json`` output
+``metadata["ocr"]["lines"]``: ``scan.pdf#page=3&xywh=72,96,432,31&L8-L15``, and for an image (page 1,
+or a TIFF's frame) ``photo.jpg#page=1&xywh=10,10,100,20&L3-L4``: the syntax of every citation's
+region in kb (``kb_core.types.Region``). The ``--json`` output
 (``page_citations.v1``) gives the region as ``"region": {"page", "x", "y", "w", "h"}`` (null without one).
 """
 
@@ -52,14 +53,14 @@ def parse_citation(text: str) -> Citation:
 
 
 def page_link(
-    citation: Citation, page_lines: Sequence[int], ocr: object = None, single_image: bool = False
+    citation: Citation, page_lines: Sequence[int], ocr: object = None
 ) -> PageCitation:
     """The pages of ``citation`` given the document's ``page_lines`` (empty for a document without pages),
     and the region of its lines on its first page when ``ocr`` (``metadata["ocr"]``) has their boxes."""
     first = page_of_line(page_lines, citation.start_line) if page_lines else None
     last = page_of_line(page_lines, citation.end_line) if page_lines else None
     region = ocr_region(ocr, citation, first) if first is not None else None
-    parts = [] if first is None or single_image else [f"page={first}"]
+    parts = [] if first is None else [f"page={first}"]
     if region is not None:
         parts.append("xywh={x},{y},{w},{h}".format(**region))
     parts.append(f"L{citation.start_line}-L{citation.end_line}")
@@ -102,8 +103,7 @@ def resolve(store: Any, texts: Sequence[str]) -> list[PageCitation]:
         page_lines = metadata.get("page_lines") or []
         if not isinstance(page_lines, list) or not all(isinstance(n, int) for n in page_lines):
             page_lines = []
-        single_image = metadata.get("format") == "image" and metadata.get("pages") == 1
-        found.append(page_link(citation, page_lines, metadata.get("ocr"), single_image))
+        found.append(page_link(citation, page_lines, metadata.get("ocr")))
     return found
 
 

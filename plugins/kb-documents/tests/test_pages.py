@@ -56,8 +56,8 @@ def test_a_citation_into_an_ocr_page_names_the_union_of_its_lines_boxes() -> Non
 
 def test_a_single_page_image_has_no_page_in_its_link() -> None:
     ocr = {"lines": [[2, 1, 40, 300, 600, 40, 0.88]]}
-    photo = page_link(Citation("birds.png", 2, 2), [1], ocr, single_image=True)
-    assert photo.link == "birds.png#xywh=40,300,600,40&L2-L2" and photo.first_page == 1
+    photo = page_link(Citation("birds.png", 2, 2), [1], ocr)
+    assert photo.link == "birds.png#page=1&xywh=40,300,600,40&L2-L2" and photo.first_page == 1
 
 
 @pytest.mark.parametrize("ocr", [None, "x", {"lines": "x"}, {"lines": [[9, 2, "72", 96, 1, 1, 0.9], [9], None]}])
