@@ -89,7 +89,8 @@ def test_ingest_reads_scans_and_photos_and_pages_names_the_region(tmp_path: Path
         photo = kb_core.search(kb, kb_core.SearchQuery(text="kingfisher weir", mode="lexical", k=1)).hits[0]
         (photo_link,) = resolve(kb.store, [str(photo.citation)])
         assert (
-            photo_link.link == f"birds.png#page=1&xywh=40,300,600,40&L{photo.citation.start_line}-L{photo.citation.end_line}"
+            photo_link.link
+            == f"birds.png#page=1&xywh=40,300,600,40&L{photo.citation.start_line}-L{photo.citation.end_line}"
         )
         payload = {"schema_version": SCHEMA, "citations": [attrs.asdict(linked), attrs.asdict(photo_link)]}
         schema = json.loads((PLUGIN / "kb_documents/schemas/page_citations.v1.json").read_text())
