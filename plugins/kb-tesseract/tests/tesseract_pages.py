@@ -10,11 +10,11 @@ from pathlib import Path
 
 import attrs
 import pytest
-from kb_tesseract import INSTALL, Settings
 from PIL import Image, ImageDraw, ImageFont
 
 from kb_core import KbError
 from kb_core.plugin import OcrImage
+from kb_tesseract import INSTALL, Settings
 
 DPI = 150
 PAGE = (1275, 1650)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from kb_tesseract.engine import TesseractEngine
 from tesseract_pages import ENGLISH_TABLE, english_page, needs_data
 
 from kb_core.plugin import OcrEngine, OcrImage
 from kb_core.testing import OcrEngineContract
+from kb_tesseract.engine import TesseractEngine
 
 pytestmark = needs_data
 

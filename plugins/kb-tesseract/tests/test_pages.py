@@ -11,8 +11,6 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kb_tesseract.engine import TesseractEngine
-from kb_tesseract.pixels import join_cjk
 from tesseract_pages import (
     CHINESE,
     CHINESE_TABLE,
@@ -29,6 +27,8 @@ from tesseract_pages import (
 )
 
 from kb_core.plugin import OcrImage, OcrLine
+from kb_tesseract.engine import TesseractEngine
+from kb_tesseract.pixels import join_cjk
 
 pytestmark = needs_data
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import kb_tesseract
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kb_tesseract import INSTALL, Settings, make_engine
-from kb_tesseract.pixels import box_back, clamp_box, join_cjk, turn
 from PIL import Image
 
+import kb_tesseract
 from kb_core import ConfigError, KbError
 from kb_core.plugin import OcrEngine
 from kb_core.testing import load_registry
+from kb_tesseract import INSTALL, Settings, make_engine
+from kb_tesseract.pixels import box_back, clamp_box, join_cjk, turn
 
 APT = (
     "apt-get install -y --no-install-recommends tesseract-ocr-eng tesseract-ocr-osd "
