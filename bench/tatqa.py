@@ -1,11 +1,14 @@
 """Documents as people keep them: the same annual-report pages born-digital and scanned (tatqa-tune).
 
 Ingests ``born-digital/`` and ``scanned/`` into two fresh knowledge bases under bench/out/ (pages per
-second, documents stored and refused), measures the character error rate of the text kb stored for
-each scanned document of the sample against ``truth/`` (whitespace and ``|`` ignored; a document kb
-could not read counts as all wrong), then asks the same fixed-seed sample of span questions of both
-golden sets and prints the right-answer rate (grounded, the expected document cited, the gold span in
-the answer) overall and by ``answer_from`` (table, text, table-text). Reports go to
+second, documents stored and refused, seconds per OCR'd page from the ingest's progress, then the
+same folder again: unchanged, and again after every document was removed: pages read from the OCR
+cache, not OCR'd), measures the character error rate of the text kb stored for each scanned document
+of the sample against ``truth/`` (whitespace and ``|`` ignored; a document kb could not read counts
+as all wrong) and Recall@5 by document of the questions (hybrid search), then asks the same
+fixed-seed sample of span questions of both golden sets and prints the right-answer rate (grounded,
+the expected document cited, the gold span in the answer) overall and by ``answer_from`` (table,
+text, table-text). Reports go to
 bench/out/answers-tatqa-<kind>-<label>/report.json, for ``kb eval compare`` and bench/same_answers.py.
 
     python bench/tatqa.py --limit 40 --seed 7
@@ -35,6 +38,8 @@ from kb_core.config import load_config  # noqa: E402
 from kb_core.evaluation.answers import AnswerReport, evaluate_answers  # noqa: E402
 from kb_core.evaluation.golden import load_golden  # noqa: E402
 from kb_core.ingest.pipeline import ingest_paths  # noqa: E402
+from kb_core.retrieval.search import search  # noqa: E402
+from kb_core.types import SearchQuery  # noqa: E402
 
 TATQA = REPO.parent / "shared" / "datasets" / "tatqa-tune"
 OUT = REPO / "bench" / "out"
@@ -66,17 +71,44 @@ def sample(kind: str, limit: int, seed: int) -> tuple[Path, dict[str, str]]:
     return target, {x["id"]: x["answer_from"] for x in picked}
 
 
+def _cached_pages(kb_dir: Path) -> int:
+    return sum(1 for _ in (kb_dir / "ocr-cache").rglob("*.json"))
+
+
+def _percentile(values: list[float], share: float) -> float | None:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 2) if ordered else None
+
+
 def ingest(kind: str) -> tuple[KnowledgeBase, dict[str, Any]]:
-    """``kind``'s folder ingested into a fresh knowledge base: the figures of the run."""
+    """``kind``'s folder ingested into a fresh knowledge base: the figures of the run, and of two more."""
     folder, kb_dir = TATQA / kind, OUT / f"kb-tatqa-{kind}"
     shutil.rmtree(kb_dir, ignore_errors=True)
     kb = KnowledgeBase(load_config(kb_dir=kb_dir, environ={}))
     files = sorted(p for p in folder.iterdir() if p.is_file())
+    page_seconds: list[float] = []
+    last = [time.perf_counter()]
+
+    def progress(stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if stage.startswith("ocr "):
+            page_seconds.append(now - last[0])
+        last[0] = now
+
     began = time.perf_counter()
-    report = ingest_paths(kb, [folder])
+    report = ingest_paths(kb, [folder], progress)
     seconds = time.perf_counter() - began
     stored = set(report.added)
     pages = sum(pages_of(p) for p in files if p.name in stored)
+    read = _cached_pages(kb_dir)
+    began = time.perf_counter()
+    again = ingest_paths(kb, [folder])
+    unchanged_seconds = time.perf_counter() - began
+    with kb.store.transaction():
+        kb.store.delete_documents(sorted(stored))
+    began = time.perf_counter()
+    ingest_paths(kb, [folder])
+    reparse_seconds = time.perf_counter() - began
     return kb, {
         "files": len(files),
         "stored": len(stored),
@@ -85,7 +117,23 @@ def ingest(kind: str) -> tuple[KnowledgeBase, dict[str, Any]]:
         "seconds": round(seconds, 1),
         "pages_stored": pages,
         "pages_per_second": round(pages / seconds, 2) if seconds else None,
+        "ocr_pages": len(page_seconds),
+        "ocr_seconds_per_page_p50": _percentile(page_seconds, 0.5),
+        "ocr_seconds_per_page_p95": _percentile(page_seconds, 0.95),
+        "again_unchanged": f"{again.unchanged} unchanged, {len(again.added) + len(again.updated)} parsed"
+        f" in {unchanged_seconds:.1f} s",
+        "again_after_removing_all": f"{_cached_pages(kb_dir) - read} pages OCR'd (cache kept {read})"
+        f" in {reparse_seconds:.1f} s",
     }
+
+
+def recall_at_5(kb: KnowledgeBase, questions: list[Any]) -> str:
+    """Questions whose expected document is among the documents of the first 5 hits (hybrid search)."""
+    found = 0
+    for question in questions:
+        hits = search(kb, SearchQuery(question.question, k=5)).hits
+        found += bool({h.doc_path for h in hits} & set(question.expected_docs))
+    return f"{found}/{len(questions)} = {found / len(questions):.3f}" if questions else "-"
 
 
 def stored_text(kb: KnowledgeBase, path: str) -> str:
@@ -133,7 +181,11 @@ def main() -> None:
         golden, answer_from = sample(kind, args.limit, args.seed)
         questions = load_golden(golden)
         docs = sorted({d for q in questions for d in q.expected_docs})
-        figures[kind] = {"ingest": ingested, "ocr" if kind == "scanned" else "text": error_rate(kb, docs)}
+        figures[kind] = {
+            "ingest": ingested,
+            "ocr" if kind == "scanned" else "text": error_rate(kb, docs),
+            "recall_at_5_by_document": recall_at_5(kb, questions),
+        }
         if not args.no_answers:
             out = OUT / f"answers-tatqa-{kind}-{args.label}"
             report = evaluate_answers(kb, questions, AskOptions(), golden_file=golden, out_dir=out)
