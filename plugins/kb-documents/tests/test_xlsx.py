@@ -202,10 +202,9 @@ def test_openpyxl_without_defusedxml_is_refused(monkeypatch: pytest.MonkeyPatch)
         XlsxParser().parse_bytes(_workbook(PRICES), "p.xlsx")
 
 
-def test_the_plugin_registers_the_xlsx_parser(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kb_core.extend.registry import load_registry
+def test_the_plugin_registers_the_xlsx_parser() -> None:
+    from kb_core.testing import load_registry
 
-    monkeypatch.setenv("KB_LOAD_PLUGINS", "documents")
     entry = load_registry().get("parsers", "xlsx")
     assert list(entry.info["extensions"]) == [".xlsx"] and entry.info["licence"] == "MIT"
 
