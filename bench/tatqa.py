@@ -137,12 +137,12 @@ def recall_at_5(kb: KnowledgeBase, questions: list[Any]) -> str:
 
 
 def stored_text(kb: KnowledgeBase, path: str) -> str:
-    """The text kb stored for ``path``, its chunks' lines put back in order (overlaps counted once)."""
-    lines: dict[int, str] = {}
-    for chunk in kb.store.chunks_of([path]):
-        for offset, line in enumerate(chunk.text.split("\n")):
-            lines.setdefault(chunk.start_line + offset, line)
-    return "\n".join(lines[n] for n in sorted(lines))
+    """The text kb stored for ``path``, line by line as ``kb serve`` shows it (overlaps and repeated
+    table headers counted once, the blank lines between joined blocks dropped)."""
+    from kb_serve.reading import reassemble
+
+    lines, _exact = reassemble(kb.store.chunks_of([path]))
+    return "\n".join(line for line in lines if line is not None)
 
 
 def error_rate(kb: KnowledgeBase, documents: list[str]) -> dict[str, Any]:
