@@ -48,7 +48,7 @@ def _check_archive(data: bytes, limits: Limits) -> None:
     """Refuse an archive whose declared member count, sizes or ratios are over the limits (before inflating)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, NotImplementedError, ValueError, OSError, EOFError):  # a damaged directory
         raise KbError("not a valid .xlsx (not a zip archive; truncated or another format?)", hint=SAVE_HINT) from None
     with archive:
         infos = archive.infolist()
@@ -174,9 +174,9 @@ class XlsxParser(BinaryParser):
                 "the .xlsx is password protected (or an old .xls file renamed): it is an OLE container, not a zip",
                 hint="save an unprotected copy as .xlsx and ingest that",
             )
-        _check_archive(data, self.limits)
         openpyxl = _openpyxl()
         try:
+            _check_archive(data, self.limits)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # openpyxl warns about styles and extensions it drops
                 return self._parse(openpyxl, data, path)
