@@ -32,16 +32,23 @@ A command is a ``click`` command registered with the ``register_commands`` hook 
 - :func:`check_unicode`: the one check of text a command takes in (arguments, lines, request bodies,
   messages) that is not valid Unicode, a one-line :class:`kb_core.KbError`; queries and questions get it
   from :func:`kb_core.check_text` too.
+- A front end that shows documents: :func:`stored_lines` puts a document's text back, line by line,
+  from its chunks; :func:`ocr_lines` gives the page, box and confidence of each line OCR read (from
+  ``Document.metadata``), :func:`region_of` the region of a span of them, and lines under
+  :data:`LOW_CONFIDENCE` are marked low.
 """
 
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.ingest.names import NameRefused, check_new_file, clash_between, clean_name
 from kb_core.limits import check_unicode
 from kb_core.output import dumps, envelope
+from kb_core.storage.lines import stored_lines
+from kb_core.storage.regions import LOW_CONFIDENCE, ocr_lines, region_of
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import shown
 
 __all__ = [
+    "LOW_CONFIDENCE",
     "NameRefused",
     "Session",
     "check_new_file",
@@ -53,8 +60,11 @@ __all__ = [
     "envelope",
     "error_line",
     "json_option",
+    "ocr_lines",
     "pass_session",
+    "region_of",
     "shown",
     "storage_error",
+    "stored_lines",
     "terminal_progress",
 ]

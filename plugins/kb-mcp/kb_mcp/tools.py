@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 import kb_core
-from kb_core.commands import dumps, envelope
+from kb_core.commands import dumps, envelope, stored_lines
 from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
@@ -212,16 +212,18 @@ class KbTools:
         return _fetched(target, document.path, citation.start_line, citation.end_line, piece, source=source)
 
     def _document_text(self, document: kb_core.Document, chunks: list[kb_core.Chunk]) -> tuple[str, str]:
-        """The document as ingested: its file when unchanged (same hash), else rebuilt from its chunks' lines."""
+        """The document as ingested: its file when unchanged (same hash) and text, else rebuilt from its chunks.
+
+        A PDF, a Word file or a scan is never its file's bytes: its lines are those of the text kb
+        parsed from it, which its chunks hold (``stored_lines``)."""
         data = _stored_file(document)
-        if data is not None:
-            return data.decode("utf-8", errors="replace").removeprefix("\ufeff"), "file"
-        lines: dict[int, str] = {}
-        for chunk in chunks:
-            for number, line in enumerate(chunk.text.split("\n"), start=chunk.start_line):
-                lines.setdefault(number, line)
-        last = max(lines, default=0)
-        return "\n".join(lines.get(n, "") for n in range(1, last + 1)), "chunks"
+        if data is not None and b"\x00" not in data:
+            try:
+                return data.decode("utf-8").removeprefix("\ufeff"), "file"
+            except UnicodeDecodeError:
+                pass
+        lines, _exact = stored_lines(chunks)
+        return "\n".join(line or "" for line in lines), "chunks"
 
     def ingest(self, path: str | None = None, text: str | None = None, name: str | None = None) -> Reply:
         """Ingest a file or folder, or store ``text`` as the document ``name`` (``ingest_report.v1``)."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from pathlib import Path
 
+import attrs
 import pytest
 from mcp_helpers import write_notes
 
@@ -94,3 +96,24 @@ def test_fetch_reads_only_a_stored_documents_unchanged_file(tmp_path: Path) -> N
         for target in ("/etc/passwd", "../../etc/passwd", "/etc/passwd#L1-L2", str(notes / "b.md")):
             with pytest.raises(kb_core.NotFoundError):
                 tools.fetch(target)
+
+
+@pytest.mark.slow  # loads the real default embedder
+def test_fetch_gives_a_csv_its_file_and_a_binary_file_the_text_kb_parsed_from_it(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", {"t.csv": "Year,Sales\n2023,7\n2024,9\n"})
+    with kb_core.open_kb(kb_dir=tmp_path / "kb", overrides={}) as kb:
+        kb_core.ingest_paths(kb, [notes])
+        tools = KbTools(kb)
+        fetched = tools.fetch("t.csv")
+        assert (fetched.text, fetched.payload["source"]) == ("Year,Sales\n2023,7\n2024,9\n", "file")
+        binary = (notes / "t.csv").read_bytes().replace(b"Year", b"Ye\x00r")  # what a PDF or a scan's file is like
+        document = kb.store.get_document("t.csv")
+        assert document is not None
+        (notes / "t.csv").write_bytes(binary)
+        with kb.store.transaction():  # the stored document is that binary file, parsed to these rows
+            kb.store.replace_document(
+                attrs.evolve(document, content_hash=hashlib.sha256(binary).hexdigest()),
+                kb.store.chunks_of(["t.csv"]),
+            )
+        fetched = tools.fetch("t.csv")
+        assert (fetched.text, fetched.payload["source"]) == ("Year | Sales\n2023 | 7\n2024 | 9", "chunks")
