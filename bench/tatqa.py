@@ -34,6 +34,7 @@ from ocr_engines import edit_distance, normalise  # noqa: E402 - bench/ is the s
 
 from kb_core.answers.pipeline import AskOptions  # noqa: E402
 from kb_core.app import KnowledgeBase  # noqa: E402
+from kb_core.commands import stored_lines  # noqa: E402
 from kb_core.config import load_config  # noqa: E402
 from kb_core.evaluation.answers import AnswerReport, evaluate_answers  # noqa: E402
 from kb_core.evaluation.golden import load_golden  # noqa: E402
@@ -137,11 +138,9 @@ def recall_at_5(kb: KnowledgeBase, questions: list[Any]) -> str:
 
 
 def stored_text(kb: KnowledgeBase, path: str) -> str:
-    """The text kb stored for ``path``, line by line as ``kb serve`` shows it (overlaps and repeated
-    table headers counted once, the blank lines between joined blocks dropped)."""
-    from kb_serve.reading import reassemble
-
-    lines, _exact = reassemble(kb.store.chunks_of([path]))
+    """The text kb stored for ``path``, line by line as ``kb serve`` and ``kb mcp`` show it (overlaps
+    and repeated table headers counted once, the blank lines between joined blocks dropped)."""
+    lines, _exact = stored_lines(kb.store.chunks_of([path]))
     return "\n".join(line for line in lines if line is not None)
 
 
