@@ -37,6 +37,7 @@ from kb_serve.bodies import (
 )
 from kb_serve.errors import ApiError, error_response, status_of
 from kb_serve.guards import HostPolicy, RequestGuard
+from kb_serve.page_images import PageImages
 from kb_serve.service import KbService
 from kb_serve.settings import ServeSettings
 from kb_serve.threads import ThreadApi
@@ -233,6 +234,7 @@ def create_app(
         Route("/health", api.health, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
         Route("/documents", api.documents, methods=["GET", "POST"]),
+        *PageImages(service).routes(),  # before /documents/{path}, which would take its path
         Route("/documents/{path:path}", api.document, methods=["GET", "DELETE"]),
         Route("/answers", api.answers, methods=["GET"]),
         Route("/answers/{answer_id}", api.stored_answer, methods=["GET"]),

@@ -52,6 +52,9 @@ def _json(name: str, description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
 
 
+TEXT_JSON = _json("document_text.v1", "")["content"]
+
+
 def _errors(*codes: int) -> dict[str, Any]:
     """Error responses: ``codes`` plus those any request may get (400 no Host, 401 token, 421 host)."""
     reasons = {
@@ -61,11 +64,13 @@ def _errors(*codes: int) -> dict[str, Any]:
         404: "no such document, stored answer or thread (for a question: no such language-model backend)",
         409: (
             "another writer, a name taken by another folder, an uploaded name that clashes with a file or"
-            " folder of the uploads (a.md, then a.md/b.md), or a thread a question is being answered in"
+            " folder of the uploads (a.md, then a.md/b.md), a thread a question is being answered in, or"
+            " (a page image) a file changed since it was ingested or now outside its folder"
         ),
         413: "the body is larger than its limit",
         415: "wrong Content-Type (or no parser for the file type)",
         421: "the Host header names a host this server does not answer to",
+        422: "the page cannot be rendered (damaged, over kb-documents' max_ocr_pixels, no renderer installed)",
         503: "the language model is busy or unavailable",
         504: "took longer than the timeout",
         507: "the knowledge base cannot be written (disk full)",
@@ -81,6 +86,21 @@ TEXT = {"type": "string", "minLength": 1, "maxLength": LIMITS.query_chars, "patt
 K = {"type": "integer", "minimum": 1, "maximum": LIMITS.k}
 PATH = {"type": "string", "maxLength": LIMITS.path_chars}
 MODES = {"enum": list(SEARCH_MODES)}
+
+PNG = {"image/png": {"schema": {"type": "string", "format": "binary"}}}
+PAGE_IMAGE = {
+    "summary": "A page OCR read (a scanned PDF page, an image file) as a PNG, its long side at most 1600 px",
+    "description": "Made from the document's file, if still as ingested (SHA-256) and in its folder (README).",
+    "operationId": "pageImage",
+    "parameters": [
+        {"name": "path", "in": "path", "required": True, "schema": PATH},
+        {"name": "page", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}},
+    ],
+    "responses": {
+        "200": {"description": "the page; a document of that whole path: its text", "content": PNG | TEXT_JSON},
+        **_errors(404, 409, 422, 504),
+    },
+}
 
 
 def _query(name: str, description: str, schema: dict[str, Any], required: bool = False) -> dict[str, Any]:
@@ -290,6 +310,7 @@ def _main_paths(ask_body: dict[str, Any], upload_schema: dict[str, Any]) -> dict
                 "responses": {"200": _json("removed.v1", "the removed paths"), **_errors(*WRITE, 404, 409, 507)},
             },
         },
+        "/documents/{path}/pages/{page}.png": {"get": PAGE_IMAGE},
         "/answers": {
             "get": {
                 "summary": "Stored questions, newest first (as kb answers list)",

@@ -16,6 +16,11 @@ file on disk: the store keeps every chunk's text with the source lines it covers
 Reading the store rather than the file means a citation shows what was indexed, even when the file
 has changed or gone since, and the server opens no file a request names.
 
+A document OCR read (a scanned PDF, an image file) also carries ``ocr``: the pages OCR read with their
+size, and each line's page, box and confidence (from ``metadata["ocr"]``, read by
+:func:`kb_core.storage.regions.ocr_lines`), so the page can show a citation's region on the page image
+(:mod:`kb_serve.page_images`) and mark the lines read with low confidence.
+
 **Stored answers** (``GET /answers``, ``GET /answers/{id}``) are the rows ``kb ask`` keeps
 (:mod:`kb_core.storage.answers`): the list is ``kb answers list --json``; one answer carries its
 question, text, verdict and citations (the store keeps neither the candidates nor the sentences).
@@ -31,6 +36,7 @@ from typing import Any
 
 import kb_core
 from kb_core import Chunk, KnowledgeBase, list_answers
+from kb_core.storage.regions import LOW_CONFIDENCE, ocr_lines
 from kb_serve.errors import ApiError
 
 #: The most lines a document's text may have (a parser's line numbers are not trusted to be small).
@@ -96,6 +102,34 @@ def _pages(metadata: dict[str, Any]) -> list[int]:
     return []
 
 
+def ocr_pages(metadata: dict[str, Any]) -> dict[int, tuple[int, int]]:
+    """The size (width, height in the page's units) of every page OCR read, by number (malformed ones left out)."""
+    ocr = metadata.get("ocr")
+    rows = ocr.get("pages") if isinstance(ocr, dict) else None
+    found: dict[int, tuple[int, int]] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, list) and len(row) == 3 and all(type(v) is int and v >= 1 for v in row):
+            found[row[0]] = (row[1], row[2])
+    return found
+
+
+def _ocr(metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """The pages OCR read and where each line it read sits on its page (None: OCR read none of it)."""
+    pages = ocr_pages(metadata)
+    if not pages:
+        return None
+    lines = sorted(ocr_lines(metadata).values(), key=lambda r: r.line)
+    return {
+        "low_confidence": LOW_CONFIDENCE,
+        "pages": [[page, width, height] for page, (width, height) in sorted(pages.items())],
+        "lines": [
+            {"line": r.line, "page": r.page, "box": list(r.box), "confidence": r.confidence, "low": r.low}
+            for r in lines
+            if r.page in pages
+        ],
+    }
+
+
 def document_text(kb: KnowledgeBase, path: str) -> dict[str, Any]:
     """``document_text.v1``: the stored document at ``path``, line by line; 404 when there is none."""
     clean = unicodedata.normalize("NFC", path)
@@ -118,6 +152,7 @@ def document_text(kb: KnowledgeBase, path: str) -> dict[str, Any]:
             if 1 <= c.start_line <= c.end_line
         ],
         "lines": lines,
+        "ocr": _ocr(document.metadata),
     }
 
 

@@ -14,9 +14,10 @@ import json
 import logging
 import shutil
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from kb_core.plugin import Block, Done, GenerateRequest, ParsedDocument, StreamE
 from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin, extractive, load_registry
 from kb_serve import ServeSettings, create_app
 from kb_serve.running import bind
+
+sys.path.insert(0, str(Path(__file__).parent))  # the tests' helpers (kb_serve_scans.py)
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "fixtures" / "corpus"
@@ -224,15 +227,24 @@ def corpus_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Running]]:
     """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB (``**settings``: ServeSettings;
     ``llm``: a plugin registering the ``scripted`` backend, instead of a ScriptedPlugin of ``script``;
-    ``backend``: another installed backend, e.g. ``llamacpp`` for the embedded model)."""
+    ``backend``: another installed backend, e.g. ``llamacpp`` for the embedded model; ``plugins``: more
+    in-process plugins as (name, plugin); ``overrides``: configuration keys, as ``{"ingest.ocr": "scripted"}``)."""
     running: list[Running] = []
 
-    def start(script: Any = extractive, llm: Any = None, backend: str = "scripted", **settings: Any) -> Running:
+    def start(
+        script: Any = extractive,
+        llm: Any = None,
+        backend: str = "scripted",
+        plugins: Sequence[tuple[str, object]] = (),
+        overrides: dict[str, Any] | None = None,
+        **settings: Any,
+    ) -> Running:
         kb_dir = tmp_path / f"kb{len(running)}"
         shutil.copytree(corpus_kb, kb_dir)
         gate, llm = Gate(), llm if llm is not None else ScriptedPlugin(script)
-        registry = load_registry(extra_plugins=[("scripted-llm", llm), ("gated-parser", gate)])
-        config = load_config(kb_dir=kb_dir, overrides={"models.llm.backend": backend}, environ={})
+        registry = load_registry(extra_plugins=[("scripted-llm", llm), ("gated-parser", gate), *plugins])
+        keys = {"models.llm.backend": backend, **(overrides or {})}
+        config = load_config(kb_dir=kb_dir, overrides=keys, environ={})
         app = create_app(config, ServeSettings(**settings), registry)
         sock = bind("127.0.0.1", 0)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))

@@ -17,6 +17,7 @@ ROUTES = {
     ("/documents", "post"),
     ("/documents/{path}", "get"),
     ("/documents/{path}", "delete"),
+    ("/documents/{path}/pages/{page}.png", "get"),
     ("/answers", "get"),
     ("/answers/{answer_id}", "get"),
     ("/search", "get"),

@@ -1,0 +1,167 @@
+"""``GET /documents/{path}/pages/{page}.png``: a page of a document OCR read (a scanned PDF page, an
+image file), as a PNG, for the page to show a citation's region on it.
+
+Only a page OCR read is served (``metadata["ocr"]["pages"]``; anything else is a 404), and only from
+the document's own file, ``source_root / path``, checked before a byte of it is used:
+
+* it must lie inside the folder it was ingested from once links are followed (unless ``[ingest]
+  follow_symlinks`` is on, as kb ingest would follow them), else a 409;
+* it must exist (404), and hold exactly what was ingested: the same size and SHA-256 as the stored
+  ``content_hash``, else a 409 (``changed since it was ingested; run kb ingest``), so the page image
+  always matches the stored text and its boxes.
+
+The PNG is made anew by :mod:`kb_serve.render` in a child process, at most two at a time (pdfium
+must not run in two threads at once, and an upload may be parsing a PDF in this process), never the
+file's own bytes, and not cached (``Cache-Control: private, no-store``): the next ingest may change it.
+
+A stored document whose own path ends in ``/pages/N.png`` (an image file in a folder named ``pages``)
+keeps its text at this address: its path wins, and its page images are ``.../pages/N.png/pages/1.png``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+import unicodedata
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import anyio
+import attrs
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from kb_core import Config, Document, KbError, KnowledgeBase
+from kb_serve import reading, render
+from kb_serve.bodies import json_response, off_loop, path_param
+from kb_serve.errors import ApiError
+from kb_serve.service import KbService
+
+ROUTE = "/documents/{path:path}/pages/{page:int}.png"
+#: Pages rendered at once (each in its own process).
+RENDERS = 2
+#: An image file's pixels at most, when kb-documents (whose ``max_ocr_pixels`` it is) is not installed.
+DEFAULT_MAX_PIXELS = 40_000_000
+CHANGED_HINT = "run kb ingest on its folder to read it again"
+KINDS = ("pdf", "image")
+
+
+def max_ocr_pixels(config: Config) -> int:
+    """kb-documents' ``[backends.documents] max_ocr_pixels``: the largest image file it reads by OCR."""
+    try:
+        from kb_documents.limits import Limits
+    except ImportError:
+        return DEFAULT_MAX_PIXELS
+    try:
+        return Limits.from_config(config).max_ocr_pixels
+    except KbError:
+        return DEFAULT_MAX_PIXELS
+
+
+@attrs.frozen
+class Scan:
+    """A stored document's page to render: the document and how to render it (``pdf`` or ``image``)."""
+
+    document: Document
+    kind: str
+
+
+def find_page(kb: KnowledgeBase, path: str, page: int) -> Scan:
+    """The document at ``path`` when OCR read its page ``page``; a 404 otherwise."""
+    clean = unicodedata.normalize("NFC", path)
+    document = kb.store.get_document(clean)
+    if document is None:
+        raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
+    pages = reading.ocr_pages(document.metadata)
+    kind = document.metadata.get("format")
+    if not pages or kind not in KINDS:
+        raise ApiError(404, f"{clean!r} was not read by OCR: it has no page images", hint="GET /documents/{path}")
+    if page not in pages:
+        numbers = ", ".join(str(n) for n in sorted(pages)[:20])
+        raise ApiError(404, f"{clean!r} has no page {page} read by OCR (pages: {numbers})")
+    return Scan(document, str(kind))
+
+
+def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
+    """The bytes of ``document``'s file, exactly as they were ingested (see the module's docstring)."""
+    name = document.path
+    relative = PurePosixPath(name)
+    if not document.source_root or not Path(document.source_root).is_absolute():
+        raise ApiError(404, f"the folder {name!r} was ingested from is not known", hint=CHANGED_HINT)
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ApiError(409, f"the stored path {name!r} leads outside its folder", hint=CHANGED_HINT)
+    try:
+        root = Path(document.source_root).resolve()
+        file = (root / relative).resolve()
+        if not (follow_symlinks or file.is_relative_to(root)):
+            raise ApiError(409, f"the file of {name!r} now leads outside its folder", hint=CHANGED_HINT)
+        with file.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size != document.size:  # (never read a file grown huge)
+                raise ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
+            data = handle.read(document.size + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ApiError(404, f"the file of {name!r} is gone from its folder", hint=CHANGED_HINT) from None
+    except OSError as exc:
+        raise ApiError(409, f"the file of {name!r} cannot be read ({exc.strerror or exc})", hint=CHANGED_HINT) from None
+    if hashlib.sha256(data).hexdigest() != document.content_hash:
+        raise ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
+    return data
+
+
+class PageImages:
+    """The route of a page image, over one :class:`KbService`."""
+
+    def __init__(self, service: KbService) -> None:
+        self.service = service
+        self.max_pixels = max_ocr_pixels(service.config)
+        self.limiter = anyio.CapacityLimiter(RENDERS)
+
+    def routes(self) -> list[Route]:
+        """The route (before ``/documents/{path}``, which would take its path)."""
+        return [Route(ROUTE, self.page_image, methods=["GET"])]
+
+    async def page_image(self, request: Request) -> Response:
+        """``GET /documents/{path}/pages/{page}.png``: the page as a PNG, or a stored document of that very path."""
+        path = path_param(request.path_params["path"], "the path")
+        page: int = request.path_params["page"]
+        tail = str(request.scope["path"]).rsplit("/pages/", 1)[1]  # (the page as written: "01.png")
+        whole = path_param(f"{path}/pages/{tail}", "the path")
+        timeout = self.service.settings.search_timeout_s
+
+        def find(kb: KnowledgeBase) -> Scan | dict[str, Any]:
+            if kb.store.get_document(unicodedata.normalize("NFC", whole)) is not None:
+                return reading.document_text(kb, whole)
+            return find_page(kb, path, page)
+
+        found = await off_loop(lambda: self.service.read(find), timeout)
+        if isinstance(found, dict):
+            return json_response("document_text.v1", found)
+        follow = self.service.config.ingest.follow_symlinks
+        data = await off_loop(lambda: source_bytes(found.document, follow), timeout)
+        png = await self._render(found, page, data)
+        return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})
+
+    async def _render(self, scan: Scan, page: int, data: bytes) -> bytes:
+        """The PNG :mod:`kb_serve.render` makes of the page, in a child process; a 422 with its reason when it fails."""
+        if not sys.executable:
+            raise ApiError(422, "cannot render a page: no Python interpreter to run the renderer with")
+        timeout = self.service.settings.search_timeout_s
+        command = [sys.executable, "-I", str(Path(render.__file__)), scan.kind, str(page), str(self.max_pixels)]
+        async with self.limiter:
+            try:
+                with anyio.fail_after(timeout):
+                    result = await anyio.run_process(command, input=data, check=False)
+            except TimeoutError:
+                raise ApiError(504, f"rendering page {page} took longer than {timeout:g} s") from None
+        if result.returncode != 0 or not result.stdout.startswith(b"\x89PNG"):
+            lines = result.stderr.decode("utf-8", "replace").strip().splitlines() or [f"status {result.returncode}"]
+            raise ApiError(
+                422,
+                f"cannot show page {page} of {scan.document.path!r}: {lines[-1]}",
+                hint="kb-documents (Pillow, pypdfium2) renders the page; check that it is installed",
+            )
+        return result.stdout

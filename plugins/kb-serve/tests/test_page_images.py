@@ -1,0 +1,185 @@
+"""``GET /documents/{path}/pages/{page}.png``: a page OCR read, as a PNG made anew from the document's
+own file (when it is still the one ingested), and ``document_text.v1``'s ``ocr``.
+
+The scans are drawn and read by a scripted engine (kb_serve_scans.py); one test reads a photo with the
+real Tesseract engine when kb-tesseract and its data are installed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import struct
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+from kb_serve_scans import LANDSCAPE, MARK, PHOTO, PORTRAIT, photo_png, start_with_scans, write_scans
+from PIL import Image, ImageDraw, ImageFont
+
+import kb_core
+from kb_core.storage.regions import LOW_CONFIDENCE
+from kb_serve.openapi import own_schema
+from kb_serve.render import MAX_SIDE, RenderError, render_image_page
+
+pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
+
+
+def png_of(reply: httpx.Response) -> Image.Image:
+    """The PNG a reply carries (after checking that it is one, sent as one, and not cached)."""
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"] == "image/png"
+    assert reply.headers["cache-control"] == "private, no-store"
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    image = Image.open(io.BytesIO(reply.content), formats=["PNG"])
+    image.load()
+    return image
+
+
+def grey(image: Image.Image, x: int, y: int) -> int:
+    """The grey level of a pixel of a grey image."""
+    value = image.getpixel((x, y))
+    assert isinstance(value, int)
+    return value
+
+
+def refused(reply: httpx.Response, status: int, words: str) -> None:
+    """The reply is the one-line JSON error ``status`` whose message holds ``words``."""
+    assert reply.status_code == status, (reply.status_code, reply.text)
+    body = reply.json()
+    jsonschema.validate(body, own_schema("error"))
+    assert words in body["error"], body
+
+
+def test_pages_of_a_scanned_pdf_and_of_images_come_back_as_pngs_of_their_size(
+    start_server: Callable[..., Any], tmp_path: Path
+) -> None:
+    folder = write_scans(tmp_path / "scans", ("scan.pdf", "birds.png", "birds.jpg"))
+    server = start_with_scans(start_server, folder)
+    with server.client() as http:
+        text = http.get("/documents/scan.pdf").json()
+        jsonschema.validate(text, own_schema("document_text.v1"))
+        ocr = text["ocr"]
+        assert ocr["pages"] == [[1, 595, 842], [2, 842, 595]] and ocr["low_confidence"] == LOW_CONFIDENCE
+        low = [line for line in ocr["lines"] if line["low"]]
+        assert [text["lines"][line["line"] - 1] for line in low] == ["Its seals were replaced with grey nitrile rings."]
+        assert low[0]["confidence"] == 0.41 and low[0]["page"] == 1
+        assert http.get("/documents/notes/heliograph.md").json()["ocr"] is None  # text not read by OCR
+
+        portrait = png_of(http.get("/documents/scan.pdf/pages/1.png"))
+        landscape = png_of(http.get("/documents/scan.pdf/pages/2.png"))  # the page asked for, at its size
+        assert portrait.height == MAX_SIDE and landscape.width == MAX_SIDE
+        assert portrait.width / portrait.height == pytest.approx(PORTRAIT[0] / PORTRAIT[1], abs=0.002)
+        assert landscape.width / landscape.height == pytest.approx(LANDSCAPE[0] / LANDSCAPE[1], abs=0.002)
+
+        photo = http.get("/documents/birds.png/pages/1.png")
+        assert png_of(photo).size == PHOTO == tuple(http.get("/documents/birds.png").json()["ocr"]["pages"][0][1:])
+        assert photo.content != (folder / "birds.png").read_bytes()  # made anew, never the file's own bytes
+        upright = png_of(http.get("/documents/birds.jpg/pages/1.png")).convert("L")  # EXIF orientation applied
+        assert upright.size == PHOTO
+        x, y, w, h = MARK
+        assert grey(upright, x + w // 2, y + h // 2) < 60  # the dark square at the top left, as shown
+        assert grey(upright, PHOTO[0] - 10, PHOTO[1] - 10) > 200
+        assert http.head("/documents/birds.png/pages/1.png").status_code == 200
+
+
+def test_a_page_that_is_not_there_is_a_404(start_server: Callable[..., Any], tmp_path: Path) -> None:
+    server = start_with_scans(start_server, write_scans(tmp_path / "scans", ("scan.pdf",)))
+    with server.client() as http:
+        refused(http.get("/documents/scan.pdf/pages/3.png"), 404, "has no page 3 read by OCR (pages: 1, 2)")
+        refused(http.get("/documents/scan.pdf/pages/0.png"), 404, "has no page 0")
+        refused(http.get("/documents/notes/heliograph.md/pages/1.png"), 404, "was not read by OCR")
+        refused(http.get("/documents/nowhere.pdf/pages/1.png"), 404, "no document at 'nowhere.pdf'")
+        refused(http.get("/documents/scan.pdf/pages/x.png"), 404, "no document at 'scan.pdf/pages/x.png'")
+        assert http.delete("/documents/scan.pdf/pages/1.png").status_code == 404  # (DELETE is the document's route)
+
+
+def test_a_file_changed_gone_or_leading_outside_its_folder_is_refused(
+    start_server: Callable[..., Any], tmp_path: Path
+) -> None:
+    folder = write_scans(tmp_path / "scans", ("scan.pdf", "birds.png", "birds.jpg"))
+    server = start_with_scans(start_server, folder)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with server.client() as http:
+        (folder / "birds.png").write_bytes((folder / "birds.png").read_bytes() + b"\0")
+        changed = "'birds.png' changed since it was ingested; run kb ingest"
+        refused(http.get("/documents/birds.png/pages/1.png"), 409, changed)
+        original = (folder / "birds.png").read_bytes()[:-1]
+        (folder / "birds.png").write_bytes(original[:-1] + bytes([original[-1] ^ 1]))  # the same size
+        refused(http.get("/documents/birds.png/pages/1.png"), 409, "changed since it was ingested")
+        (folder / "birds.png").write_bytes(original)
+        png_of(http.get("/documents/birds.png/pages/1.png"))  # as it was: shown again
+
+        (folder / "scan.pdf").unlink()
+        refused(http.get("/documents/scan.pdf/pages/1.png"), 404, "the file of 'scan.pdf' is gone from its folder")
+
+        # the very bytes that were ingested, but through a link that leads out of the folder
+        shutil.move(folder / "birds.jpg", elsewhere / "birds.jpg")
+        os.symlink(elsewhere / "birds.jpg", folder / "birds.jpg")
+        outside = "the file of 'birds.jpg' now leads outside its folder"
+        refused(http.get("/documents/birds.jpg/pages/1.png"), 409, outside)
+        assert str(tmp_path) not in http.get("/documents/birds.jpg/pages/1.png").text  # no local path in errors
+
+
+def test_an_uploaded_image_whose_own_path_ends_in_pages_keeps_its_text(
+    start_server: Callable[..., Any], tmp_path: Path
+) -> None:
+    server = start_with_scans(start_server, write_scans(tmp_path / "scans", ("birds.png",)), token="a-token")
+    with server.client() as http:
+        report = http.post("/documents", files={"file": ("album/pages/1.png", photo_png(), "image/png")}).json()
+        assert report["added"] == ["album/pages/1.png"], report
+        text = http.get("/documents/album/pages/1.png")  # the document of that path, not page 1 of "album"
+        assert text.json()["schema_version"] == "document_text.v1" and text.json()["path"] == "album/pages/1.png"
+        assert png_of(http.get("/documents/album/pages/1.png/pages/1.png")).size == PHOTO  # from the uploads
+    with httpx.Client(base_url=server.url) as anonymous:
+        refused(anonymous.get("/documents/birds.png/pages/1.png"), 401, "a bearer token is required")
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG that claims ``width`` x ``height`` pixels and holds almost none."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0")) + chunk(b"IEND", b"")
+
+
+def test_an_image_over_the_pixel_limit_is_refused_before_it_is_decoded() -> None:
+    with pytest.raises(RenderError, match="over the limit of 40000000 pixels"):  # (Pillow read only the header)
+        render_image_page(_png_header(30000, 30000), 1, 40_000_000)
+    with pytest.raises(RenderError, match="over the limit of 100000 pixels"):
+        render_image_page(photo_png(), 1, 100_000)
+    with pytest.raises(RenderError, match="the image has no page 2"):
+        render_image_page(photo_png(), 2, 40_000_000)
+
+
+@pytest.mark.slow
+def test_a_photo_read_by_tesseract_shows_its_page(start_server: Callable[..., Any], tmp_path: Path) -> None:
+    pytest.importorskip("kb_tesseract", reason="kb-tesseract is not installed")
+    from kb_tesseract import Settings
+
+    if Settings.from_options({}).missing:
+        pytest.skip("Tesseract's data is not installed")
+    page = Image.new("RGB", (1275, 500), "white")
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 36)
+    ImageDraw.Draw(page).text((100, 200), "The heron pump was serviced in March.", fill="black", font=font)
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    page.save(folder / "heron.png", dpi=(150, 150))
+    server = start_server(overrides={"ingest.ocr": "tesseract"})
+    report = server.app.state.service.write(lambda kb: kb_core.ingest_paths(kb, [folder]))
+    assert report.added == ["heron.png"], report.failed
+    with server.client() as http:
+        text = http.get("/documents/heron.png").json()
+        assert "heron pump was serviced" in " ".join(line or "" for line in text["lines"])
+        (line,) = [entry for entry in text["ocr"]["lines"] if "heron" in (text["lines"][entry["line"] - 1] or "")]
+        x, y, w, h = line["box"]
+        assert abs(x - 100) < 15 and abs(y - 200) < 25 and w > 500 and h < 60  # where it was written
+        assert png_of(http.get("/documents/heron.png/pages/1.png")).size == (1275, 500)
