@@ -31,7 +31,7 @@ PAGE_CSP = "; ".join(
         "default-src 'self'",
         "script-src 'self'",
         "style-src 'self'",
-        "img-src 'self' data:",
+        "img-src 'self' data: blob:",  # blob: the page images the page fetched (with the token)
         "connect-src 'self'",
         "frame-ancestors 'none'",
         "base-uri 'none'",

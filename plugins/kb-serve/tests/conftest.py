@@ -334,9 +334,10 @@ class Tab:
         self.page.wait_for_selector(f"#viewer[data-ready='{opened + 1}']", state="attached")
 
     def foreign_requests(self) -> list[str]:
-        """The URLs the page requested from anywhere but the server."""
+        """The URLs the page requested from anywhere but the server (a ``blob:`` URL the page made is its origin's)."""
         origin = self.server.url
-        return [r.url for r in self.requests if not (r.url == origin or r.url.startswith(origin + "/"))]
+        own = (origin + "/", "blob:" + origin + "/")
+        return [r.url for r in self.requests if not (r.url == origin or r.url.startswith(own))]
 
     def check_clean(self) -> None:
         """Nothing went elsewhere, no dialog opened, no script error, no CSP violation."""

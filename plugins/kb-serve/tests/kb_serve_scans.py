@@ -45,18 +45,18 @@ class Drawn:
 
 
 PAGE_ONE: tuple[Drawn, ...] = (
-    Drawn("Quarry pump log", (150, 150, 520, 60), 0.97),
-    Drawn("The quarry pump at Wexcombe was serviced on 12 March.", (150, 300, 1000, 36), 0.95),
-    Drawn("Its seals were replaced with grey nitrile rings.", (150, 350, 860, 36), 0.41),
-    Drawn("Next inspection of the quarry pump in spring.", (150, 400, 820, 36), 0.93),
+    Drawn("Quarry pump log", (150, 150, 410, 60), 0.97),
+    Drawn("The quarry pump at Wexcombe was serviced on 12 March.", (150, 300, 860, 36), 0.95),
+    Drawn("Its seals were replaced with grey nitrile rings.", (150, 350, 665, 36), 0.41),
+    Drawn("Next inspection of the quarry pump in spring.", (150, 400, 665, 36), 0.93),
 )
 PAGE_TWO: tuple[Drawn, ...] = (
-    Drawn("Weir gauge", (150, 150, 380, 60), 0.96),
-    Drawn("The Wexcombe weir gauge read 3.2 metres after the storm.", (150, 300, 1100, 36), 0.92),
+    Drawn("Weir gauge", (150, 150, 275, 60), 0.96),
+    Drawn("The Wexcombe weir gauge read 3.2 metres after the storm.", (150, 300, 875, 36), 0.92),
 )
 PHOTO_LINES: tuple[Drawn, ...] = (
-    Drawn("A kingfisher was seen at the Wexcombe mill race", (120, 240, 700, 40), 0.38),
-    Drawn("on the first Tuesday of June at dawn.", (120, 300, 560, 40), 0.44),
+    Drawn("A kingfisher was seen at the Wexcombe mill race", (120, 240, 790, 40), 0.38),
+    Drawn("on the first Tuesday of June at dawn.", (120, 300, 590, 40), 0.44),
 )
 
 

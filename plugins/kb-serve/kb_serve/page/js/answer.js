@@ -63,6 +63,15 @@ function yesNo(answer) {
   return el("span", { className: answer.verdict_withheld ? "yes-no withheld" : "yes-no" }, text);
 }
 
+// kb's note on a grounded answer that rests only on text OCR read with low confidence (kb_core's LOW_CONFIDENCE_NOTE).
+const LOW_OCR = "read by OCR with low confidence";
+
+/** A grounded answer's note, when it says the answer rests on text OCR read with low confidence (else null). */
+function ocrNote(answer) {
+  if (!answer.note || !answer.note.includes(LOW_OCR)) return null;
+  return el("p", { className: "ocr-note", role: "note" }, el("strong", {}, "Low OCR confidence"), ` kb's note: ${answer.note}`);
+}
+
 function verdict(answer) {
   if (answer.grounded) {
     const check =
@@ -76,6 +85,7 @@ function verdict(answer) {
       " ",
       el("span", {}, `Every claim in the answer is backed by a passage it cites.${check}`),
       yesNo(answer),
+      ocrNote(answer),
     );
   }
   return el(
@@ -179,7 +189,16 @@ function source(item, onOpen) {
       ? el("span", { className: "crumbs", lang: langProp(item.heading_path.join(" ")) }, item.heading_path.join(" › "))
       : null,
     typeof item.score === "number" ? el("span", { className: "score" }, `score ${item.score.toFixed(2)}`) : null,
+    regionNote(item.region),
   );
+}
+
+/** Where a citation OCR read sits: its page and how sure OCR was ("page 2 · OCR 0.41, low"). */
+function regionNote(region) {
+  if (!region || typeof region.confidence !== "number") return null;
+  const sure = region.confidence.toFixed(2);
+  const title = region.low ? `low OCR confidence ${sure}: check it against the page` : `read by OCR, confidence ${sure}`;
+  return el("span", { className: region.low ? "ocr-place low" : "ocr-place", title }, `page ${region.page} · OCR ${sure}${region.low ? ", low" : ""}`);
 }
 
 /** Light the citations (markers in the text and sources) of the sentence under the pointer or focus. */

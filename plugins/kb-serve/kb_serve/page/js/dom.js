@@ -1,12 +1,17 @@
 // The one place the page turns data into DOM. Text always goes in as text nodes (node.append of a
 // string, textContent); no HTML string is ever parsed: no innerHTML, outerHTML, insertAdjacentHTML
 // or document.write anywhere in the page. An element's properties come from an allow-list, and a
-// link may only point inside the page ("#..."), so no data can become a javascript: URL.
+// link may only point inside the page ("#..."), so no data can become a javascript: URL. The boxes
+// drawn over a page image are SVG elements of three kinds, their attributes from an allow-list too.
 
 const PROPERTIES = new Set([
   "className", "id", "type", "title", "lang", "hidden", "disabled", "tabIndex", "value",
-  "placeholder", "name", "htmlFor", "checked", "multiple", "accept", "role", "dir",
+  "placeholder", "name", "htmlFor", "checked", "multiple", "accept", "role", "dir", "alt",
 ]);
+// The SVG namespace: a name, never fetched.
+const SVG_NS = "http://www.w3.org/2000/svg";
+const SVG_TAGS = new Set(["svg", "rect", "title"]);
+const SVG_ATTRIBUTES = new Set(["x", "y", "width", "height", "class", "aria-hidden", "focusable"]);
 
 /** A link target inside the page, or an error: data never becomes a URL of its own. */
 function pageHref(value) {
@@ -54,6 +59,18 @@ export function el(tag, props = {}, ...children) {
     else if (key === "aria") for (const [name, item] of Object.entries(value)) node.setAttribute(`aria-${name}`, String(item));
     else if (PROPERTIES.has(key)) node[key] = value;
     else throw new Error(`el: the property ${key} is not allowed`);
+  }
+  return append(node, children);
+}
+
+/** A new SVG element (svg, rect or title): svg("rect", {x: "10%", class: "region"}); children as for el(). */
+export function svg(tag, attributes = {}, ...children) {
+  if (!SVG_TAGS.has(tag)) throw new Error(`svg: the element ${tag} is not made`);
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null) continue;
+    if (!SVG_ATTRIBUTES.has(key)) throw new Error(`svg: the attribute ${key} is not allowed`);
+    node.setAttribute(key, String(value));
   }
   return append(node, children);
 }

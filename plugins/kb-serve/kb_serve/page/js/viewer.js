@@ -1,8 +1,10 @@
 // The document viewer: a stored document's lines (GET /documents/{path}), the cited range
-// highlighted and scrolled to, with its heading path. A PDF shows the page the lines are on.
+// highlighted and scrolled to, with its heading path. A PDF shows the page the lines are on. A page
+// OCR read shows its image beside its text, the cited region boxed, low-confidence lines marked.
 
 import { documentPath, getJSON, pathProblem } from "./api.js";
 import { byId, el, fill, inert, langOf, setLang, setText } from "./dom.js";
+import { forgetPageImages, hideScan, ocrLines, pageToShow, regionOf, showScan } from "./scan.js";
 
 const CACHE_SIZE = 8;
 const GAP_LINES = 3; // a run of this many lines no chunk covers is shown as one row
@@ -25,6 +27,7 @@ async function load(path) {
 /** Forget the stored text of documents (after an upload or a delete). */
 export function forgetDocuments() {
   cache.clear();
+  forgetPageImages();
 }
 
 function headingAt(doc, line) {
@@ -48,10 +51,17 @@ function shownRange(doc, start) {
 // opens at its cited lines in a few tens of milliseconds instead of laying out every line first.
 const BLOCK_LINES = 100;
 
-function lineRow(number, text, hit) {
+function lineRow(number, text, hit, ocr) {
   const row = document.createElement("div");
   row.className = hit ? "line cited" : "line";
   row.dataset.n = String(number);
+  if (ocr && ocr.low) {
+    // marked in words (title) and on the screen (CSS shows "low OCR" and the confidence after the text)
+    const sure = ocr.confidence.toFixed(2);
+    row.classList.add("low");
+    row.dataset.confidence = sure;
+    row.title = `low OCR confidence ${sure}`;
+  }
   row.append(inert(text));
   return row;
 }
@@ -81,11 +91,12 @@ function documentLang(doc) {
 function renderLines(doc, range, start, end) {
   const rows = [];
   const hit = (n) => start !== null && start <= n && n <= end;
+  const ocr = ocrLines(doc);
   let n = range.from;
   while (n <= range.to) {
     const text = doc.lines[n - 1];
     if (text !== null && text !== undefined) {
-      rows.push(lineRow(n, text, hit(n)));
+      rows.push(lineRow(n, text, hit(n), ocr.get(n)));
       n += 1;
       continue;
     }
@@ -95,7 +106,7 @@ function renderLines(doc, range, start, end) {
     if (last - n + 1 >= GAP_LINES && !cited) {
       rows.push(el("div", { className: "gap" }, `lines ${n}–${last}: not kept in the store (front matter, markup or blank lines)`));
     } else {
-      for (let k = n; k <= last; k += 1) rows.push(lineRow(k, "", hit(k)));
+      for (let k = n; k <= last; k += 1) rows.push(lineRow(k, "", hit(k), ocr.get(k)));
     }
     n = last + 1;
   }
@@ -129,6 +140,7 @@ export async function openDocument(path, start = null, end = null, headingPath =
   const refused = pathProblem(path);
   if (refused) {
     // a crafted address (#/doc/..%2F..%2Fhealth) is not a document: nothing is fetched for it
+    showPage(null);
     setText(byId("viewer-where"), "");
     fill(box, el("p", { className: "error-text", role: "alert" }, `Cannot open ${path}: ${refused}.`));
     return;
@@ -138,6 +150,7 @@ export async function openDocument(path, start = null, end = null, headingPath =
     doc = await load(path);
   } catch (error) {
     if (mine !== opening) return;
+    showPage(null);
     setText(byId("viewer-where"), "");
     fill(box, el("p", { className: "error-text", role: "alert" }, `Cannot open ${path}: ${error.message}`));
     return;
@@ -156,6 +169,9 @@ export async function openDocument(path, start = null, end = null, headingPath =
   setText(note, doc.exact ? "" : "The text kb keeps for this document, placed at the lines it came from; the file's own line breaks and markup may differ.");
   setLang(box, documentLang(doc));
   fill(box, renderLines(doc, range, first, last));
+  const region = regionOf(doc, first, last);
+  const page = pageToShow(doc, region, first === null ? null : range.page);
+  showPage(page && { doc, path, page, region, current: () => mine === opening });
   const target = box.querySelector(".line.cited");
   box.scrollTop = 0;
   if (target) box.scrollTop = target.getBoundingClientRect().top - box.getBoundingClientRect().top - box.clientHeight / 4;
@@ -167,6 +183,14 @@ export async function openDocument(path, start = null, end = null, headingPath =
       if (mine === opening) viewer.dataset.ready = String(mine);
     }, 0),
   );
+}
+
+/** Show a page OCR read beside the text (``shown``: {doc, path, page, region, current}), or none (null). */
+function showPage(shown) {
+  const figure = byId("viewer-scan");
+  byId("viewer").classList.toggle("with-scan", Boolean(shown));
+  if (!shown) hideScan(figure);
+  else showScan(figure, shown.doc, shown.path, shown.page, shown.region, shown.current);
 }
 
 /** Close the viewer. */
