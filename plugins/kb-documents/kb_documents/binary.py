@@ -27,9 +27,17 @@ def recover_bytes(text: str, kind: str) -> bytes:
 
 
 class BinaryParser:
-    """Base class: ``parse`` recovers the bytes and calls ``parse_bytes``."""
+    """Base class: ``parse`` recovers the bytes and calls ``parse_bytes``; ``kind`` names the format in messages."""
 
     kind = "file"
+
+    def check_size(self, data: bytes, max_bytes: int) -> None:
+        """A KbError when ``data`` is over ``max_bytes`` (``[backends.documents] max_bytes``)."""
+        if len(data) > max_bytes:
+            raise KbError(
+                f"the {self.kind} is {len(data)} bytes, over the limit of {max_bytes}",
+                hint="raise [backends.documents] max_bytes to read it",
+            )
 
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
         """Parse the file's bytes (subclasses)."""

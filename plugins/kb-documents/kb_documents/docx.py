@@ -187,11 +187,7 @@ class DocxParser(BinaryParser):
 
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
         """Parse .docx bytes; every failure is a KbError."""
-        if len(data) > self.limits.max_bytes:
-            raise KbError(
-                f"the .docx is {len(data)} bytes, over the limit of {self.limits.max_bytes}",
-                hint="raise [backends.documents] max_bytes to read it",
-            )
+        self.check_size(data, self.limits.max_bytes)
         try:
             return self._parse(data, path)
         except KbError:

@@ -46,11 +46,7 @@ class ImageParser(BinaryParser):
 
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
         """Read the image's text by OCR; every failure is a KbError."""
-        if len(data) > self.limits.max_bytes:
-            raise KbError(
-                f"the image is {len(data)} bytes, over the limit of {self.limits.max_bytes}",
-                hint="raise [backends.documents] max_bytes to read it",
-            )
+        self.check_size(data, self.limits.max_bytes)
         if self.ocr.engine is None:
             raise KbError(f"an image is read by OCR; {self.ocr.missing}")
         if not data:

@@ -164,11 +164,7 @@ class XlsxParser(BinaryParser):
 
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
         """Parse .xlsx bytes; every failure is a KbError."""
-        if len(data) > self.limits.max_bytes:
-            raise KbError(
-                f"the .xlsx is {len(data)} bytes, over the limit of {self.limits.max_bytes}",
-                hint="raise [backends.documents] max_bytes to read it",
-            )
+        self.check_size(data, self.limits.max_bytes)
         if data.startswith(OLE_MAGIC):
             raise KbError(
                 "the .xlsx is password protected (or an old .xls file renamed): it is an OLE container, not a zip",
