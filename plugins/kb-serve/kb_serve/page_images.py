@@ -98,6 +98,8 @@ def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
         file = (root / relative).resolve()
         if not (follow_symlinks or file.is_relative_to(root)):
             raise ApiError(409, f"the file of {name!r} now leads outside its folder", hint=CHANGED_HINT)
+        if not stat.S_ISREG(file.stat().st_mode):  # (opening a FIFO would wait for a writer)
+            raise ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
         with file.open("rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size != document.size:  # (never read a file grown huge)
@@ -105,8 +107,9 @@ def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
             data = handle.read(document.size + 1)
     except (FileNotFoundError, NotADirectoryError):
         raise ApiError(404, f"the file of {name!r} is gone from its folder", hint=CHANGED_HINT) from None
-    except OSError as exc:
-        raise ApiError(409, f"the file of {name!r} cannot be read ({exc.strerror or exc})", hint=CHANGED_HINT) from None
+    except (OSError, RuntimeError) as exc:  # (RuntimeError: a loop of links, before Python 3.13)
+        reason = getattr(exc, "strerror", None) or exc
+        raise ApiError(409, f"the file of {name!r} cannot be read ({reason})", hint=CHANGED_HINT) from None
     if hashlib.sha256(data).hexdigest() != document.content_hash:
         raise ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
     return data
