@@ -1,24 +1,16 @@
 """What the page reads besides the CLI's JSON: a document's text by line, and the stored answers.
 
 **A document's text** (``GET /documents/{path}``) comes from the store of record, never from the
-file on disk: the store keeps every chunk's text with the source lines it covers
-(``start_line``..``end_line``), and not the whole file. The lines are put back from the chunks:
-
-* a chunk whose text has as many lines as its range (Markdown, plain text) gives those lines
-  exactly; so does one whose only extra lines are the blank lines the chunker put between blocks
-  (the parsed text of a PDF, which has no blank lines);
-* a chunk whose text does not line up with its range otherwise (HTML: the text was extracted from
-  the markup; Markdown blocks joined by one blank line where the file had two) is fitted into its
-  range, blank lines first dropped, extra lines joined onto the last one, so a citation of that
-  range still highlights that text; the document is then marked ``exact: false``;
-* a line no chunk covers (front matter, markup, blank lines between sections) is ``null``.
+file on disk: the lines are put back from its chunks by :func:`kb_core.commands.stored_lines`
+(a chunk that does not line up with its range is fitted into it, and the document is then marked
+``exact: false``; a line no chunk covers is ``null``).
 
 Reading the store rather than the file means a citation shows what was indexed, even when the file
 has changed or gone since, and the server opens no file a request names.
 
 A document OCR read (a scanned PDF, an image file) also carries ``ocr``: the pages OCR read with their
 size, and each line's page, box and confidence (from ``metadata["ocr"]``, read by
-:func:`kb_core.storage.regions.ocr_lines`), so the page can show a citation's region on the page image
+:func:`kb_core.commands.ocr_lines`), so the page can show a citation's region on the page image
 (:mod:`kb_serve.page_images`) and mark the lines read with low confidence.
 
 **Stored answers** (``GET /answers``, ``GET /answers/{id}``) are the rows ``kb ask`` keeps
@@ -31,60 +23,18 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
 from typing import Any
 
 import kb_core
-from kb_core import Chunk, KnowledgeBase, list_answers
-from kb_core.storage.regions import LOW_CONFIDENCE, ocr_lines
+from kb_core import KnowledgeBase, list_answers
+from kb_core.commands import LOW_CONFIDENCE, ocr_lines, stored_lines
 from kb_serve.errors import ApiError
 
-#: The most lines a document's text may have (a parser's line numbers are not trusted to be small).
-MAX_LINES = 1_000_000
 #: Stored answers one ``GET /answers`` lists at most, and by default.
 MAX_ANSWERS = 1000
 DEFAULT_ANSWERS = 50
 _LANG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}")
 _ANSWER_ID = re.compile(r"ans_[0-9a-f]{16}")
-
-
-def _fit(lines: list[str], height: int) -> tuple[list[str], bool]:
-    """``lines`` made exactly ``height`` long, and whether that is exact.
-
-    Blank lines go first, then extra lines are joined onto the last; a short text is padded. When
-    the blank lines are exactly the extra ones (blocks the chunker joined with a blank line that the
-    source did not have, as in a PDF's parsed text), dropping them gives the source lines exactly.
-    """
-    extra = len(lines) - height
-    if extra > 0:
-        kept = [line for line in lines if line.strip()]
-        if len(kept) == height:
-            return kept, True
-        lines = kept or [""]
-    if len(lines) > height:
-        lines = [*lines[: height - 1], " ".join(lines[height - 1 :])]
-    return lines + [""] * (height - len(lines)), False
-
-
-def reassemble(chunks: Sequence[Chunk]) -> tuple[list[str | None], bool]:
-    """The document's lines (``None``: no chunk covers it) and whether every chunk matched its range exactly."""
-    usable = [c for c in chunks if 1 <= c.start_line <= c.end_line]
-    count = min(max((c.end_line for c in usable), default=0), MAX_LINES)
-    lines: list[str | None] = [None] * count
-    exact = True
-    for chunk in sorted(usable, key=lambda c: c.ordinal):
-        height = chunk.end_line - chunk.start_line + 1
-        text = [line.removesuffix("\r") for line in chunk.text.split("\n")]
-        if len(text) != height:
-            text, fitted_exactly = _fit(text, height)
-            exact = exact and fitted_exactly
-        for offset, line in enumerate(text):
-            index = chunk.start_line - 1 + offset
-            if index >= count:
-                break
-            if lines[index] is None:  # an overlapping chunk repeats the lines before it
-                lines[index] = line
-    return lines, exact
 
 
 def _lang(metadata: dict[str, Any]) -> str | None:
@@ -137,7 +87,7 @@ def document_text(kb: KnowledgeBase, path: str) -> dict[str, Any]:
     if document is None:
         raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
     chunks = kb.store.chunks_of([document.path])
-    lines, exact = reassemble(chunks)
+    lines, exact = stored_lines(chunks)
     return {
         "path": document.path,
         "title": document.title,

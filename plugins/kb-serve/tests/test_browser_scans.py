@@ -17,7 +17,7 @@ import pytest
 from kb_serve_scans import start_with_scans, write_scans
 from playwright.sync_api import expect
 
-from kb_core.storage.regions import region_of
+from kb_core.commands import region_of
 
 pytestmark = pytest.mark.slow
 

@@ -22,11 +22,9 @@ import httpx
 import jsonschema
 import pytest
 
-from kb_core import Chunk
 from kb_core.testing import default_ctrl_c
 from kb_serve import running
 from kb_serve.openapi import kb_schema, own_schema
-from kb_serve.reading import MAX_LINES, reassemble
 from kb_serve.webpage import API_CSP, PAGE_CSP, load_assets
 
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
@@ -209,24 +207,6 @@ def test_stored_answers_are_listed_newest_first_and_reopen_with_their_citations(
         assert http.get("/answers/not-an-id").status_code == 404
         for limit in ("0", "1001", "x", "-1"):
             assert http.get("/answers", params={"limit": limit}).status_code == 400, limit
-
-
-def chunk(ordinal: int, start: int, end: int, text: str) -> Chunk:
-    return Chunk(f"d#{ordinal}", "d", ordinal, text, "h", start, end)
-
-
-def test_lines_are_put_back_from_chunks_exactly_or_fitted_into_their_range() -> None:
-    exact = [chunk(0, 2, 4, "a\nb\nc"), chunk(1, 4, 6, "c\nd\ne"), chunk(2, 9, 9, "z")]  # overlap, gap
-    assert reassemble(exact) == ([None, "a", "b", "c", "d", "e", None, None, "z"], True)
-    joined = [chunk(0, 1, 2, "Title\n\n\nbody text\nmore")]  # more text lines than its range
-    assert reassemble(joined) == (["Title", "body text more"], False)
-    blocks = [chunk(0, 1, 3, "Page 2\n\nResults\n\nOutput")]  # only the joiners' blank lines are extra
-    assert reassemble(blocks) == (["Page 2", "Results", "Output"], True)
-    short = [chunk(0, 1, 4, "one\ntwo")]  # fewer (HTML)
-    assert reassemble(short) == (["one", "two", "", ""], False)
-    assert reassemble([chunk(0, 0, 3, "bad"), chunk(1, 5, 4, "bad")]) == ([], True)
-    assert len(reassemble([chunk(0, MAX_LINES + 5, MAX_LINES + 5, "far")])[0]) == MAX_LINES
-    assert reassemble([chunk(0, 1, 1, "crlf\r")]) == (["crlf"], True)
 
 
 def test_open_page_opens_the_browser_and_says_so_when_it_cannot(

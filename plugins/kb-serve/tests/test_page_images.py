@@ -23,7 +23,7 @@ from kb_serve_scans import LANDSCAPE, MARK, PHOTO, PORTRAIT, photo_png, start_wi
 from PIL import Image, ImageDraw, ImageFont
 
 import kb_core
-from kb_core.storage.regions import LOW_CONFIDENCE
+from kb_core.commands import LOW_CONFIDENCE
 from kb_serve.openapi import own_schema
 from kb_serve.render import MAX_SIDE, RenderError, render_image_page
 
