@@ -2,8 +2,9 @@
 
 Registers the OCR engine ``tesseract``. Per page, Tesseract's orientation and script detection
 picks the model (``eng``, ``Hangul``, ``HanS`` from Debian's ``tesseract-ocr-*`` packages) and sets
-a turned page upright. Options live in ``[backends.tesseract]`` (``tessdata``, ``models``, ``osd``;
-see the README). tesserocr is imported only when the engine is made.
+a turned page upright; a line is cut into cells at wide gaps (a table row read as one line). Options
+live in ``[backends.tesseract]`` (``tessdata``, ``models``, ``osd``, ``split_cells``; see the
+README). tesserocr is imported only when the engine is made.
 """
 
 from __future__ import annotations

@@ -4,17 +4,24 @@ Per page: Tesseract's OSD (``osd.traineddata``) names the script and how far the
 a turned page is set upright, read with the script's model (``eng``, ``Hangul``, ``HanS``, ...,
 else all models together), and each line's box is mapped back onto the image as it was given.
 Pages are laid out automatically (columns, blocks), except with a Korean model: as one column.
+With ``split_cells`` a line is cut into cells at wide gaps between its words
+(:mod:`kb_tesseract.cells`): the result iterator walks the page word by word for their boxes.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Iterator
+from importlib import metadata
+from typing import Any, NamedTuple
 
 import tesserocr
 from tesserocr import PSM, RIL, PyTessBaseAPI, iterate_level
 
 from kb_core import ModelUnavailableError
 from kb_core.plugin import OcrImage, OcrLine
+from kb_tesseract.cells import Word, line_height, segment, split_words
 from kb_tesseract.pixels import box_back, clamp_box, join_cjk, turn
 from kb_tesseract.settings import INSTALL, Settings
 
@@ -29,6 +36,19 @@ OSD = "osd"
 #: of Hangul for pictures and drops them (tesseract-ocr/tesseract#3423, #4016; README, "Korean").
 SINGLE_COLUMN = frozenset({"Hangul", "kor"})
 
+Corners = tuple[int, int, int, int]  # left, top, right, bottom
+
+
+class TextLine(NamedTuple):
+    """A text line as Tesseract read it: text, corners and confidence (0-100) on the image it read,
+    its row height (``RowAttributes``) and its words with text."""
+
+    text: str
+    corners: Corners
+    confidence: float
+    row_height: float
+    words: list[Word]
+
 
 class TesseractEngine:
     """Fills :class:`kb_core.plugin.OcrEngine` with tesserocr. One ``PyTessBaseAPI`` per model, made
@@ -40,12 +60,17 @@ class TesseractEngine:
         self._lock = threading.Lock()
         models = [*settings.models, OSD] if settings.osd else list(settings.models)
         version = tesserocr.tesseract_version().splitlines()[0].strip()  # "tesseract 5.5.4"
-        self._identity = f"{version} (tesserocr {tesserocr.__version__}; {', '.join(models)})"
+        cells = "split_cells on" if settings.split_cells else "split_cells off"
+        self._identity = (
+            f"{version} (tesserocr {tesserocr.__version__}; {', '.join(models)}; "
+            f"kb-tesseract {metadata.version('kb-tesseract')}; {cells})"
+        )
 
     @property
     def identity(self) -> str:
-        """Tesseract's and tesserocr's versions and the models used, e.g.
-        ``tesseract 5.5.4 (tesserocr 2.13.0; eng, Hangul, HanS, osd)``."""
+        """Tesseract's and tesserocr's versions, the models used, this plugin's version and whether
+        lines are split into cells, e.g. ``tesseract 5.5.4 (tesserocr 2.13.0; eng, Hangul, HanS,
+        osd; kb-tesseract 0.1.0; split_cells on)``: what a page is read into changes with any of them."""
         return self._identity
 
     def languages(self) -> tuple[str, ...]:
@@ -53,8 +78,9 @@ class TesseractEngine:
         return self.settings.languages()
 
     def read(self, image: OcrImage) -> list[OcrLine]:
-        """The text lines of ``image`` in reading order; ``[]`` for a page without text or one
-        Tesseract cannot take (never raises for an image)."""
+        """The text lines of ``image`` in reading order, a line split into cells at wide gaps with
+        ``split_cells`` (:mod:`kb_tesseract.cells`); ``[]`` for a page without text or one Tesseract
+        cannot take (never raises for an image)."""
         width, height = image.width, image.height
         if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE) or len(image.pixels) < width * height * 3:
             return []
@@ -86,24 +112,30 @@ class TesseractEngine:
             if iterator is None:
                 return []
             lines = []
-            for item in iterate_level(iterator, RIL.TEXTLINE):
-                corners = item.BoundingBox(RIL.TEXTLINE)
-                if not corners:
-                    continue
-                try:
-                    raw = item.GetUTF8Text(RIL.TEXTLINE)
-                except RuntimeError:  # "No text returned": the one empty item of a page without text
-                    continue
-                text = join_cjk(" ".join(raw.split()))
-                if not text:
-                    continue
-                left, top, right, bottom = corners  # on the upright image
-                x, y, w, h = box_back(clamp_box(left, top, right, bottom, up_width, up_height), width, height, quarters)
-                confidence = min(max(item.Confidence(RIL.TEXTLINE) / 100.0, 0.0), 1.0)
-                lines.append(OcrLine(text, clamp_box(x, y, x + w, y + h, width, height), confidence))
+            for line in _text_lines(iterator):
+                for text, (left, top, right, bottom), confidence in self._pieces(line):
+                    text = join_cjk(" ".join(text.split()))
+                    if not text:
+                        continue
+                    upright_box = clamp_box(left, top, right, bottom, up_width, up_height)
+                    x, y, w, h = box_back(upright_box, width, height, quarters)
+                    lines.append(OcrLine(text, clamp_box(x, y, x + w, y + h, width, height), confidence))
             return lines
         finally:
             api.Clear()
+
+    def _pieces(self, line: TextLine) -> list[tuple[str, Corners, float]]:
+        """The line's text, corners and confidence (0..1); with ``split_cells``, those of each of
+        its cells when it has several (or a table rule among its words)."""
+        whole = [(line.text, line.corners, _unit(line.confidence))]
+        if not self.settings.split_cells or not line.words:
+            return whole
+        height = line_height(line.row_height, line.corners[3] - line.corners[1])
+        cells = split_words(line.words, height)
+        if len(cells) == 1 and len(cells[0]) == len(line.words):
+            return whole
+        pieces = (segment(cell) for cell in cells)
+        return [(piece.text, (piece.left, piece.top, piece.right, piece.bottom), piece.confidence) for piece in pieces]
 
     def _detect(self, pixels: bytes, width: int, height: int, dpi: int) -> tuple[str, int]:
         """The model for the page's script and the quarter turns (counter-clockwise) that set it
@@ -140,3 +172,57 @@ class TesseractEngine:
                 ) from error
             self._apis[model] = api
         return api
+
+
+def _text_lines(iterator: Any) -> Iterator[TextLine]:
+    """The text lines of a recognised page in reading order, each with its words: the result
+    iterator walks the words, and a word at the beginning of a text line starts the next line.
+    Lines without a box are left out, as are words without text or a box."""
+    line: TextLine | None = None
+    started = False
+    for item in iterate_level(iterator, RIL.WORD):
+        if not started or item.IsAtBeginningOf(RIL.TEXTLINE):
+            if line is not None:
+                yield line
+            line, started = _start_line(item), True
+        if line is not None:
+            word = _word(item)
+            if word is not None:
+                line.words.append(word)
+    if line is not None:
+        yield line
+
+
+def _start_line(item: Any) -> TextLine | None:
+    corners = item.BoundingBox(RIL.TEXTLINE)
+    if not corners:
+        return None
+    try:
+        text = item.GetUTF8Text(RIL.TEXTLINE)
+    except RuntimeError:  # "No text returned": the one empty item of a page without text
+        text = ""
+    try:
+        row_height = float(item.RowAttributes()["row_height"])
+    except (RuntimeError, KeyError, TypeError, ValueError):
+        row_height = math.nan
+    left, top, right, bottom = corners
+    return TextLine(text, (left, top, right, bottom), float(item.Confidence(RIL.TEXTLINE)), row_height, [])
+
+
+def _unit(percent: float) -> float:
+    """A confidence of 0-100 as 0..1 (0 when it is not a number)."""
+    return min(max(percent / 100.0, 0.0), 1.0) if math.isfinite(percent) else 0.0
+
+
+def _word(item: Any) -> Word | None:
+    corners = item.BoundingBox(RIL.WORD)
+    if not corners:
+        return None
+    try:
+        text = item.GetUTF8Text(RIL.WORD).strip()
+    except RuntimeError:
+        return None
+    if not text:
+        return None
+    left, top, right, bottom = corners
+    return Word(text, left, top, right, bottom, float(item.Confidence(RIL.WORD)))

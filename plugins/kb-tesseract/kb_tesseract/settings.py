@@ -16,6 +16,7 @@ import attrs
 from kb_core import ConfigError, ModelUnavailableError
 
 SECTION = "tesseract"
+OPTIONS = ("tessdata", "models", "osd", "split_cells")
 #: The Debian packages of the default models (each ``<name>.traineddata`` in the tessdata folder).
 PACKAGES = {
     "eng": "tesseract-ocr-eng",
@@ -69,25 +70,28 @@ LANGUAGE_NAMES = {
 @attrs.frozen
 class Settings:
     """What the engine is to use: the tessdata folder, the models found in it (in the configured
-    order) and whether OSD picks the model per page."""
+    order), whether OSD picks the model per page and whether a line is split into cells at wide
+    gaps (:mod:`kb_tesseract.cells`)."""
 
     tessdata: Path
     models: tuple[str, ...]
     osd: bool
     missing: tuple[str, ...] = ()  # configured models without their traineddata (left out)
+    split_cells: bool = True
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from ``[backends.tesseract]``; a ConfigError for a bad option, a
         ModelUnavailableError (naming the apt command) when the data is not installed."""
-        unknown = sorted(set(options) - {"tessdata", "models", "osd"})
+        unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise ConfigError(
-                f"[backends.{SECTION}] has no option {', '.join(unknown)}", hint="valid: tessdata, models, osd"
+                f"[backends.{SECTION}] has no option {', '.join(unknown)}", hint=f"valid: {', '.join(OPTIONS)}"
             )
-        osd = options.get("osd", True)
-        if not isinstance(osd, bool):
-            raise ConfigError(f"[backends.{SECTION}] osd must be true or false, not {osd!r}")
+        osd, split_cells = (options.get(name, True) for name in ("osd", "split_cells"))
+        for name, value in (("osd", osd), ("split_cells", split_cells)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"[backends.{SECTION}] {name} must be true or false, not {value!r}")
         models = _models(options.get("models", DEFAULT_MODELS))
         folder = _tessdata(options.get("tessdata"), os.environ if environ is None else environ)
         if not folder.is_dir():
@@ -106,7 +110,7 @@ class Settings:
                 f"none of the models {', '.join(models)} is in {folder}",
                 hint=f"install them (Debian: tesseract-ocr-<lang> packages), e.g. {INSTALL}",
             )
-        return cls(folder, found, osd, missing)
+        return cls(folder, found, osd, missing, split_cells)
 
     @property
     def fallback(self) -> str:

@@ -22,3 +22,11 @@ def shared_engine() -> Iterator[TesseractEngine]:
     engine = make_engine({})
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="session")
+def unsplit_engine() -> Iterator[TesseractEngine]:
+    """The engine with ``split_cells = false``: one line per Tesseract text line."""
+    engine = make_engine({"split_cells": False})
+    yield engine
+    engine.close()

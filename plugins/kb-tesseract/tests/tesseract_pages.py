@@ -135,6 +135,60 @@ def chinese_page() -> Page:
     return render(CHINESE, font(NOTO_CJK, 23, NOTO_FACE["zh"]), CHINESE_TABLE)
 
 
+#: A paragraph justified across the text width (1005 px): the spaces of its lines stretched to 0.3,
+#: 1.15 and 1.9 ems (7, 26 and 44 px); its last line is set with plain spaces.
+JUSTIFIED = [
+    "Output rose at both of the plants this year, as the new kilns came into service in spring",
+    "and the board now expects them to lift output further at full speed,",
+    "while the orders booked for next spring are already higher",
+    "than in any year before.",
+]
+#: A table without rules: a label and two figures per row, the figures set right in wide columns.
+CELLS_TABLE = [
+    ["Plant", "2022", "2023"],
+    ["Northern kilns", "4,210", "3,980"],
+    ["Southern kilns", "2,870", "1,945"],
+    ["Total output", "7,080", "5,925"],
+]
+CELLS_RIGHT_EDGES = (MARGIN + 560, MARGIN + 820)
+
+
+def cells_page() -> Page:
+    """The :data:`JUSTIFIED` paragraph, then :data:`CELLS_TABLE`, in DejaVu Sans; ``lines`` holds
+    where each line of the paragraph and each cell of the table was drawn."""
+    face = font(DEJAVU, 23)
+    image = Image.new("RGB", PAGE, "white")
+    draw = ImageDraw.Draw(image)
+    drawn: dict[str, Box] = {}
+    width = PAGE[0] - 2 * MARGIN
+    y = 120
+    for number, line in enumerate(JUSTIFIED):
+        words = line.split()
+        widths = [draw.textlength(word, font=face) for word in words]
+        last = number == len(JUSTIFIED) - 1
+        gap = draw.textlength(" ", font=face) if last else (width - sum(widths)) / (len(words) - 1)
+        x = float(MARGIN)
+        boxes = []
+        for word, word_width in zip(words, widths):
+            boxes.append(draw.textbbox((x, y), word, font=face))
+            draw.text((x, y), word, font=face, fill=(20, 20, 20))
+            x += word_width + gap
+        left, top = boxes[0][0], min(box[1] for box in boxes)
+        right, bottom = boxes[-1][2], max(box[3] for box in boxes)
+        drawn[line] = (round(left), round(top), round(right - left), round(bottom - top))
+        y += int(face.size * 1.6)
+    y += 40
+    for row in CELLS_TABLE:
+        places = [(float(MARGIN), row[0])]
+        places += [(right - draw.textlength(cell, font=face), cell) for right, cell in zip(CELLS_RIGHT_EDGES, row[1:])]
+        for x, cell in places:
+            left, top, right, bottom = draw.textbbox((x, y), cell, font=face)
+            draw.text((x, y), cell, font=face, fill=(20, 20, 20))
+            drawn[cell] = (round(left), round(top), round(right - left), round(bottom - top))
+        y += 40
+    return Page(image, drawn)
+
+
 def inside(box: Box, outer: Box, slack: int = 12) -> bool:
     """Whether ``box`` lies within ``outer`` grown by ``slack`` pixels on every side."""
     x, y, w, h = box

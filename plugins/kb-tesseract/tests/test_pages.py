@@ -75,6 +75,13 @@ def test_a_korean_page_is_read_without_spaces_between_syllables(shared_engine: T
         assert _squeeze(cell) in text, text
     _check_boxes(lines, page, *page.image.size)
     assert lines[0].text == join_cjk(KOREAN[0])
+    texts = [line.text for line in lines]
+    assert "운행횟수" in texts, texts  # Hangul joined; each figure a cell of its own
+    assert texts[texts.index("운행횟수") :][:4] == ["운행횟수", "4,081", "261", "5,090"], texts
+
+
+def test_without_split_cells_a_korean_row_is_one_line(unsplit_engine: TesseractEngine) -> None:
+    lines = _read(unsplit_engine, korean_page())
     assert any(line.text.startswith("운행횟수 4,081") for line in lines)  # Hangul joined, figures spaced
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,8 @@ def test_the_factory_raises_through_the_registry(tmp_path: Path) -> None:
 def test_listed_models_that_are_missing_are_left_out(tmp_path: Path) -> None:
     engine = make_engine({"tessdata": str(_tessdata(tmp_path, "eng", "osd", "HanS"))})
     assert engine.settings.models == ("eng", "HanS") and engine.settings.missing == ("Hangul",)
-    assert engine.identity.startswith("tesseract 5.") and engine.identity.endswith("(tesserocr 2.13.0; eng, HanS, osd)")
+    assert engine.identity.startswith("tesseract 5.")
+    assert engine.identity.endswith("(tesserocr 2.13.0; eng, HanS, osd; kb-tesseract 0.1.0; split_cells on)")
     assert engine.languages() == ("English", "Chinese (simplified)")
     assert isinstance(engine, OcrEngine)
 
@@ -75,6 +77,22 @@ def test_without_osd_every_page_gets_all_models(tmp_path: Path) -> None:
     engine = make_engine({"tessdata": str(_tessdata(tmp_path, "eng", "kor")), "osd": False, "models": ["eng", "kor"]})
     assert engine.settings.fallback == "eng+kor" and "osd" not in engine.identity
     assert engine.languages() == ("English", "Korean")
+
+
+def test_split_cells_is_on_unless_turned_off_and_the_identity_says_which(tmp_path: Path) -> None:
+    folder = str(_tessdata(tmp_path, "eng", "osd"))
+    assert Settings.from_options({"tessdata": folder}).split_cells
+    assert not Settings.from_options({"tessdata": folder, "split_cells": False}).split_cells
+    on, off = make_engine({"tessdata": folder}), make_engine({"tessdata": folder, "split_cells": False})
+    assert on.identity.endswith("; split_cells on)") and off.identity.endswith("; split_cells off)")
+    assert on.identity.replace(" on)", " off)") == off.identity  # the OCR cache keeps their pages apart
+    assert f"kb-tesseract {metadata.version('kb-tesseract')};" in on.identity
+
+
+def test_an_unknown_option_names_the_valid_ones(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_options({"tessdata": str(_tessdata(tmp_path, "eng", "osd")), "split": True})
+    assert raised.value.hint == "valid: tessdata, models, osd, split_cells"
 
 
 def test_the_default_folder_comes_from_tessdata_prefix(tmp_path: Path) -> None:
@@ -88,6 +106,7 @@ def test_the_default_folder_comes_from_tessdata_prefix(tmp_path: Path) -> None:
     [
         ({"lang": "eng"}, "has no option lang"),
         ({"osd": "yes"}, "osd must be true or false"),
+        ({"split_cells": 1}, "split_cells must be true or false"),
         ({"models": []}, "models must be a list"),
         ({"models": ["eng", 3]}, "models must be a list"),
         ({"models": ["eng", "osd"]}, "must not list osd"),
