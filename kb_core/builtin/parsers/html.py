@@ -21,6 +21,7 @@ from kb_core.builtin.parsers.blocks import (
     clip,
     file_name,
 )
+from kb_core.builtin.parsers.html_tables import Table, colspan_of
 from kb_core.types import ParsedDocument
 
 _SKIPPED_TAGS = frozenset({"script", "style", "nav", "noscript", "template", "svg", "iframe", "object"})
@@ -49,82 +50,6 @@ _IMPLIED_SIBLINGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "th": (frozenset({"td", "th"}), frozenset({"tr", "table"})),
 }
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
-MAX_COLSPAN = 100
-
-
-@attrs.define
-class _Table:
-    """The rows of an HTML table being collected: each row a list of cells, each cell a list of text parts.
-
-    Cells keep their places (an empty cell stays, a ``colspan`` adds empty cells after its own), so
-    every value stays under its column's header; text in a ``<caption>`` is kept apart.
-    """
-
-    outer_tables: int  # <table> elements open outside this one
-    rows: list[list[list[str]]] = attrs.field(factory=lambda: [[]])
-    spans: list[tuple[int, int] | None] = attrs.field(factory=lambda: [None])  # each row's first and last line
-    caption: list[str] = attrs.field(factory=list)
-    in_caption: bool = False
-    owed: int = 0  # empty cells a colspan still adds before the next cell
-    caption_lines: tuple[int, int] | None = None  # first and last source line of the caption's text
-    row_lines: tuple[int, int] | None = None  # and of the rows' text
-
-    def add(self, text: str, first_line: int = 0, last_line: int = 0) -> None:
-        """Text inside the table: into the caption, else the current cell (one is opened for stray text)."""
-        if self.in_caption:
-            self.caption.append(text)
-            if text.strip():
-                self.caption_lines = _widen(self.caption_lines, first_line, last_line)
-            return
-        row = self.rows[-1]
-        if not row:
-            if not text.strip():
-                return
-            row.append([])
-        row[-1].append(text)
-        if text.strip():
-            self.row_lines = _widen(self.row_lines, first_line, last_line)
-            self.spans[-1] = _widen(self.spans[-1], first_line, last_line)
-
-    def row(self) -> None:
-        """Start a new row."""
-        self.in_caption = False
-        if self.rows[-1]:
-            self.rows.append([])
-            self.spans.append(None)
-        self.owed = 0
-
-    def cell(self, colspan: int) -> None:
-        """Start a new cell spanning ``colspan`` columns."""
-        self.in_caption = False
-        row = self.rows[-1]
-        row.extend([] for _ in range(self.owed))
-        row.append([])
-        self.owed = colspan - 1
-
-    def text(self) -> tuple[str, str, tuple[tuple[int, int], ...]]:
-        """The caption, the rows as lines ``cell | cell`` (no trailing empty cells, no empty rows), their spans."""
-        lines = []
-        spans = []
-        for row, span in zip(self.rows, self.spans):
-            cells = [SPACES.sub(" ", "".join(parts)).strip() for parts in row]
-            while cells and not cells[-1]:
-                cells.pop()
-            if cells and span is not None:
-                lines.append(" | ".join(cells))
-                spans.append(span)
-        return SPACES.sub(" ", "".join(self.caption)).strip(), "\n".join(lines), tuple(spans)
-
-
-def _widen(span: tuple[int, int] | None, first: int, last: int) -> tuple[int, int]:
-    return (first, last) if span is None else (span[0], max(span[1], last))
-
-
-def _colspan(value: str | None) -> int:
-    try:
-        return min(max(int((value or "1").strip()), 1), MAX_COLSPAN)
-    except ValueError:
-        return 1
 
 
 @attrs.define
@@ -142,7 +67,7 @@ class _Capture:
     lines: list[list[str]] = attrs.field(factory=lambda: [[]])
     line_has_text: bool = False
     prefix: str = ""
-    table: _Table | None = None  # the rows, when the block is a <table>
+    table: Table | None = None  # the rows, when the block is a <table>
 
     def add(self, text: str, first_line: int, last_line: int) -> None:
         """Append text found on lines ``first_line..last_line``; the span follows the visible text."""
@@ -286,7 +211,7 @@ class _HtmlCollector(_StdlibHTMLParser):
             outer_lists = self._open.count("ul", "ol") - (tag in ("ul", "ol"))
             self._capture = _Capture(tag, kind, len(self._open) - 1, line, line, tag == "pre", outer_lists=outer_lists)
             if tag == "table":
-                self._capture.table = _Table(self._open.count("table") - 1)
+                self._capture.table = Table(self._open.count("table") - 1)
 
     def handle_endtag(self, tag: str) -> None:
         index = self._open.last_index(tag)
@@ -361,7 +286,7 @@ class _HtmlCollector(_StdlibHTMLParser):
             if own and tag == "tr":
                 table.row()
             elif own and tag in ("td", "th"):
-                table.cell(_colspan(dict(attributes).get("colspan")))
+                table.cell(colspan_of(dict(attributes).get("colspan")))
             elif own and tag == "caption":
                 table.in_caption = True
             elif tag in _BLOCK_TAGS or tag == "br":
