@@ -101,7 +101,8 @@ def test_a_table_chunk_is_checked_by_its_rows_not_its_repeated_header() -> None:
 
 
 def test_span_lines_drops_only_a_repeated_header() -> None:
-    assert span_lines(["H", "r2", "r3"], 2, {"H"}) == ["r2", "r3"]
-    assert span_lines(["H", "r2", "r3"], 2, {"other"}) == ["H", "r2", "r3"]  # not a line of the document
+    assert span_lines(["A | B", "r2", "r3"], 2, {"A | B"}) == ["r2", "r3"]
+    assert span_lines(["A | B", "r2", "r3"], 2, {"other"}) == ["A | B", "r2", "r3"]  # not a line of the document
+    assert span_lines(["Note", "See below"], 1, {"Note"}) == ["Note", "See below"]  # a line, but not a table row
     assert span_lines(["para", "", "code"], 2, {"para"}) == ["para", "", "code"]  # blocks joined by a blank line
     assert span_lines(["r2", "r3"], 2, {"r2"}) == ["r2", "r3"]

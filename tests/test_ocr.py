@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_core import KbError, KnowledgeBase, NotFoundError, ingest_paths, load_config
+from kb_core import KbError, KnowledgeBase, ingest_paths, load_config
 from kb_core.extend.registry import Registry
 from kb_core.ingest.ocr import OCR_MISSING, OCR_OFF, CachedOcr, choose_ocr
 from kb_core.maintenance import doctor_report
@@ -90,9 +90,16 @@ def test_off_is_off_even_with_an_engine(tmp_path: Path, scans: ScanPlugin) -> No
     assert choose_ocr(_kb(tmp_path, scans, **{"ingest.ocr": "off"})) == (None, OCR_OFF)
 
 
-def test_a_named_engine_that_is_not_installed_says_what_is(tmp_path: Path, scans: ScanPlugin) -> None:
-    with pytest.raises(NotFoundError, match="no OCR engine named 'nonesuch'.*scripted"):
-        choose_ocr(_kb(tmp_path, scans, **{"ingest.ocr": "nonesuch"}))
+def test_a_named_engine_that_is_not_installed_fails_only_the_scans(tmp_path: Path, scans: ScanPlugin) -> None:
+    engine, missing = choose_ocr(_kb(tmp_path, scans, **{"ingest.ocr": "nonesuch"}))
+    assert engine is None and "no OCR engine named 'nonesuch' is installed" in missing and "scripted" in missing
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.scan").write_bytes(b"\x05")
+    (notes / "n.md").write_text("# A note\n\nplain text\n", encoding="utf-8")
+    with _kb(tmp_path, scans, **{"ingest.ocr": "nonesuch"}) as kb:
+        report = ingest_paths(kb, [notes])
+    assert report.added == ["n.md"] and [f.path for f in report.failed] == ["a.scan"]
 
 
 def test_the_engine_is_made_on_first_use_and_reads_each_image_once(tmp_path: Path, scans: ScanPlugin) -> None:

@@ -63,7 +63,7 @@ class ScanPlugin:
 
 def test_a_region_is_the_box_around_the_lines_on_their_first_page() -> None:
     region = region_of(_metadata(0.93), 1, 5)
-    assert region == Region(1, (72, 100, 300, 34), round((0.93 + 0.95 + 0.9) / 3, 2), False)
+    assert region == Region(1, (72, 100, 300, 34), round((0.93 + 0.95) / 2, 2), False)  # page 1's lines
     assert region.fragment() == "page=1&xywh=72,100,300,34"
     assert region_of(_metadata(0.93), 5, 5) == Region(2, (72, 90, 90, 14), 0.9, False)
     assert region_of(_metadata(0.93), 1, 1) is None  # "Page 1" is kb's line, not OCR's
@@ -96,7 +96,8 @@ def test_any_stored_metadata_is_read_without_error(metadata: dict[str, Any]) -> 
     assert all(r.line >= 1 and r.page >= 1 and min(r.box) >= 0 and 0 <= r.confidence <= 1 for r in lines.values())
     region_of(metadata, 1, 10**6)
     ocr_summary(metadata)
-    chunk_ocr_lines(metadata, Chunk("c", "d", 0, "a\nb", "h", 1, 2))
+    chunk = Chunk("c", "d", 0, "a\nb", "h", 1, 2)
+    chunk_ocr_lines(metadata, chunk, [chunk])
 
 
 @pytest.fixture
@@ -157,3 +158,15 @@ def test_inspect_shows_the_ocr_lines_with_their_confidence(
     )
     assert main([*kb_dir, "inspect", "low.scan"]) == 0
     assert "ocr: scripted-ocr 1 read 3 lines on 2 page(s), 2 of low confidence" in capsys.readouterr().out
+
+
+def test_inspect_gives_each_ocr_line_its_text_in_a_chunk_that_repeats_a_table_header() -> None:
+    metadata = {"ocr": {"lines": [[4, 1, 0, 0, 9, 9, 0.9], [5, 1, 0, 10, 9, 9, 0.4]]}}
+    first = Chunk("b", "d", 0, "Year | Sales\n2023 | 7", "h", 2, 3)
+    continued = Chunk("c", "d", 1, "Year | Sales\n2024 | 9\n2025 | 11", "h", 4, 5)  # header outside its span
+    assert [(r["line"], r["text"], r["low"]) for r in chunk_ocr_lines(metadata, continued, [first, continued])] == [
+        (4, "2024 | 9", False),
+        (5, "2025 | 11", True),
+    ]
+    joined = Chunk("c", "d", 1, "Total\n\n2025 | 11", "h", 4, 5)  # blocks joined by a blank line
+    assert [r["text"] for r in chunk_ocr_lines(metadata, joined, [joined])] == ["Total", "2025 | 11"]

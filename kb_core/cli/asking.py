@@ -11,7 +11,7 @@ from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.app import KnowledgeBase
 from kb_core.conversations import Standalone
 from kb_core.errors import KbError
-from kb_core.storage.regions import LOW_CONFIDENCE_NOTE
+from kb_core.storage.regions import LOW_CONFIDENCE_NOTE, rests_on_low_confidence
 from kb_core.storage.threads import existing_thread, last_thread
 from kb_core.terminal import shown
 from kb_core.types import NOT_ANSWERED, Answer, AnswerCitation
@@ -91,7 +91,7 @@ def print_outcome(answer: Answer, streamed: str | None) -> None:
         verdict = click.style("grounded", fg="green")
         if answer.verdict in ("yes", "no"):
             verdict += _verdict_line(answer)
-        if LOW_CONFIDENCE_NOTE in answer.note:
+        if rests_on_low_confidence(answer.citations):
             verdict += click.style(f"; {LOW_CONFIDENCE_NOTE}", fg="yellow")
     else:
         verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")

@@ -117,8 +117,9 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
     else:
         chunk = value
         heading = shown(" > ".join(chunk.heading_path))
-        document = session.kb().store.get_document(chunk.doc_path)
-        read = chunk_ocr_lines(document.metadata if document else {}, chunk)
+        store = session.kb().store
+        document = store.get_document(chunk.doc_path)
+        read = chunk_ocr_lines(document.metadata, chunk, store.chunks_of([chunk.doc_path])) if document else []
 
         def human_chunk() -> None:
             click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}")

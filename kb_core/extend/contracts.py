@@ -301,7 +301,7 @@ class ParserContext(FactoryContext):
     ``ocr`` reads page images (scanned PDF pages, photos); None when no OCR engine is installed or
     ``[ingest] ocr = "off"``, and then ``ocr_missing`` is the one line to show instead, naming the
     install command. ``progress`` is the ingest's: a parser reports long work per page with it
-    (``progress("ocr", page, pages)``).
+    (``progress("ocr " + path, page, pages)``).
     """
 
     ocr: OcrEngine | None = None

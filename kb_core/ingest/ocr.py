@@ -8,9 +8,11 @@ the SHA-256 of the engine's identity, the image's size, resolution and pixels.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,7 +43,10 @@ def choose_ocr(kb: KnowledgeBase) -> tuple[OcrEngine | None, str]:
         if not names:
             return None, OCR_MISSING
         setting = names[0]
-    factory = kb.registry.get("ocr_engines", setting).factory  # a NotFoundError naming what is installed
+    if setting not in names:  # scans fail with this line; the rest of an ingest goes on
+        installed = ", ".join(names) or "none"
+        return None, f"no OCR engine named {setting!r} is installed ([ingest] ocr; installed: {installed})"
+    factory = kb.registry.get("ocr_engines", setting).factory
     options = kb.config.backend_options(setting)
     return CachedOcr(lambda: factory(FactoryContext(kb.config, options, kb.progress)), kb.directory / CACHE_FOLDER), ""
 
@@ -99,10 +104,15 @@ def _load(path: Path) -> list[OcrLine] | None:
 
 
 def _save(path: Path, lines: list[OcrLine]) -> None:
+    text = json.dumps([[ln.text, list(ln.box), ln.confidence] for ln in lines])
+    partial = None
     try:
         make_private_dir(path.parent)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps([[ln.text, list(ln.box), ln.confidence] for ln in lines]), encoding="utf-8")
-        partial.replace(path)
+        handle, partial = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(partial, path)
     except OSError:  # a cache that cannot be written only costs time
-        pass
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)

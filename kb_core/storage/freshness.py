@@ -44,11 +44,12 @@ def span_lines(lines: list[str], height: int, known: Container[str | None]) -> l
 
     The chunker starts a chunk that continues a table with the table's header row, outside the
     chunk's span; such a text is one line longer than its span, has no blank line (blocks joined
-    in one chunk are separated by a blank line), and its first line is one of the document's
-    lines (the header row in its own place), which ``known`` holds. Any other text is returned as
+    in one chunk are separated by a blank line), and its first line is a table row (cells joined
+    with ``|``) that is one of the document's lines (the header row in its own place), which
+    ``known`` holds. Any other text is returned as
     it is.
     """
-    if len(lines) == height + 1 and lines[0] in known and all(line.strip() for line in lines):
+    if len(lines) == height + 1 and "|" in lines[0] and lines[0] in known and all(line.strip() for line in lines):
         return lines[1:]
     return lines
 

@@ -23,11 +23,12 @@ resting only on them says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from kb_core.storage.lines import stored_lines
 from kb_core.types import AnswerCitation, Chunk, Document, Region
 
 #: Below this confidence (0..1) a line read by OCR is marked low (Tesseract's lines under it were
@@ -73,7 +74,7 @@ def ocr_lines(metadata: Mapping[str, Any]) -> dict[int, OcrLineRegion]:
 def region_of(metadata: Mapping[str, Any], start_line: int, end_line: int) -> Region | None:
     """The box around the OCR'd lines ``start_line..end_line`` on the first page they reach (None: no OCR'd line).
 
-    Its confidence is the mean of the lines'; it is ``low`` when that is under :data:`LOW_CONFIDENCE`.
+    Its confidence is the mean of those lines'; it is ``low`` when that is under :data:`LOW_CONFIDENCE`.
     """
     lines = ocr_lines(metadata)
     chosen = [lines[n] for n in range(start_line, end_line + 1) if n in lines]
@@ -85,7 +86,7 @@ def region_of(metadata: Mapping[str, Any], start_line: int, end_line: int) -> Re
     top = min(r.box[1] for r in on_page)
     right = max(r.box[0] + r.box[2] for r in on_page)
     bottom = max(r.box[1] + r.box[3] for r in on_page)
-    confidence = sum(r.confidence for r in chosen) / len(chosen)
+    confidence = sum(r.confidence for r in on_page) / len(on_page)
     return Region(page, (left, top, right - left, bottom - top), round(confidence, 2), confidence < LOW_CONFIDENCE)
 
 
@@ -109,9 +110,14 @@ def with_regions(
     return tuple(located)
 
 
+def rests_on_low_confidence(citations: tuple[AnswerCitation, ...]) -> bool:
+    """Whether every one of an answer's citations is OCR'd text of low confidence (False without any)."""
+    return bool(citations) and all(c.region is not None and c.region.low for c in citations)
+
+
 def noted_low_confidence(note: str, citations: tuple[AnswerCitation, ...]) -> str:
-    """``note``, saying so when every one of an answer's citations is OCR'd text of low confidence."""
-    if not (citations and all(c.region is not None and c.region.low for c in citations)):
+    """``note``, saying so when the answer :func:`rests_on_low_confidence`."""
+    if not rests_on_low_confidence(citations):
         return note
     return f"{note}; {LOW_CONFIDENCE_NOTE}" if note else LOW_CONFIDENCE_NOTE
 
@@ -126,14 +132,11 @@ def ocr_summary(metadata: Mapping[str, Any]) -> str:
     return f"{engine or 'an OCR engine'} read {len(lines)} lines on {pages} page(s), {low} of low confidence"
 
 
-def chunk_ocr_lines(metadata: Mapping[str, Any], chunk: Chunk) -> list[dict[str, Any]]:
-    """The OCR'd lines of ``chunk`` (for ``kb inspect``): line, page, box, confidence, low and text.
-
-    The text is the chunk's line when its lines are the span's one for one, else empty.
-    """
+def chunk_ocr_lines(metadata: Mapping[str, Any], chunk: Chunk, chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
+    """The OCR'd lines of ``chunk`` (for ``kb inspect``): line, page, box, confidence, low and its text,
+    as the document's ``chunks`` put it back (:func:`~kb_core.storage.lines.stored_lines`)."""
     lines = ocr_lines(metadata)
-    texts = chunk.text.split("\n")
-    aligned = len(texts) == chunk.end_line - chunk.start_line + 1
+    texts, _exact = stored_lines(chunks)
     return [
         {
             "line": n,
@@ -141,7 +144,7 @@ def chunk_ocr_lines(metadata: Mapping[str, Any], chunk: Chunk) -> list[dict[str,
             "box": list(lines[n].box),
             "confidence": lines[n].confidence,
             "low": lines[n].low,
-            "text": texts[n - chunk.start_line] if aligned else "",
+            "text": (texts[n - 1] if n <= len(texts) else None) or "",
         }
         for n in range(chunk.start_line, chunk.end_line + 1)
         if n in lines

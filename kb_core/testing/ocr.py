@@ -8,7 +8,7 @@ its real engine and a page of known text::
     class TestTesseract(OcrEngineContract):
         @pytest.fixture
         def engine(self):
-            return TesseractEngine()
+            return make_engine({})  # the plugin's engine, as its factory makes it
 
         @pytest.fixture
         def text_page(self):
