@@ -10,9 +10,12 @@ the document's own file, ``source_root / path``, checked before a byte of it is 
   ``content_hash``, else a 409 (``changed since it was ingested; run kb ingest``), so the page image
   always matches the stored text and its boxes.
 
-The PNG is made anew by :mod:`kb_serve.render` in a child process, at most two at a time (pdfium
-must not run in two threads at once, and an upload may be parsing a PDF in this process), never the
-file's own bytes, and not cached (``Cache-Control: private, no-store``): the next ingest may change it.
+The file is opened without blocking (a FIFO or a device put there since is refused, never waited
+on), and read no further than its ingested size. At most two pages are read and rendered at a time:
+the file is read and hashed only once a render's turn has come, so waiting requests hold no file in
+memory. The PNG is made anew by :mod:`kb_serve.render` in a child process (pdfium must not run in two
+threads at once, and an upload may be parsing a PDF in this process), never the file's own bytes,
+and not cached (``Cache-Control: private, no-store``): the next ingest may change it.
 
 A stored document whose own path ends in ``/pages/N.png`` (an image file in a folder named ``pages``)
 keeps its text at this address: its path wins, and its page images are ``.../pages/N.png/pages/1.png``.
@@ -47,6 +50,8 @@ RENDERS = 2
 DEFAULT_MAX_PIXELS = 40_000_000
 CHANGED_HINT = "run kb ingest on its folder to read it again"
 KINDS = ("pdf", "image")
+#: How a document's file is opened: never waiting (on a FIFO, a device) and never through a link.
+OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 def max_ocr_pixels(config: Config) -> int:
@@ -98,12 +103,13 @@ def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
         file = (root / relative).resolve()
         if not (follow_symlinks or file.is_relative_to(root)):
             raise ApiError(409, f"the file of {name!r} now leads outside its folder", hint=CHANGED_HINT)
-        if not stat.S_ISREG(file.stat().st_mode):  # (opening a FIFO would wait for a writer)
-            raise ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
-        with file.open("rb") as handle:
+        if not stat.S_ISREG(file.stat().st_mode):  # (a device is not even opened)
+            raise _changed(name)
+        # What is opened may have been swapped since: without blocking (a FIFO), and checked again.
+        with os.fdopen(os.open(file, OPEN_FLAGS), "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size != document.size:  # (never read a file grown huge)
-                raise ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
+                raise _changed(name)
             data = handle.read(document.size + 1)
     except (FileNotFoundError, NotADirectoryError):
         raise ApiError(404, f"the file of {name!r} is gone from its folder", hint=CHANGED_HINT) from None
@@ -111,8 +117,12 @@ def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
         reason = getattr(exc, "strerror", None) or exc
         raise ApiError(409, f"the file of {name!r} cannot be read ({reason})", hint=CHANGED_HINT) from None
     if hashlib.sha256(data).hexdigest() != document.content_hash:
-        raise ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
+        raise _changed(name)
     return data
+
+
+def _changed(name: str) -> ApiError:
+    return ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
 
 
 class PageImages:
@@ -144,22 +154,24 @@ class PageImages:
         if isinstance(found, dict):
             return json_response("document_text.v1", found)
         follow = self.service.config.ingest.follow_symlinks
-        data = await off_loop(lambda: source_bytes(found.document, follow), timeout)
-        png = await self._render(found, page, data)
+        async with self.limiter:  # (before the file is read: a request waiting here holds none of it)
+            data = await off_loop(lambda: source_bytes(found.document, follow), timeout)
+            png = await self._render(found, page, data)
         return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})
 
     async def _render(self, scan: Scan, page: int, data: bytes) -> bytes:
-        """The PNG :mod:`kb_serve.render` makes of the page, in a child process; a 422 with its reason when it fails."""
+        """The PNG :mod:`kb_serve.render` makes of the page, in a child process; a 422 with its reason when it fails.
+
+        The caller holds :attr:`limiter`."""
         if not sys.executable:
             raise ApiError(422, "cannot render a page: no Python interpreter to run the renderer with")
         timeout = self.service.settings.search_timeout_s
         command = [sys.executable, "-I", str(Path(render.__file__)), scan.kind, str(page), str(self.max_pixels)]
-        async with self.limiter:
-            try:
-                with anyio.fail_after(timeout):
-                    result = await anyio.run_process(command, input=data, check=False)
-            except TimeoutError:
-                raise ApiError(504, f"rendering page {page} took longer than {timeout:g} s") from None
+        try:
+            with anyio.fail_after(timeout):
+                result = await anyio.run_process(command, input=data, check=False)
+        except TimeoutError:
+            raise ApiError(504, f"rendering page {page} took longer than {timeout:g} s") from None
         if result.returncode != 0 or not result.stdout.startswith(b"\x89PNG"):
             lines = result.stderr.decode("utf-8", "replace").strip().splitlines() or [f"status {result.returncode}"]
             raise ApiError(

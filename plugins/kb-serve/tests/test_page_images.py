@@ -7,10 +7,14 @@ real Tesseract engine when kb-tesseract and its data are installed.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
+import stat
 import struct
+import threading
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +28,10 @@ from PIL import Image, ImageDraw, ImageFont
 
 import kb_core
 from kb_core.commands import LOW_CONFIDENCE
+from kb_serve import page_images
+from kb_serve.errors import ApiError
 from kb_serve.openapi import own_schema
+from kb_serve.page_images import source_bytes
 from kb_serve.render import MAX_SIDE, RenderError, render_image_page
 
 pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
@@ -125,6 +132,81 @@ def test_a_file_changed_gone_or_leading_outside_its_folder_is_refused(
         outside = "the file of 'birds.jpg' now leads outside its folder"
         refused(http.get("/documents/birds.jpg/pages/1.png"), 409, outside)
         assert str(tmp_path) not in http.get("/documents/birds.jpg/pages/1.png").text  # no local path in errors
+
+
+def test_a_fifo_swapped_in_after_the_check_is_refused_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = write_scans(tmp_path / "scans", ("birds.png",))
+    data = (folder / "birds.png").read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    document = kb_core.Document("birds.png", digest, len(data), "birds.png", "image", str(folder))
+    assert source_bytes(document) == data
+    regular = tmp_path / "regular.png"
+    shutil.move(folder / "birds.png", regular)
+    fifo = folder / "birds.png"
+    os.mkfifo(fifo)  # a pipe nobody writes to, put there once the file was checked (as stat() below says)
+    real_stat = Path.stat
+
+    def stat_before_the_swap(path: Path, *args: Any, **kwargs: Any) -> os.stat_result:
+        return real_stat(regular if path == fifo else path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat_before_the_swap)
+    caught: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            source_bytes(document)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            caught.append(exc)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():  # blocked opening the pipe: a writer lets it go, and the test fails
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=10)
+        pytest.fail("reading the document's file waited for a writer to its FIFO")
+    (error,) = caught
+    assert isinstance(error, ApiError) and error.status == 409 and "changed since it was ingested" in str(error)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_page_is_read_only_once_its_render_may_start(
+    start_server: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = start_with_scans(start_server, write_scans(tmp_path / "scans", ("birds.png",)))
+    lock, seen = threading.Lock(), {"now": 0, "most": 0, "arrived": 0}
+    real = page_images.source_bytes
+
+    def counted(document: kb_core.Document, follow_symlinks: bool = False) -> bytes:
+        with lock:
+            seen["now"] += 1
+            seen["arrived"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+        deadline = time.monotonic() + 1.0
+        while seen["arrived"] < 3 and time.monotonic() < deadline:  # the three requests' reads, if they overlap
+            time.sleep(0.01)
+        try:
+            return real(document, follow_symlinks)
+        finally:
+            with lock:
+                seen["now"] -= 1
+
+    monkeypatch.setattr(page_images, "source_bytes", counted)
+    replies: list[httpx.Response] = []
+
+    def fetch() -> None:
+        with server.client() as http:
+            replies.append(http.get("/documents/birds.png/pages/1.png"))
+
+    workers = [threading.Thread(target=fetch) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert [reply.status_code for reply in replies] == [200, 200, 200]
+    assert seen["arrived"] == 3 and seen["most"] == page_images.RENDERS  # a third file is not held while it waits
 
 
 def test_an_uploaded_image_whose_own_path_ends_in_pages_keeps_its_text(
