@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from kb_core import Config, Document, KbError, KnowledgeBase
+from kb_core import Config, Document, KnowledgeBase
 from kb_serve import reading, render
 from kb_serve.bodies import json_response, off_loop, path_param
 from kb_serve.errors import ApiError
@@ -46,7 +46,7 @@ from kb_serve.service import KbService
 ROUTE = "/documents/{path:path}/pages/{page:int}.png"
 #: Pages rendered at once (each in its own process).
 RENDERS = 2
-#: An image file's pixels at most, when kb-documents (whose ``max_ocr_pixels`` it is) is not installed.
+#: kb-documents' own default ``max_ocr_pixels``: an image file's pixels at most, unless configured.
 DEFAULT_MAX_PIXELS = 40_000_000
 CHANGED_HINT = "run kb ingest on its folder to read it again"
 KINDS = ("pdf", "image")
@@ -55,15 +55,14 @@ OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 def max_ocr_pixels(config: Config) -> int:
-    """kb-documents' ``[backends.documents] max_ocr_pixels``: the largest image file it reads by OCR."""
-    try:
-        from kb_documents.limits import Limits
-    except ImportError:
+    """kb-documents' ``[backends.documents] max_ocr_pixels``: the largest image file it reads by OCR.
+
+    Read from the configuration (kb-documents' module is that plugin's own); its default when the
+    key is absent or not a positive integer (kb-documents refuses such a value when it ingests)."""
+    value = config.backend_options("documents").get("max_ocr_pixels", DEFAULT_MAX_PIXELS)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         return DEFAULT_MAX_PIXELS
-    try:
-        return Limits.from_config(config).max_ocr_pixels
-    except KbError:
-        return DEFAULT_MAX_PIXELS
+    return value
 
 
 @attrs.frozen

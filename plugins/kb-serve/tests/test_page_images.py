@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import struct
+import sys
 import threading
 import time
 import zlib
@@ -31,7 +32,7 @@ from kb_core.commands import LOW_CONFIDENCE
 from kb_serve import page_images
 from kb_serve.errors import ApiError
 from kb_serve.openapi import own_schema
-from kb_serve.page_images import source_bytes
+from kb_serve.page_images import DEFAULT_MAX_PIXELS, max_ocr_pixels, source_bytes
 from kb_serve.render import MAX_SIDE, RenderError, render_image_page
 
 pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
@@ -207,6 +208,21 @@ def test_a_page_is_read_only_once_its_render_may_start(
         worker.join(timeout=60)
     assert [reply.status_code for reply in replies] == [200, 200, 200]
     assert seen["arrived"] == 3 and seen["most"] == page_images.RENDERS  # a third file is not held while it waits
+
+
+def test_the_pixel_limit_is_read_from_the_documents_table_without_kb_documents_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "kb_documents.limits", None)  # (an import of it now fails)
+
+    def config(options: dict[str, Any]) -> kb_core.Config:
+        return kb_core.Config(backends={"documents": options})
+
+    assert max_ocr_pixels(kb_core.Config()) == DEFAULT_MAX_PIXELS == 40_000_000
+    assert max_ocr_pixels(config({"max_ocr_pixels": 1234})) == 1234
+    assert max_ocr_pixels(config({"max_ocr_pixels": 90_000_000, "max_pages": 5})) == 90_000_000
+    for bad in (0, -5, True, "many", 2.5):
+        assert max_ocr_pixels(config({"max_ocr_pixels": bad})) == DEFAULT_MAX_PIXELS
 
 
 def test_an_uploaded_image_whose_own_path_ends_in_pages_keeps_its_text(
