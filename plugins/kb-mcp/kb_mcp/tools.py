@@ -26,6 +26,9 @@ from kb_mcp.inbox import Inbox
 
 TARGET_CHARS = kb_core.LIMITS.path_chars + 48  # a stored path and a line span: #L<digits>-L<digits>
 THREAD_ID_CHARS = 64  # kb's ids are thr_ and 12 hex digits; anything much longer is not one
+#: The parsers kb_core registers for text files (kb_core.builtin.parsers): a document they read is
+#: cited by its file's own lines, so ``fetch`` may give it its file.
+TEXT_PARSERS = frozenset({"text", "markdown", "html", "csv"})
 
 
 @attrs.frozen
@@ -212,16 +215,20 @@ class KbTools:
         return _fetched(target, document.path, citation.start_line, citation.end_line, piece, source=source)
 
     def _document_text(self, document: kb_core.Document, chunks: list[kb_core.Chunk]) -> tuple[str, str]:
-        """The document as ingested: its file when unchanged (same hash) and text, else rebuilt from its chunks.
+        """The document as ingested: its file when a text parser read it and it is unchanged (same hash),
+        else its text rebuilt from its chunks.
 
-        A PDF, a Word file or a scan is never its file's bytes: its lines are those of the text kb
-        parsed from it, which its chunks hold (``stored_lines``)."""
-        data = _stored_file(document)
-        if data is not None and b"\x00" not in data:
-            try:
-                return data.decode("utf-8").removeprefix("\ufeff"), "file"
-            except UnicodeDecodeError:
-                pass
+        Only the core's text parsers (:data:`TEXT_PARSERS`) cite the file's own lines; a PDF, a Word
+        or Excel file, a scan or a document of any plugin's parser is never its file's bytes (even
+        when they decode): its lines are those of the text kb parsed from it, which its chunks hold
+        (``stored_lines``)."""
+        if document.parser in TEXT_PARSERS:
+            data = _stored_file(document)
+            if data is not None:
+                try:
+                    return data.decode("utf-8").removeprefix("\ufeff"), "file"
+                except UnicodeDecodeError:
+                    pass
         lines, _exact = stored_lines(chunks)
         return "\n".join(line or "" for line in lines), "chunks"
 

@@ -104,15 +104,21 @@ def test_fetch_gives_a_csv_its_file_and_a_binary_file_the_text_kb_parsed_from_it
     with kb_core.open_kb(kb_dir=tmp_path / "kb", overrides={}) as kb:
         kb_core.ingest_paths(kb, [notes])
         tools = KbTools(kb)
-        fetched = tools.fetch("t.csv")
+        fetched = tools.fetch("t.csv")  # a CSV is read by a text parser: its lines are the file's
         assert (fetched.text, fetched.payload["source"]) == ("Year,Sales\n2023,7\n2024,9\n", "file")
-        binary = (notes / "t.csv").read_bytes().replace(b"Year", b"Ye\x00r")  # what a PDF or a scan's file is like
         document = kb.store.get_document("t.csv")
-        assert document is not None
+        assert document is not None and document.parser == "csv"
+        with kb.store.transaction():  # the stored document is now a PDF's, parsed to these rows
+            kb.store.replace_document(attrs.evolve(document, parser="pdf"), kb.store.chunks_of(["t.csv"]))
+        fetched = tools.fetch("t.csv")  # its file is unchanged and decodes, but is not what kb cites
+        assert (fetched.text, fetched.payload["source"]) == ("Year | Sales\n2023 | 7\n2024 | 9", "chunks")
+        fetched = tools.fetch("t.csv#L2-L3")
+        assert (fetched.text, fetched.payload["source"]) == ("2023 | 7\n2024 | 9", "chunks")
+        binary = (notes / "t.csv").read_bytes().replace(b"Year", b"Ye\x00r")  # what a PDF or a scan's file is like
         (notes / "t.csv").write_bytes(binary)
-        with kb.store.transaction():  # the stored document is that binary file, parsed to these rows
+        with kb.store.transaction():
             kb.store.replace_document(
-                attrs.evolve(document, content_hash=hashlib.sha256(binary).hexdigest()),
+                attrs.evolve(document, parser="pdf", content_hash=hashlib.sha256(binary).hexdigest()),
                 kb.store.chunks_of(["t.csv"]),
             )
         fetched = tools.fetch("t.csv")
