@@ -9,21 +9,23 @@ A citation into a page read by OCR also names the region its lines cover on that
 media fragment ``xywh``, in the page's units: points for a PDF, pixels for an image), from
 ``metadata["ocr"]["lines"]``: ``scan.pdf#page=3&xywh=72,96,432,31&L8-L15``, and for an image (page 1,
 or a TIFF's frame) ``photo.jpg#page=1&xywh=10,10,100,20&L3-L4``: the syntax of every citation's
-region in kb (``kb_core.types.Region``). The ``--json`` output
-(``page_citations.v1``) gives the region as ``"region": {"page", "x", "y", "w", "h"}`` (null without one).
+region in kb (``kb_core.types.Region``), and the very region ``kb ask`` names for it
+(``kb_core.commands.region_of``: the box around the cited lines OCR read, on the first page they
+reach). The ``--json`` output (``page_citations.v1``) gives the region as ``"region": {"page", "x",
+"y", "w", "h"}`` (null without one).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import click
 
 from kb_core import Citation, KbError, NotFoundError
-from kb_core.commands import Session, emit, json_option, pass_session
+from kb_core.commands import Session, emit, json_option, pass_session, region_of
 from kb_documents.assemble import page_of_line
 
 SCHEMA = "page_citations.v1"
@@ -52,43 +54,25 @@ def parse_citation(text: str) -> Citation:
         raise KbError(f"not a citation: {text!r}", hint="give one as kb prints them, like report.pdf#L8-L15") from None
 
 
-def page_link(
-    citation: Citation, page_lines: Sequence[int], ocr: object = None
-) -> PageCitation:
+def page_link(citation: Citation, page_lines: Sequence[int], ocr: object = None) -> PageCitation:
     """The pages of ``citation`` given the document's ``page_lines`` (empty for a document without pages),
-    and the region of its lines on its first page when ``ocr`` (``metadata["ocr"]``) has their boxes."""
+    and the region of its lines when ``ocr`` (``metadata["ocr"]``) has their boxes.
+
+    The region is the core's own (:func:`kb_core.commands.region_of`, what ``kb ask`` names): the
+    box around the cited lines OCR read on the first page they reach. The link names that page with
+    its ``xywh``; without a region, the page of the citation's first line."""
     first = page_of_line(page_lines, citation.start_line) if page_lines else None
     last = page_of_line(page_lines, citation.end_line) if page_lines else None
-    region = ocr_region(ocr, citation, first) if first is not None else None
+    found = region_of({"ocr": ocr}, citation.start_line, citation.end_line)
     parts = [] if first is None else [f"page={first}"]
-    if region is not None:
-        parts.append("xywh={x},{y},{w},{h}".format(**region))
+    region = None
+    if found is not None:
+        x, y, w, h = found.box
+        region = {"page": found.page, "x": x, "y": y, "w": w, "h": h}
+        parts = [found.fragment()]
     parts.append(f"L{citation.start_line}-L{citation.end_line}")
     link = f"{citation.path}#{'&'.join(parts)}"
     return PageCitation(str(citation), citation.path, citation.start_line, citation.end_line, first, last, link, region)
-
-
-def ocr_region(ocr: object, citation: Citation, page: int) -> dict[str, int] | None:
-    """The union box of the cited lines on ``page``, from ``metadata["ocr"]["lines"]``; None without any."""
-    entries = ocr.get("lines") if isinstance(ocr, Mapping) else None
-    boxes = [
-        entry[2:6]
-        for entry in (entries if isinstance(entries, list) else [])
-        if _is_entry(entry) and citation.start_line <= entry[0] <= citation.end_line and entry[1] == page
-    ]
-    if not boxes:
-        return None
-    x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
-    x1, y1 = max(b[0] + b[2] for b in boxes), max(b[1] + b[3] for b in boxes)
-    return {"page": page, "x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0}
-
-
-def _is_entry(entry: object) -> bool:
-    return (
-        isinstance(entry, list)
-        and len(entry) >= 6
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in entry[:6])
-    )
 
 
 def resolve(store: Any, texts: Sequence[str]) -> list[PageCitation]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kb_core import Citation, KbError
+from kb_core.commands import region_of
 from kb_documents.cli import page_link, parse_citation
 
 
@@ -52,6 +53,22 @@ def test_a_citation_into_an_ocr_page_names_the_union_of_its_lines_boxes() -> Non
     assert (page_line_only.region, page_line_only.link) == (None, "scan.pdf#page=2&L8-L8")
     text_page = page_link(Citation("scan.pdf", 2, 4), pages, OCR)  # page 1 has a text layer
     assert (text_page.region, text_page.link) == (None, "scan.pdf#page=1&L2-L4")
+
+
+def test_the_region_is_the_one_kb_ask_names() -> None:
+    pages = [1, 8, 16]
+    for start, end in ((9, 10), (10, 17), (7, 9), (2, 9), (16, 17), (8, 8)):
+        item = page_link(Citation("scan.pdf", start, end), pages, OCR)
+        region = region_of({"ocr": OCR}, start, end)  # what kb ask cites (Region.fragment)
+        if region is None:
+            assert item.region is None
+            continue
+        x, y, w, h = region.box
+        assert item.region == {"page": region.page, "x": x, "y": y, "w": w, "h": h}
+        assert item.link == f"scan.pdf#{region.fragment()}&L{start}-L{end}"
+    reaching = page_link(Citation("scan.pdf", 7, 9), pages, OCR)  # from page 1's text layer onto page 2's scan
+    assert (reaching.first_page, reaching.last_page) == (1, 2)
+    assert reaching.link == "scan.pdf#page=2&xywh=72,96,432,14&L7-L9"
 
 
 def test_a_single_page_image_has_no_page_in_its_link() -> None:
