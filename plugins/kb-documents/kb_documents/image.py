@@ -6,6 +6,11 @@ lines, rows, tables; ``metadata["ocr"]`` boxes are in the image's pixels, after 
 orientation is applied. Every problem is one :class:`kb_core.KbError` line: no OCR installed, not
 an image kb reads, damaged or truncated, over a limit (the size is checked from the header,
 before the pixels are decoded).
+
+The limit is ``max_ocr_pixels``, checked here for every frame read. Pillow's own process-wide
+``Image.MAX_IMAGE_PIXELS`` is left as it is (it warns past it, ignored here, and refuses an image
+past twice it: 178,956,970 pixels by default): an image over that is refused with Pillow's limit
+named, even when ``max_ocr_pixels`` is larger.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ from kb_documents.ocr_pages import Ocr, OcrPage, clean_lines, ocr_metadata, page
 
 #: Pillow formats kb opens (never EPS and the like, which run other programs or rarely hold text).
 FORMATS = ("PNG", "JPEG", "TIFF", "WEBP", "BMP", "GIF")
-EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif")
 SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"II*\0", b"MM\0*")
 MIN_DPI, MAX_DPI = 70, 1200  # a resolution from the file outside this is not believed
 GUESS_INCHES = 11.0  # a photo's resolution is guessed as if its long side were a letter page's
@@ -55,8 +59,8 @@ class ImageParser(BinaryParser):
             return self._parse(data, path)
         except KbError:
             raise
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            raise self._too_large(_header_size(data)) from None
+        except Image.DecompressionBombError:  # (its warning is ignored: the size is checked below)
+            raise self._refused_by_pillow(_header_size(data)) from None
         except UnidentifiedImageError:
             if data.startswith(SIGNATURES) or data[8:12] == b"WEBP":
                 raise KbError("the image is damaged (its header cannot be read)", hint=DAMAGED_HINT) from None
@@ -72,9 +76,8 @@ class ImageParser(BinaryParser):
 
     def _parse(self, data: bytes, path: str) -> ParsedDocument:
         pages: list[OcrPage] = []
-        Image.MAX_IMAGE_PIXELS = self.limits.max_ocr_pixels  # Pillow's own check: a warning past it, an error past 2x
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # Pillow warns of damage (corrupt EXIF, ...) and of size: said below
+            warnings.simplefilter("ignore")  # Pillow warns of damage (corrupt EXIF, ...) and of size: checked below
             with Image.open(io.BytesIO(data), formats=FORMATS) as image:
                 self._check_size(image.size)  # from the header: nothing is decoded yet
                 count = self._frame_count(image)
@@ -96,6 +99,16 @@ class ImageParser(BinaryParser):
     def _too_large(self, size: tuple[int, int] | None) -> KbError:
         shown = f"{size[0]}x{size[1]} px" if size else "too large"
         return KbError(f"the image is {shown}, over the limit of {self.limits.max_ocr_pixels} pixels", hint=PIXELS_HINT)
+
+    def _refused_by_pillow(self, size: tuple[int, int] | None) -> KbError:
+        """Why Pillow's own check (twice ``Image.MAX_IMAGE_PIXELS``) refused an image as it opened it."""
+        pillow = Image.MAX_IMAGE_PIXELS
+        if size is None or pillow is None or size[0] * size[1] > self.limits.max_ocr_pixels:
+            return self._too_large(size)
+        return KbError(
+            f"the image is {size[0]}x{size[1]} px, over Pillow's own limit of {2 * pillow} pixels",
+            hint="scale the image down (max_ocr_pixels does not raise Pillow's limit)",
+        )
 
     def _frame_count(self, image: Image.Image) -> int:
         """The TIFF's pages (found by seeking, which reads no pixels); 1 for other formats."""

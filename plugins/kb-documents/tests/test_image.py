@@ -183,6 +183,23 @@ def test_a_decompression_bomb_is_refused_from_its_header() -> None:
     assert small.message == "the image is 300x300 px, over the limit of 50000 pixels"
 
 
+def test_parsing_leaves_pillows_own_limit_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 123_456_789)  # (what another part of the process chose)
+    parser(Limits(max_ocr_pixels=50_000_000)).parse_bytes(PHOTO, "photo.jpg")
+    assert Image.MAX_IMAGE_PIXELS == 123_456_789
+    _error(png_header(30000, 30000), "bomb.png", Limits(max_ocr_pixels=60_000))
+    assert Image.MAX_IMAGE_PIXELS == 123_456_789
+
+
+def test_an_image_pillow_refuses_under_max_ocr_pixels_names_pillows_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100_000)  # Pillow refuses past 200,000 pixels
+    error = _error(png_header(1000, 1000), "big.png")
+    assert error.message == "the image is 1000x1000 px, over Pillow's own limit of 200000 pixels"
+    assert "scale the image down" in (error.hint or "")
+    ours = _error(png_header(1000, 1000), "big.png", Limits(max_ocr_pixels=500_000))  # over both: ours is named
+    assert ours.message == "the image is 1000x1000 px, over the limit of 500000 pixels"
+
+
 def test_a_tiff_frame_over_the_limit_is_refused_before_it_is_decoded() -> None:
     frames = [Image.new("L", (100, 100), 255), Image.new("L", (400, 400), 255)]
     data = encode(frames[0], "TIFF", save_all=True, append_images=frames[1:])
