@@ -3,8 +3,9 @@
 Each paragraph is one line of the parsed text (headings included; a table row is one line, its
 cells joined by `` | ``), so ``path#L4-L9`` names paragraphs 4 to 9 of the body. Paragraphs in a
 ``Title`` or ``Heading N`` style (or with an outline level) make the heading path. The archive is
-checked before anything is inflated: member count, each part's declared size and compression
-ratio, and the total; every read is bounded, so a zip bomb costs nothing.
+checked before anything is inflated (:func:`kb_documents.office.check_archive`: member count, each
+part's declared size and compression ratio, and the total); every read is bounded, so a zip bomb
+costs nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
 from kb_documents.limits import Limits
+from kb_documents.office import BOMB_HINT, OLE_MAGIC, check_archive
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 DOCUMENT = "word/document.xml"
@@ -32,8 +34,6 @@ STYLES = "word/styles.xml"
 CORE = "docProps/core.xml"
 _HEADING_NAME = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 _XML_ENCODING = re.compile(rb"\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word encrypts .docx files into an OLE container
-BOMB_HINT = "it may be a zip bomb; if you trust it, raise the [backends.documents] limits"
 
 
 def _bounded_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
@@ -42,35 +42,6 @@ def _bounded_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -
     if len(data) > limit:
         raise KbError(f"{info.filename} in the .docx inflates past {limit} bytes", hint=BOMB_HINT)
     return data
-
-
-def _check_archive(archive: zipfile.ZipFile, limits: Limits) -> dict[str, zipfile.ZipInfo]:
-    """The parts kb reads, after checking counts, sizes and ratios as the archive declares them."""
-    infos = archive.infolist()
-    if len(infos) > limits.max_docx_entries:
-        raise KbError(f"the .docx has {len(infos)} parts, over the limit of {limits.max_docx_entries}", hint=BOMB_HINT)
-    wanted = {i.filename: i for i in infos if i.filename in (DOCUMENT, STYLES, CORE)}
-    if DOCUMENT not in wanted:
-        raise KbError(
-            "not a Word document (the archive has no word/document.xml)",
-            hint="save it as .docx from a word processor; .doc and other formats are not read",
-        )
-    total = 0
-    for info in wanted.values():
-        ratio = info.file_size / max(info.compress_size, 1)
-        if ratio > limits.max_docx_ratio:
-            raise KbError(
-                f"{info.filename} in the .docx would inflate {ratio:.0f} times "
-                f"({info.file_size} bytes), over the limit of {limits.max_docx_ratio}",
-                hint=BOMB_HINT,
-            )
-        total += info.file_size
-    if total > limits.max_docx_inflated_bytes:
-        raise KbError(
-            f"the .docx would inflate to {total} bytes, over the limit of {limits.max_docx_inflated_bytes}",
-            hint=BOMB_HINT,
-        )
-    return wanted
 
 
 def _plain_utf8(data: bytes) -> bool:
@@ -212,7 +183,15 @@ class DocxParser(BinaryParser):
                 hint="save it as .docx from a word processor and ingest it again",
             ) from None
         with archive:
-            parts = _check_archive(archive, self.limits)
+            parts = check_archive(
+                archive,
+                self.limits,
+                ".docx",
+                main=DOCUMENT,
+                missing="a Word document",
+                missing_hint="save it as .docx from a word processor; .doc and other formats are not read",
+                parts=(DOCUMENT, STYLES, CORE),
+            )
             budget = self.limits.max_docx_inflated_bytes
             trees: dict[str, Element] = {}
             for name, info in parts.items():

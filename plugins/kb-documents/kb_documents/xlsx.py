@@ -9,8 +9,9 @@ Why openpyxl: it is the maintained, MIT-licensed reader of the format, and ``rea
 streams a sheet's rows instead of building every cell. It parses XML with defusedxml when that is
 installed (a dependency of this plugin), which refuses entity expansion; the parser refuses to run
 if openpyxl was told not to (``OPENPYXL_DEFUSEDXML=False``). Before openpyxl opens the archive, kb
-checks it as it does a .docx: member count, each member's declared size and compression ratio, and
-the total; zipfile never inflates a member past its declared size, so a zip bomb costs nothing.
+checks it as it does a .docx (:func:`kb_documents.office.check_archive`): member count, each
+member's declared size and compression ratio, and the total; zipfile never inflates a member past
+its declared size, so a zip bomb costs nothing.
 Reading stops, with a warning, after ``MAX_CELLS`` cells (empty ones counted) or ``MAX_SHEETS``
 sheets; a cell's text is cut at ``MAX_CELL_CHARS``.
 """
@@ -31,8 +32,8 @@ from kb_core import KbError
 from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
-from kb_documents.docx import BOMB_HINT, OLE_MAGIC
 from kb_documents.limits import Limits
+from kb_documents.office import OLE_MAGIC, check_archive
 
 #: Sheets read at most; the rest are left out with a warning.
 MAX_SHEETS = 200
@@ -50,32 +51,15 @@ def _check_archive(data: bytes, limits: Limits) -> None:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, NotImplementedError, ValueError, OSError, EOFError):  # a damaged directory
         raise KbError("not a valid .xlsx (not a zip archive; truncated or another format?)", hint=SAVE_HINT) from None
-    with archive:
-        infos = archive.infolist()
-        if len(infos) > limits.max_docx_entries:
-            raise KbError(
-                f"the .xlsx has {len(infos)} parts, over the limit of {limits.max_docx_entries}", hint=BOMB_HINT
-            )
-        if WORKBOOK not in {i.filename for i in infos}:
-            raise KbError(
-                "not an Excel workbook (the archive has no xl/workbook.xml)",
-                hint="save it as .xlsx; .xls, .xlsb and .ods are not read",
-            )
-        total = 0
-        for info in infos:
-            ratio = info.file_size / max(info.compress_size, 1)
-            if ratio > limits.max_docx_ratio:
-                raise KbError(
-                    f"{info.filename} in the .xlsx would inflate {ratio:.0f} times "
-                    f"({info.file_size} bytes), over the limit of {limits.max_docx_ratio}",
-                    hint=BOMB_HINT,
-                )
-            total += info.file_size
-        if total > limits.max_docx_inflated_bytes:
-            raise KbError(
-                f"the .xlsx would inflate to {total} bytes, over the limit of {limits.max_docx_inflated_bytes}",
-                hint=BOMB_HINT,
-            )
+    with archive:  # (openpyxl may read any member: every one is checked)
+        check_archive(
+            archive,
+            limits,
+            ".xlsx",
+            main=WORKBOOK,
+            missing="an Excel workbook",
+            missing_hint="save it as .xlsx; .xls, .xlsb and .ods are not read",
+        )
 
 
 def cell_text(value: Any) -> str:
