@@ -12,8 +12,13 @@ a tenth of a second.
   most :data:`MAX_SCALE` pixels per point).
 * An image file is opened by Pillow (only the formats kb-documents reads), its size checked from the
   header before anything is decoded (at most ``MAX_PIXELS``, kb-documents' ``max_ocr_pixels``), the
-  TIFF frame that is the page chosen, the EXIF orientation applied, transparency put on white (as
-  OCR saw it), scaled down to :data:`MAX_SIDE`, and encoded anew: the file's own bytes never leave.
+  TIFF frame that is the page chosen (other formats have one page: kb-documents reads only their
+  first frame), the EXIF orientation applied, transparency put on white (as OCR saw it), scaled down
+  to :data:`MAX_SIDE`, and encoded anew: the file's own bytes never leave.
+
+Only :func:`main`, in the child process, sets Pillow's process-wide ``Image.MAX_IMAGE_PIXELS`` (to
+``MAX_PIXELS``: its own bomb check then never refuses what ours lets through);
+:func:`render_image_page` changes nothing of the process it runs in.
 """
 
 from __future__ import annotations
@@ -103,12 +108,13 @@ def render_image_page(data: bytes, page: int, max_pixels: int) -> bytes:
     long side at most :data:`MAX_SIDE` pixels; an image over ``max_pixels`` is refused before it is decoded."""
     from PIL import Image
 
-    Image.MAX_IMAGE_PIXELS = max_pixels  # Pillow's own check behind ours (this process renders one page)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore")  # (Pillow's size warning among them: the size is checked here)
             with Image.open(io.BytesIO(data), formats=FORMATS) as image:
                 _check(image.size, max_pixels)  # from the header: nothing is decoded yet
+                if page > 1 and image.format != "TIFF":  # (an animated GIF's later frames were never read)
+                    raise RenderError(f"the image has no page {page}")
                 if page > 1:
                     try:
                         image.seek(page - 1)
@@ -123,8 +129,10 @@ def render_image_page(data: bytes, page: int, max_pixels: int) -> bytes:
                 return _png(upright)
     except RenderError:
         raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise RenderError(f"the image is over the limit of {max_pixels} pixels") from None
+    except Image.DecompressionBombError:  # Pillow's own check, past twice its MAX_IMAGE_PIXELS
+        pillow = Image.MAX_IMAGE_PIXELS
+        limit = max_pixels if pillow is None else min(max_pixels, 2 * pillow)
+        raise RenderError(f"the image is over the limit of {limit} pixels") from None
     except Exception as exc:  # noqa: BLE001 - Pillow reports damage in many ways (OSError, SyntaxError, ...)
         raise RenderError(f"the image cannot be decoded ({type(exc).__name__}: {exc})") from None
 
@@ -137,6 +145,9 @@ def main(argv: list[str]) -> int:
         if kind == "pdf":
             png = render_pdf_page(data, page)
         elif kind == "image":
+            from PIL import Image
+
+            Image.MAX_IMAGE_PIXELS = max_pixels  # (this process renders this one page)
             png = render_image_page(data, page, max_pixels)
         else:
             raise RenderError(f"cannot render a {kind!r}")

@@ -258,6 +258,27 @@ def test_an_image_over_the_pixel_limit_is_refused_before_it_is_decoded() -> None
         render_image_page(photo_png(), 2, 40_000_000)
 
 
+def test_rendering_in_this_process_leaves_pillows_limit_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 123_456_789)
+    with pytest.raises(RenderError, match="over the limit of 100000 pixels"):
+        render_image_page(photo_png(), 1, 100_000)
+    assert Image.MAX_IMAGE_PIXELS == 123_456_789  # (only the renderer's own process sets it: render.main)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000_000)  # Pillow's check, under ours: its limit is named
+    with pytest.raises(RenderError, match="over the limit of 2000000 pixels"):
+        render_image_page(_png_header(2000, 2000), 1, 40_000_000)
+
+
+def test_only_a_tiffs_later_frames_are_pages() -> None:
+    frames = [Image.new("RGB", (60, 40), colour) for colour in ("white", "black")]
+    gif, tiff = io.BytesIO(), io.BytesIO()
+    frames[0].save(gif, "GIF", save_all=True, append_images=frames[1:])
+    frames[0].save(tiff, "TIFF", save_all=True, append_images=frames[1:])
+    with pytest.raises(RenderError, match="the image has no page 2"):  # kb-documents read only its first frame
+        render_image_page(gif.getvalue(), 2, 40_000_000)
+    second = Image.open(io.BytesIO(render_image_page(tiff.getvalue(), 2, 40_000_000)))
+    assert second.size == (60, 40) and second.convert("L").getpixel((30, 20)) == 0
+
+
 @pytest.mark.slow
 def test_a_photo_read_by_tesseract_shows_its_page(start_server: Callable[..., Any], tmp_path: Path) -> None:
     pytest.importorskip("kb_tesseract", reason="kb-tesseract is not installed")
