@@ -49,7 +49,8 @@ function askForToken(message) {
   return waitingForToken;
 }
 
-async function bodyOf(response) {
+/** The JSON body of a response, or null when it has none (an error's {error, hint}, whatever its status). */
+export async function bodyOf(response) {
   try {
     return await response.json();
   } catch {

@@ -4,7 +4,7 @@
 // rectangles in percentages of the page, so they scale with the image). The region is kb's own
 // (kb_core.storage.regions.region_of): the box around the cited lines on the first page they reach.
 
-import { ApiError, documentPath, request } from "./api.js";
+import { ApiError, bodyOf, documentPath, request } from "./api.js";
 import { el, fill, svg } from "./dom.js";
 
 const KEPT = 6; // page images kept (as blob: URLs) for opening again
@@ -25,15 +25,7 @@ async function pageImage(path, page) {
     return url;
   }
   const response = await request(`${documentPath(path)}/pages/${page}.png`);
-  if (!response.ok) {
-    let body = null;
-    try {
-      body = await response.json();
-    } catch {
-      body = null;
-    }
-    throw new ApiError(response.status, body);
-  }
+  if (!response.ok) throw new ApiError(response.status, await bodyOf(response));
   const blob = await response.blob();
   if (blob.type !== "image/png") throw new Error("the server did not send a PNG");
   const url = URL.createObjectURL(blob); // a blob: URL of the server's own PNG, never a URL from data
