@@ -8,6 +8,7 @@ boxes and the confidences are known.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ BOX_ON_IMAGE = """() => {
 NATURAL_SIZE = "() => ((i) => [i.naturalWidth, i.naturalHeight])(document.querySelector('#viewer-scan img'))"
 
 AFTER = "(row) => getComputedStyle(row, '::after').content"
+#: kb's note on an answer resting only on text OCR read with low confidence (kb_core's LOW_CONFIDENCE_NOTE).
+LOW_NOTE = "it rests only on text read by OCR with low confidence: check it against the page"
 
 
 def cited(href: str) -> tuple[str, int, int]:
@@ -106,7 +109,7 @@ def test_a_citation_of_a_scan_opens_its_page_with_the_region_boxed_beside_the_te
     expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
     note = tab.page.locator("#answer .ocr-note")
     expect(note).to_be_visible()
-    expect(note).to_contain_text("it rests only on text read by OCR with low confidence: check it against the page")
+    expect(note).to_contain_text(LOW_NOTE)
     link = tab.page.locator("#answer .answer-text a.cite").first
     path, start, end = cited(link.get_attribute("href") or "")
     assert path == "birds.png"
@@ -121,6 +124,54 @@ def test_a_citation_of_a_scan_opens_its_page_with_the_region_boxed_beside_the_te
     tab.page.evaluate("hash => { location.hash = hash; }", "#/doc/notes%2Fheliograph.md/L5-L6")
     expect(tab.page.locator("#viewer-lines .line.cited").first).to_be_visible()
     expect(scan).to_be_hidden()  # a note not read by OCR has no page image
+    tab.check_clean()
+
+
+def rewrite_notes(tab: Any, change: Callable[[str], str]) -> None:
+    """Pass every answer stream of the tab through ``change`` (its text, the answers' JSON among it)."""
+
+    def handle(route: Any) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, body=change(response.text()))
+
+    tab.page.route(re.compile(r"/threads(/[^/?]+/ask)?\?stream=1$"), handle)
+
+
+def test_the_low_confidence_warning_follows_the_citations_not_the_notes_words(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any], tmp_path: Path
+) -> None:
+    pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
+    server = start_with_scans(start_server, write_scans(tmp_path / "scans"))
+    tab = open_tab(server)
+    tab.goto()
+    note = tab.page.locator("#answer .ocr-note")
+    changed: list[str] = []
+
+    def reworded(text: str) -> str:
+        changed.extend([LOW_NOTE] * text.count(LOW_NOTE))
+        return text.replace(LOW_NOTE, "nur unsicher gelesener Text")
+
+    def claimed(text: str) -> str:
+        new, count = re.subn(r'"note": ?""', f'"note": "{LOW_NOTE}"', text)
+        changed.extend(["claimed"] * count)
+        return new
+
+    # every citation low: the warning, whatever words the note is in
+    rewrite_notes(tab, reworded)
+    tab.ask("Where was a kingfisher seen?")
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("Low OCR confidence kb's note: nur unsicher gelesener Text")
+    assert LOW_NOTE in changed
+    # a citation read well: no warning, even where a note used kb's words
+    tab.page.unroute_all()
+    rewrite_notes(tab, claimed)
+    tab.page.click("#new-thread")
+    tab.ask("When was the quarry pump at Wexcombe serviced?")
+    expect(tab.page.locator("#answer .verdict")).to_contain_text("Grounded")
+    expect(tab.page.locator("#answer li.source .ocr-place").first).to_contain_text("page 1")
+    assert "claimed" in changed
+    expect(note).to_have_count(0)
     tab.check_clean()
 
 

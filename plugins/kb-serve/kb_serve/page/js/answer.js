@@ -63,13 +63,20 @@ function yesNo(answer) {
   return el("span", { className: answer.verdict_withheld ? "yes-no withheld" : "yes-no" }, text);
 }
 
-// kb's note on a grounded answer that rests only on text OCR read with low confidence (kb_core's LOW_CONFIDENCE_NOTE).
-const LOW_OCR = "read by OCR with low confidence";
+/**
+ * Whether an answer rests only on text OCR read with low confidence: it cites something, and every
+ * citation has a region marked low (kb's own rule: kb_core.storage.regions.noted_low_confidence).
+ */
+function restsOnLowOcr(answer) {
+  const cited = answer.citations || [];
+  return cited.length > 0 && cited.every((item) => Boolean(item.region && item.region.low === true));
+}
 
-/** A grounded answer's note, when it says the answer rests on text OCR read with low confidence (else null). */
+/** The warning of a grounded answer resting only on text OCR read with low confidence, with kb's note (else null). */
 function ocrNote(answer) {
-  if (!answer.note || !answer.note.includes(LOW_OCR)) return null;
-  return el("p", { className: "ocr-note", role: "note" }, el("strong", {}, "Low OCR confidence"), ` kb's note: ${answer.note}`);
+  if (!restsOnLowOcr(answer)) return null;
+  const said = answer.note ? ` kb's note: ${answer.note}` : " It rests only on text read by OCR with low confidence: check it against the page.";
+  return el("p", { className: "ocr-note", role: "note" }, el("strong", {}, "Low OCR confidence"), said);
 }
 
 function verdict(answer) {
