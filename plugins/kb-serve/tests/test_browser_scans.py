@@ -127,6 +127,25 @@ def test_a_citation_of_a_scan_opens_its_page_with_the_region_boxed_beside_the_te
     tab.check_clean()
 
 
+def test_a_region_across_pages_has_the_confidence_of_the_lines_it_boxes(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any], tmp_path: Path
+) -> None:
+    pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
+    server = start_with_scans(start_server, write_scans(tmp_path / "scans", ("scan.pdf",)))
+    document = server.app.state.service.read(lambda kb: kb.store.get_document("scan.pdf"))
+    lines = document.metadata["ocr"]["lines"]
+    start = next(line[0] for line in lines if line[6] < 0.5)  # the low line on page 1 ...
+    end = max(line[0] for line in lines)  # ... to the last line of page 2
+    region = region_of(document.metadata, start, end)
+    assert region is not None and region.page == 1
+    tab = open_tab(server)
+    tab.page.goto(f"{server.url}/#/doc/scan.pdf/L{start}-L{end}")
+    check_region(tab, server, "scan.pdf", start, end)
+    caption = tab.page.locator("#viewer-scan figcaption")
+    expect(caption).to_contain_text(f"OCR confidence {region.confidence:.2f}")  # as kb ask says it, not page 2's too
+    tab.check_clean()
+
+
 def rewrite_notes(tab: Any, change: Callable[[str], str]) -> None:
     """Pass every answer stream of the tab through ``change`` (its text, the answers' JSON among it)."""
 

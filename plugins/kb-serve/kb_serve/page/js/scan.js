@@ -56,7 +56,7 @@ export function regionOf(doc, start, end) {
   const top = Math.min(...onPage.map((l) => l.box[1]));
   const right = Math.max(...onPage.map((l) => l.box[0] + l.box[2]));
   const bottom = Math.max(...onPage.map((l) => l.box[1] + l.box[3]));
-  const confidence = chosen.reduce((sum, line) => sum + line.confidence, 0) / chosen.length;
+  const confidence = onPage.reduce((sum, line) => sum + line.confidence, 0) / onPage.length; // (the boxed lines')
   return { page, box: [left, top, right - left, bottom - top], confidence, low: confidence < doc.ocr.low_confidence };
 }
 
