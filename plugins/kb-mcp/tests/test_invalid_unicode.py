@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -207,7 +208,8 @@ class Http:
         if reply.status_code == 202:
             return 202, None
         if reply.headers.get("content-type", "").startswith("text/event-stream"):
-            data = [line[5:].strip() for line in reply.text.splitlines() if line.startswith("data:")]
+            lines = re.split(r"\r\n|\r|\n", reply.text)  # SSE's only line ends; str.splitlines cuts at U+2028 too
+            data = [line[5:].strip() for line in lines if line.startswith("data:")]
             return reply.status_code, dict(json.loads(data[-1]))
         return reply.status_code, dict(reply.json())
 
