@@ -33,23 +33,28 @@ A command is a ``click`` command registered with the ``register_commands`` hook 
   messages) that is not valid Unicode, a one-line :class:`kb_core.KbError`; queries and questions get it
   from :func:`kb_core.check_text` too.
 - A front end that shows documents: :func:`stored_lines` puts a document's text back, line by line,
-  from its chunks; :func:`ocr_lines` gives the page, box and confidence of each line OCR read (from
+  from its chunks; :func:`stored_file` reads a document's own file while it is exactly what was
+  ingested (a document parsed by one of :data:`TEXT_PARSERS` is that file's text);
+  :func:`ocr_lines` gives the page, box and confidence of each line OCR read (from
   ``Document.metadata``), :func:`region_of` the region of a span of them, and lines under
   :data:`LOW_CONFIDENCE` are marked low.
 """
 
+from kb_core.builtin.parsers import TEXT_PARSERS
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.ingest.names import NameRefused, check_new_file, clash_between, clean_name
 from kb_core.limits import check_unicode
 from kb_core.output import dumps, envelope
 from kb_core.storage.lines import stored_lines
 from kb_core.storage.regions import LOW_CONFIDENCE, ocr_lines, region_of
+from kb_core.storage.source_files import stored_file
 from kb_core.storage.sqlite_files import storage_error
 from kb_core.terminal import shown
 
 __all__ = [
     "LOW_CONFIDENCE",
     "NameRefused",
+    "TEXT_PARSERS",
     "Session",
     "check_new_file",
     "check_unicode",
@@ -65,6 +70,7 @@ __all__ = [
     "region_of",
     "shown",
     "storage_error",
+    "stored_file",
     "stored_lines",
     "terminal_progress",
 ]

@@ -1,4 +1,5 @@
-"""OCR for tests: :class:`ScriptedOcr` (a fake engine that reads what it is told) and
+"""OCR for tests: :class:`ScriptedOcr` (a fake engine that reads what it is told),
+:class:`ScriptedOcrPlugin` (that registers one as the engine ``scripted``) and
 :class:`OcrEngineContract`, the checks every OCR engine plugin passes.
 
 ``ScriptedOcr`` is for parser tests that need page images read without an engine installed; it is
@@ -24,6 +25,7 @@ import attrs
 import pytest
 
 from kb_core.extend.contracts import OcrEngine
+from kb_core.extend.hookspecs import RegisterOcrEngine, hookimpl
 from kb_core.types import OcrImage, OcrLine
 
 
@@ -55,6 +57,23 @@ class ScriptedOcr:
             return list(self.lines_for(image))
         index = len(self.seen) - 1
         return list(self.pages[index]) if index < len(self.pages) else []
+
+
+@attrs.define
+class ScriptedOcrPlugin:
+    """An in-process plugin that registers the OCR engine ``scripted``: one :class:`ScriptedOcr`
+    reading ``lines_for`` (``load_registry(extra_plugins=[("scans", ScriptedOcrPlugin(f))])``)."""
+
+    lines_for: Callable[[OcrImage], Sequence[OcrLine]]
+    engine: ScriptedOcr = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.engine = ScriptedOcr(lines_for=self.lines_for)
+
+    @hookimpl
+    def register_ocr_engines(self, register: RegisterOcrEngine) -> None:
+        """Register ``scripted``, always the same :attr:`engine`."""
+        register("scripted", lambda _ctx: self.engine, languages="English")
 
 
 class OcrEngineContract:

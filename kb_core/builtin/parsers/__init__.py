@@ -32,10 +32,15 @@ __all__ = [
     "HtmlParser",
     "MarkdownParser",
     "TextParser",
+    "TEXT_PARSERS",
     "read_frontmatter",
     "register_parsers",
     "split_lines",
 ]
+
+
+#: The core's parsers of text files: a document they parsed is its file's own text, line for line.
+TEXT_PARSERS = frozenset({"text", "markdown", "html", "csv"})
 
 
 @hookimpl
