@@ -11,7 +11,7 @@ from typing import Any
 
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
-from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, SearchIndex
+from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, OcrEngine, SearchIndex
 from kb_core.extend.registry import Registry
 from kb_core.extend.registry import registry as default_registry
 from kb_core.privacy import quiet_dependencies
@@ -33,6 +33,7 @@ class KnowledgeBase:
         self._embedder: Embedder | None = None
         self._indexes: dict[str, SearchIndex] = {}
         self._llms: dict[str, LanguageModel] = {}
+        self._ocr: tuple[OcrEngine | None, str] | None = None
         #: Where models report long first-use work (set by the CLI to a terminal progress bar).
         self.progress: Progress | None = None
 
@@ -103,6 +104,15 @@ class KnowledgeBase:
             factory = self.registry.language_model_factory(name)
             self._llms[name] = factory(FactoryContext(self.config, self.config.backend_options(name), self.progress))
         return self._llms[name]
+
+    def ocr(self) -> tuple[OcrEngine | None, str]:
+        """The OCR engine ``[ingest] ocr`` names (made on the first page it reads), or None and the
+        line to show instead; one per knowledge base, like its other engines."""
+        if self._ocr is None:
+            from kb_core.ingest.ocr import choose_ocr  # (only when an ingest or kb doctor needs it)
+
+            self._ocr = choose_ocr(self)
+        return self._ocr
 
     def close(self) -> None:
         """Close the indexes and the store of record."""

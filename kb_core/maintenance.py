@@ -11,7 +11,6 @@ from kb_core.crashes import last_crash, probe_generation
 from kb_core.errors import KbError, NotFoundError
 from kb_core.ingest.index_sync import index_problems
 from kb_core.ingest.language_fit import mismatch_problem
-from kb_core.ingest.ocr import choose_ocr
 from kb_core.types import Citation, Problem
 
 
@@ -105,7 +104,7 @@ def doctor_report(kb: KnowledgeBase, *, generate: bool = True) -> DoctorReport:
         return ", ".join(names) or "none enabled", index_problems(kb)
 
     def ocr() -> tuple[str, list[Problem]]:
-        engine, missing = choose_ocr(kb)
+        engine, missing = kb.ocr()
         if engine is None:
             return missing, []  # optional: scans and photos are then refused one by one, with this line
         return f"{kb.config.ingest.ocr} ({engine.identity}; reads {', '.join(engine.languages())})", []

@@ -119,7 +119,9 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
         heading = shown(" > ".join(chunk.heading_path))
         store = session.kb().store
         document = store.get_document(chunk.doc_path)
-        read = chunk_ocr_lines(document.metadata, chunk, store.chunks_of([chunk.doc_path])) if document else []
+        read = []
+        if document is not None and document.metadata.get("ocr"):  # (the document's chunks only then)
+            read = chunk_ocr_lines(document.metadata, chunk, store.chunks_of([chunk.doc_path]))
 
         def human_chunk() -> None:
             click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}")

@@ -15,13 +15,15 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 
-from kb_core.app import KnowledgeBase
+from kb_core.config import Config
 from kb_core.extend.contracts import FactoryContext, OcrEngine
+from kb_core.extend.registry import Registry
 from kb_core.storage.sqlite_files import make_private_dir
-from kb_core.types import OcrImage, OcrLine
+from kb_core.types import OcrImage, OcrLine, Progress
 
 #: The one command that installs the OCR engine kb documents (Tesseract's data from Debian, then the plugin).
 OCR_INSTALL = (
@@ -33,7 +35,18 @@ OCR_OFF = 'OCR is off ([ingest] ocr = "off"; set it to "auto" to read scans and 
 CACHE_FOLDER = "ocr-cache"
 
 
-def choose_ocr(kb: KnowledgeBase) -> tuple[OcrEngine | None, str]:
+class _KnowledgeBase(Protocol):
+    """What :func:`choose_ocr` reads of a :class:`~kb_core.app.KnowledgeBase` (which makes it once, ``kb.ocr()``)."""
+
+    config: Config
+    registry: Registry
+    progress: Progress | None
+
+    @property
+    def directory(self) -> Path: ...
+
+
+def choose_ocr(kb: _KnowledgeBase) -> tuple[OcrEngine | None, str]:
     """The OCR engine ``[ingest] ocr`` names (made on first use, cached by content), or None and why not."""
     setting = kb.config.ingest.ocr
     if setting == "off":

@@ -29,7 +29,6 @@ from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
 from kb_core.extend.contracts import BytesParser, ParserContext, TokenStartsEmbedder
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
-from kb_core.ingest.ocr import choose_ocr
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import SourceFile, SourceProblem, normalise, single_file, walk
 from kb_core.storage.cited import FreshnessReport, recheck_documents
@@ -109,7 +108,7 @@ class _Parsers:
 
     def __init__(self, kb: KnowledgeBase, progress: Progress | None) -> None:
         self.by_extension: dict[str, tuple[str, Any]] = {}
-        ocr, ocr_missing = choose_ocr(kb)
+        ocr, ocr_missing = kb.ocr()
         for name, registration in kb.registry.items["parsers"].items():
             context = ParserContext(kb.config, progress=progress, ocr=ocr, ocr_missing=ocr_missing)
             parser = registration.factory(context)

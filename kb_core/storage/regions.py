@@ -76,7 +76,10 @@ def region_of(metadata: Mapping[str, Any], start_line: int, end_line: int) -> Re
 
     Its confidence is the mean of those lines'; it is ``low`` when that is under :data:`LOW_CONFIDENCE`.
     """
-    lines = ocr_lines(metadata)
+    return _region(ocr_lines(metadata), start_line, end_line)
+
+
+def _region(lines: Mapping[int, OcrLineRegion], start_line: int, end_line: int) -> Region | None:
     chosen = [lines[n] for n in range(start_line, end_line + 1) if n in lines]
     if not chosen:
         return None
@@ -97,15 +100,16 @@ LOW_CONFIDENCE_NOTE = "it rests only on text read by OCR with low confidence: ch
 def with_regions(
     citations: tuple[AnswerCitation, ...], get_document: Callable[[str], Document | None]
 ) -> tuple[AnswerCitation, ...]:
-    """``citations`` with the region of each one whose document has OCR'd lines in its span."""
-    metadata: dict[str, Mapping[str, Any]] = {}
+    """``citations`` with the region of each one whose document has OCR'd lines in its span
+    (each cited document read, and its OCR'd lines parsed, once)."""
+    lines_of: dict[str, dict[int, OcrLineRegion]] = {}
     located = []
     for item in citations:
         path = item.citation.path
-        if path not in metadata:
+        if path not in lines_of:
             document = get_document(path)
-            metadata[path] = document.metadata if document is not None else {}
-        region = region_of(metadata[path], item.citation.start_line, item.citation.end_line)
+            lines_of[path] = ocr_lines(document.metadata) if document is not None else {}
+        region = _region(lines_of[path], item.citation.start_line, item.citation.end_line)
         located.append(attrs.evolve(item, region=region) if region is not None else item)
     return tuple(located)
 
