@@ -9,26 +9,19 @@ calls, since the SDK runs synchronous tools on worker threads.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import stat
 import threading
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 import attrs
 
 import kb_core
-from kb_core.commands import dumps, envelope, stored_lines
+from kb_core.commands import TEXT_PARSERS, dumps, envelope, stored_file, stored_lines
 from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
 TARGET_CHARS = kb_core.LIMITS.path_chars + 48  # a stored path and a line span: #L<digits>-L<digits>
 THREAD_ID_CHARS = 64  # kb's ids are thr_ and 12 hex digits; anything much longer is not one
-#: The parsers kb_core registers for text files (kb_core.builtin.parsers): a document they read is
-#: cited by its file's own lines, so ``fetch`` may give it its file.
-TEXT_PARSERS = frozenset({"text", "markdown", "html", "csv"})
 
 
 @attrs.frozen
@@ -223,12 +216,10 @@ class KbTools:
         when they decode): its lines are those of the text kb parsed from it, which its chunks hold
         (``stored_lines``)."""
         if document.parser in TEXT_PARSERS:
-            data = _stored_file(document)
-            if data is not None:
-                try:
-                    return data.decode("utf-8").removeprefix("\ufeff"), "file"
-                except UnicodeDecodeError:
-                    pass
+            try:  # (its file only while it is exactly what was ingested)
+                return stored_file(document, follow_symlinks=True).decode("utf-8").removeprefix("\ufeff"), "file"
+            except (kb_core.KbError, UnicodeDecodeError):
+                pass
         lines, _exact = stored_lines(chunks)
         return "\n".join(line or "" for line in lines), "chunks"
 
@@ -245,26 +236,6 @@ class KbTools:
             else:
                 report = self.inbox.store(name or "", text or "")
         return Reply("ingest_report.v1", report)
-
-
-def _stored_file(document: kb_core.Document) -> bytes | None:
-    """The bytes of a stored document's own file, if it is unchanged since it was ingested (same SHA-256).
-
-    Only a stored document's file is opened; without blocking, and read no further than its stored
-    size, so a file since replaced by a pipe, a device or a huge file is never read.
-    """
-    try:
-        handle = os.open(Path(document.source_root) / document.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return None
-    with os.fdopen(handle, "rb") as file:
-        try:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return None
-            data = file.read(document.size + 1)
-        except OSError:
-            return None
-    return data if hashlib.sha256(data).hexdigest() == document.content_hash else None
 
 
 def _fetched(

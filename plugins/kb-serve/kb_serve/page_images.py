@@ -2,7 +2,8 @@
 image file), as a PNG, for the page to show a citation's region on it.
 
 Only a page OCR read is served (``metadata["ocr"]["pages"]``; anything else is a 404), and only from
-the document's own file, ``source_root / path``, checked before a byte of it is used:
+the document's own file, ``source_root / path``, checked before a byte of it is used (by
+:func:`kb_core.commands.stored_file`):
 
 * it must lie inside the folder it was ingested from once links are followed (unless ``[ingest]
   follow_symlinks`` is on, as kb ingest would follow them), else a 409;
@@ -23,12 +24,9 @@ keeps its text at this address: its path wins, and its page images are ``.../pag
 
 from __future__ import annotations
 
-import hashlib
-import os
-import stat
 import sys
 import unicodedata
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -37,7 +35,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from kb_core import Config, Document, KnowledgeBase
+from kb_core import Config, Document, KbError, KnowledgeBase, NotFoundError
+from kb_core.commands import stored_file
 from kb_serve import reading, render
 from kb_serve.bodies import json_response, off_loop, path_param
 from kb_serve.errors import ApiError
@@ -48,10 +47,7 @@ ROUTE = "/documents/{path:path}/pages/{page:int}.png"
 RENDERS = 2
 #: kb-documents' own default ``max_ocr_pixels``: an image file's pixels at most, unless configured.
 DEFAULT_MAX_PIXELS = 40_000_000
-CHANGED_HINT = "run kb ingest on its folder to read it again"
 KINDS = ("pdf", "image")
-#: How a document's file is opened: never waiting (on a FIFO, a device) and never through a link.
-OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 def max_ocr_pixels(config: Config) -> int:
@@ -90,38 +86,14 @@ def find_page(kb: KnowledgeBase, path: str, page: int) -> Scan:
 
 
 def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
-    """The bytes of ``document``'s file, exactly as they were ingested (see the module's docstring)."""
-    name = document.path
-    relative = PurePosixPath(name)
-    if not document.source_root or not Path(document.source_root).is_absolute():
-        raise ApiError(404, f"the folder {name!r} was ingested from is not known", hint=CHANGED_HINT)
-    if relative.is_absolute() or ".." in relative.parts:
-        raise ApiError(409, f"the stored path {name!r} leads outside its folder", hint=CHANGED_HINT)
+    """The bytes of ``document``'s file, exactly as they were ingested (:func:`kb_core.commands.stored_file`):
+    a 404 when the file or its folder is gone, a 409 when it changed, leads outside its folder or cannot be read."""
     try:
-        root = Path(document.source_root).resolve()
-        file = (root / relative).resolve()
-        if not (follow_symlinks or file.is_relative_to(root)):
-            raise ApiError(409, f"the file of {name!r} now leads outside its folder", hint=CHANGED_HINT)
-        if not stat.S_ISREG(file.stat().st_mode):  # (a device is not even opened)
-            raise _changed(name)
-        # What is opened may have been swapped since: without blocking (a FIFO), and checked again.
-        with os.fdopen(os.open(file, OPEN_FLAGS), "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size != document.size:  # (never read a file grown huge)
-                raise _changed(name)
-            data = handle.read(document.size + 1)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ApiError(404, f"the file of {name!r} is gone from its folder", hint=CHANGED_HINT) from None
-    except (OSError, RuntimeError) as exc:  # (RuntimeError: a loop of links, before Python 3.13)
-        reason = getattr(exc, "strerror", None) or exc
-        raise ApiError(409, f"the file of {name!r} cannot be read ({reason})", hint=CHANGED_HINT) from None
-    if hashlib.sha256(data).hexdigest() != document.content_hash:
-        raise _changed(name)
-    return data
-
-
-def _changed(name: str) -> ApiError:
-    return ApiError(409, f"{name!r} changed since it was ingested; run kb ingest", hint=CHANGED_HINT)
+        return stored_file(document, follow_symlinks=follow_symlinks)
+    except NotFoundError as exc:
+        raise ApiError(404, exc.message, hint=exc.hint) from None
+    except KbError as exc:
+        raise ApiError(409, exc.message, hint=exc.hint) from None
 
 
 class PageImages:
