@@ -25,12 +25,10 @@ keeps its text at this address: its path wins, and its page images are ``.../pag
 from __future__ import annotations
 
 import sys
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 import anyio
-import attrs
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -61,28 +59,17 @@ def max_ocr_pixels(config: Config) -> int:
     return value
 
 
-@attrs.frozen
-class Scan:
-    """A stored document's page to render: the document and how to render it (``pdf`` or ``image``)."""
-
-    document: Document
-    kind: str
-
-
-def find_page(kb: KnowledgeBase, path: str, page: int) -> Scan:
-    """The document at ``path`` when OCR read its page ``page``; a 404 otherwise."""
-    clean = unicodedata.normalize("NFC", path)
-    document = kb.store.get_document(clean)
-    if document is None:
-        raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
+def find_page(kb: KnowledgeBase, path: str, page: int) -> Document:
+    """The document at ``path`` when OCR read its page ``page`` (a ``pdf`` or an ``image``); a 404 otherwise."""
+    document = reading.stored_document(kb, path)
+    name = document.path
     pages = reading.ocr_pages(document.metadata)
-    kind = document.metadata.get("format")
-    if not pages or kind not in KINDS:
-        raise ApiError(404, f"{clean!r} was not read by OCR: it has no page images", hint="GET /documents/{path}")
+    if not pages or document.metadata.get("format") not in KINDS:
+        raise ApiError(404, f"{name!r} was not read by OCR: it has no page images", hint="GET /documents/{path}")
     if page not in pages:
         numbers = ", ".join(str(n) for n in sorted(pages)[:20])
-        raise ApiError(404, f"{clean!r} has no page {page} read by OCR (pages: {numbers})")
-    return Scan(document, str(kind))
+        raise ApiError(404, f"{name!r} has no page {page} read by OCR (pages: {numbers})")
+    return document
 
 
 def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
@@ -116,28 +103,31 @@ class PageImages:
         whole = path_param(f"{path}/pages/{tail}", "the path")
         timeout = self.service.settings.search_timeout_s
 
-        def find(kb: KnowledgeBase) -> Scan | dict[str, Any]:
-            if kb.store.get_document(unicodedata.normalize("NFC", whole)) is not None:
-                return reading.document_text(kb, whole)
-            return find_page(kb, path, page)
+        def find(kb: KnowledgeBase) -> Document | dict[str, Any]:
+            try:
+                document = reading.stored_document(kb, whole)
+            except ApiError:  # (no document of that very path: a page of the document at ``path``)
+                return find_page(kb, path, page)
+            return reading.text_of(kb, document)
 
         found = await off_loop(lambda: self.service.read(find), timeout)
         if isinstance(found, dict):
             return json_response("document_text.v1", found)
         follow = self.service.config.ingest.follow_symlinks
         async with self.limiter:  # (before the file is read: a request waiting here holds none of it)
-            data = await off_loop(lambda: source_bytes(found.document, follow), timeout)
-            png = await self._render(found, page, data)
+            data = await off_loop(lambda: source_bytes(found, follow), timeout)
+            png = await self._render(found, page, data, timeout)
         return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})
 
-    async def _render(self, scan: Scan, page: int, data: bytes) -> bytes:
-        """The PNG :mod:`kb_serve.render` makes of the page, in a child process; a 422 with its reason when it fails.
+    async def _render(self, document: Document, page: int, data: bytes, timeout: float) -> bytes:
+        """The PNG :mod:`kb_serve.render` makes of the page (of a ``pdf`` or an ``image``, as
+        :func:`find_page` checked), in a child process; a 422 with its reason when it fails, a 504 after ``timeout``.
 
         The caller holds :attr:`limiter`."""
         if not sys.executable:
             raise ApiError(422, "cannot render a page: no Python interpreter to run the renderer with")
-        timeout = self.service.settings.search_timeout_s
-        command = [sys.executable, "-I", str(Path(render.__file__)), scan.kind, str(page), str(self.max_pixels)]
+        kind = str(document.metadata["format"])
+        command = [sys.executable, "-I", str(Path(render.__file__)), kind, str(page), str(self.max_pixels)]
         try:
             with anyio.fail_after(timeout):
                 result = await anyio.run_process(command, input=data, check=False)
@@ -147,7 +137,7 @@ class PageImages:
             lines = result.stderr.decode("utf-8", "replace").strip().splitlines() or [f"status {result.returncode}"]
             raise ApiError(
                 422,
-                f"cannot show page {page} of {scan.document.path!r}: {lines[-1]}",
+                f"cannot show page {page} of {document.path!r}: {lines[-1]}",
                 hint="kb-documents (Pillow, pypdfium2) renders the page; check that it is installed",
             )
         return result.stdout

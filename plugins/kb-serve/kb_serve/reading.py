@@ -26,7 +26,7 @@ import unicodedata
 from typing import Any
 
 import kb_core
-from kb_core import KnowledgeBase, list_answers
+from kb_core import Document, KnowledgeBase, list_answers
 from kb_core.commands import LOW_CONFIDENCE, ocr_lines, stored_lines
 from kb_serve.errors import ApiError
 
@@ -80,12 +80,22 @@ def _ocr(metadata: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def document_text(kb: KnowledgeBase, path: str) -> dict[str, Any]:
-    """``document_text.v1``: the stored document at ``path``, line by line; 404 when there is none."""
+def stored_document(kb: KnowledgeBase, path: str) -> Document:
+    """The stored document at ``path`` (NFC, as paths are stored); a 404 when there is none."""
     clean = unicodedata.normalize("NFC", path)
     document = kb.store.get_document(clean)
     if document is None:
         raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
+    return document
+
+
+def document_text(kb: KnowledgeBase, path: str) -> dict[str, Any]:
+    """``document_text.v1``: the stored document at ``path``, line by line; 404 when there is none."""
+    return text_of(kb, stored_document(kb, path))
+
+
+def text_of(kb: KnowledgeBase, document: Document) -> dict[str, Any]:
+    """``document_text.v1`` of a stored ``document``: its text line by line, from its chunks."""
     chunks = kb.store.chunks_of([document.path])
     lines, exact = stored_lines(chunks)
     return {
