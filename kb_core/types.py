@@ -74,6 +74,17 @@ class Block:
     verbatim: bool = False
     line_spans: tuple[tuple[int, int], ...] = ()
 
+    def line_spans_fit(self) -> bool:
+        """Whether ``line_spans`` gives each line of the text a span inside the block's own, in order."""
+        if len(self.line_spans) != self.text.count("\n") + 1:
+            return False
+        previous = self.start_line
+        for first, last in self.line_spans:
+            if not previous <= first <= last <= self.end_line:
+                return False
+            previous = first
+        return True
+
 
 @attrs.frozen
 class ParsedDocument:

@@ -159,7 +159,7 @@ class Chunker:
         # Line i of the text is source line start+i only for verbatim text of the same height;
         # other text is cited by the spans the parser gave its lines, else by the whole block.
         exact = block.verbatim and len(spans) == block.end_line - block.start_line + 1
-        mapped = not exact and _usable_line_spans(block, len(spans))
+        mapped = not exact and block.line_spans_fit()
         units: list[_Unit] = []
         for offset, ((a, b), tokens) in enumerate(zip(spans, counter(spans))):
             if not text[a:b].strip():
@@ -374,16 +374,3 @@ def _table_rows(units: list[_Unit], table: int) -> list[_Unit]:
     head = attrs.evolve(units[0], table=table, is_header=whole)
     header, tokens = (head.text, head.tokens) if whole else ("", 0)
     return [head, *(attrs.evolve(u, table=table, header=header, header_tokens=tokens) for u in units[1:])]
-
-
-def _usable_line_spans(block: Block, line_count: int) -> bool:
-    """Whether ``block.line_spans`` gives every line of the text a span inside the block's, in order."""
-    spans = block.line_spans
-    if len(spans) != line_count:
-        return False
-    previous = block.start_line
-    for first, last in spans:
-        if not previous <= first <= last <= block.end_line:
-            return False
-        previous = first
-    return True

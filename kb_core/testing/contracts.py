@@ -61,10 +61,7 @@ def check_line_spans(block: Block) -> None:
     if not block.line_spans:
         return
     assert len(block.line_spans) == block.text.count("\n") + 1, "one span for each line of the text"
-    previous = block.start_line
-    for first, last in block.line_spans:
-        assert previous <= first <= last <= block.end_line, (first, last, block.start_line, block.end_line)
-        previous = first
+    assert block.line_spans_fit(), (block.line_spans, block.start_line, block.end_line)
 
 
 class ParserContract:

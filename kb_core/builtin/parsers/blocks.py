@@ -15,6 +15,8 @@ MAX_HEADING_CHARS = 200
 MAX_LIST_INDENT = 8
 NEWLINE = re.compile(r"\r\n|\r|\n")
 SPACES = re.compile(r"\s+")
+#: The most cells a table row keeps (CSV, HTML): past it a row is cut.
+MAX_CELLS_PER_ROW = 1000
 
 
 def split_lines(text: str) -> list[str]:
@@ -23,6 +25,14 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines
+
+
+def table_row(cells: Sequence[str]) -> str:
+    """A table row as kb keeps it, ``cell | cell``: its trailing empty cells left out ('' for none)."""
+    kept = list(cells)
+    while kept and not kept[-1]:
+        kept.pop()
+    return " | ".join(kept)
 
 
 def file_name(path: str) -> str:
@@ -93,13 +103,11 @@ def assemble(items: Iterable[Heading | Content], source_lines: Sequence[str] | N
         if item.kind == "table":
             flush_pending()
         start = pending[0][0].start_line if pending else item.start_line
-        spans: tuple[tuple[int, int], ...] = ()
         if source_lines is not None:
             text = "\n".join(source_lines[start - 1 : item.end_line])
         else:
             text = "\n".join([*(h.text for h, _ in pending), item.text])
-            if item.line_spans:
-                spans = (*((h.start_line, h.end_line) for h, _ in pending), *item.line_spans)
+        spans = item.line_spans if source_lines is None else ()  # (only tables have them: no heading is pending)
         path = tuple(h.title for h in stack)
         blocks.append(Block(text, start, item.end_line, path, item.kind, source_lines is not None, spans))
         pending.clear()

@@ -19,15 +19,15 @@ from __future__ import annotations
 import csv
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from kb_core.builtin.parsers.blocks import file_name, split_lines
+from kb_core.builtin.parsers.blocks import MAX_CELLS_PER_ROW, file_name, split_lines, table_row
 from kb_core.types import Block, ParsedDocument
 
 DELIMITERS = (",", ";", "\t", "|")
 #: Rows read at most (the header included).
 MAX_ROWS = 200_000
 #: Cells kept of one row.
-MAX_CELLS_PER_ROW = 1000
 #: Characters kept of one cell.
 MAX_CELL_CHARS = 2000
 #: Lines read to choose the delimiter.
@@ -50,21 +50,33 @@ def choose_delimiter(lines: Sequence[str], path: str) -> str:
     best, best_score = "\t" if path.lower().endswith(".tsv") else ",", (0, 0)
     for delimiter in DELIMITERS:
         widths: Counter[int] = Counter()
-        reader = csv.reader(_source(sample), delimiter=delimiter)
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error:
-                continue
-            if len(row) > 1:
-                widths[len(row)] += 1
+        for read in _read_rows(csv.reader(_source(sample), delimiter=delimiter)):
+            if not isinstance(read, str) and len(read[0]) > 1:
+                widths[len(read[0])] += 1
         if widths:
             width, rows = max(widths.items(), key=lambda item: (item[1], item[0]))
             if (rows, width) > best_score:
                 best, best_score = delimiter, (rows, width)
     return best
+
+
+def _read_rows(reader: Any) -> Iterator[tuple[list[str], int, int] | str]:
+    """What a csv ``reader`` reads: each row with its first and last line, or where and why it could
+    not read one (every error consumes a line; reading stops at an error that does not)."""
+    consumed = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield f"line {reader.line_num} ({exc})"
+            if reader.line_num <= consumed:
+                return
+            consumed = reader.line_num
+            continue
+        first, consumed = consumed + 1, reader.line_num
+        yield row, first, consumed
 
 
 def _cell(value: str) -> tuple[str, bool]:
@@ -87,19 +99,11 @@ class CsvParser:
         errors: list[str] = []
         cut_cells = cut_rows = False
         long_row = ""
-        consumed = 0
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                errors.append(f"line {reader.line_num} ({exc})")
-                if reader.line_num <= consumed:
-                    break  # every error consumes a line; never loop on one
-                consumed = reader.line_num
+        for read in _read_rows(reader):
+            if isinstance(read, str):
+                errors.append(read)
                 continue
-            first, consumed = consumed + 1, reader.line_num
+            row, first, consumed = read
             if len(row) > MAX_CELLS_PER_ROW:
                 row, cut_rows = row[:MAX_CELLS_PER_ROW], True
             cells = []
@@ -107,14 +111,13 @@ class CsvParser:
                 cell, cut = _cell(value)
                 cells.append(cell)
                 cut_cells = cut_cells or cut
-            while cells and not cells[-1]:
-                cells.pop()
-            if not cells:
+            line = table_row(cells)
+            if not line:
                 continue
             if len(rows) == MAX_ROWS:
                 warnings.append(f"read the first {MAX_ROWS} rows; the rows from line {first} on are left out")
                 break
-            rows.append(" | ".join(cells))
+            rows.append(line)
             spans.append((first, consumed))
             if consumed - first >= LONG_ROW_LINES and not long_row:
                 long_row = f"the row at line {first} runs over {consumed - first + 1} lines (a quote never closed?)"

@@ -330,8 +330,8 @@ class _HtmlCollector(_StdlibHTMLParser):
             found: list[Content] = []
             if caption and table.caption_lines:
                 found.append(Content("paragraph", caption, *table.caption_lines))
-            if rows and table.row_lines:
-                found.append(Content("table", rows, *table.row_lines, line_spans=spans))
+            if rows:  # (its first row's first line to the last line of any row)
+                found.append(Content("table", rows, spans[0][0], max(last for _, last in spans), line_spans=spans))
             self.items.extend(sorted(found, key=lambda c: c.start_line))
             return
         text = capture.text()

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import attrs
 
-from kb_core.builtin.parsers.blocks import SPACES
+from kb_core.builtin.parsers.blocks import MAX_CELLS_PER_ROW, SPACES, table_row
 
 MAX_COLSPAN = 20
-MAX_CELLS_PER_ROW = 1000
 
 
 @attrs.define
@@ -32,7 +31,6 @@ class Table:
     in_caption: bool = False
     owed: int = 0  # empty cells a colspan still adds before the next cell
     caption_lines: tuple[int, int] | None = None  # first and last source line of the caption's text
-    row_lines: tuple[int, int] | None = None  # and of the rows' text
 
     def add(self, text: str, first_line: int = 0, last_line: int = 0) -> None:
         """Text inside the table: into the caption, else the current cell (one is opened for stray text)."""
@@ -48,7 +46,6 @@ class Table:
             row.append([])
         row[-1].append(text)
         if text.strip():
-            self.row_lines = _widen(self.row_lines, first_line, last_line)
             self.spans[-1] = _widen(self.spans[-1], first_line, last_line)
 
     def row(self) -> None:
@@ -75,11 +72,9 @@ class Table:
         lines = []
         spans = []
         for row, span in zip(self.rows, self.spans):
-            cells = [SPACES.sub(" ", "".join(parts)).strip() for parts in row]
-            while cells and not cells[-1]:
-                cells.pop()
-            if cells and span is not None:
-                lines.append(" | ".join(cells))
+            line = table_row([SPACES.sub(" ", "".join(parts)).strip() for parts in row])
+            if line and span is not None:
+                lines.append(line)
                 spans.append(span)
         return SPACES.sub(" ", "".join(self.caption)).strip(), "\n".join(lines), tuple(spans)
 
