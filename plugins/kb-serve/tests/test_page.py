@@ -121,7 +121,7 @@ def test_no_page_script_parses_html_or_runs_strings() -> None:
 
 def test_only_api_js_reads_a_responses_json_body() -> None:
     readers = sorted(url for url, asset in load_assets().items() if url.endswith(".js") and b".json()" in asset.body)
-    assert readers == ["/page/js/api.js"]  # the others use its bodyOf, getJSON or ApiError
+    assert readers == ["/page/js/api.js"]  # the others use its getJSON, checked or ApiError
 
 
 def test_every_response_carries_the_security_headers(start_server: Callable[..., Any]) -> None:

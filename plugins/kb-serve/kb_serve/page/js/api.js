@@ -50,7 +50,7 @@ function askForToken(message) {
 }
 
 /** The JSON body of a response, or null when it has none (an error's {error, hint}, whatever its status). */
-export async function bodyOf(response) {
+async function bodyOf(response) {
   try {
     return await response.json();
   } catch {
@@ -80,12 +80,15 @@ export async function request(path, { method = "GET", json, form, signal } = {})
   }
 }
 
+/** ``response`` when it succeeded, else an ApiError of its status and its {error, hint} body. */
+export async function checked(response) {
+  if (!response.ok) throw new ApiError(response.status, await bodyOf(response));
+  return response;
+}
+
 /** The JSON body of a request, or an ApiError. */
 export async function getJSON(path, options) {
-  const response = await request(path, options);
-  const body = await bodyOf(response);
-  if (!response.ok) throw new ApiError(response.status, body);
-  return body;
+  return bodyOf(await checked(await request(path, options)));
 }
 
 /**

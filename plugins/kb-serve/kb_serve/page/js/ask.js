@@ -8,7 +8,7 @@
 // it (before the answer is written), and keeps saying it under the finished turn. Earlier turns stay
 // above the latest one; "New conversation" starts over.
 
-import { ApiError, bodyOf, readEvents, request } from "./api.js";
+import { ApiError, checked, readEvents, request } from "./api.js";
 import { renderAnswer, searchedFor } from "./answer.js";
 import { byId, el, fill, inert, langProp, setText } from "./dom.js";
 
@@ -103,8 +103,7 @@ export async function ask(question) {
   let finished = false;
   try {
     const path = continuing ? `/threads/${encodeURIComponent(continuing)}/ask` : "/threads";
-    const response = await request(`${path}?stream=1`, { method: "POST", json: { question }, signal: mine.signal });
-    if (!response.ok) throw new ApiError(response.status, await bodyOf(response));
+    const response = await checked(await request(`${path}?stream=1`, { method: "POST", json: { question }, signal: mine.signal }));
     for await (const [event, data] of readEvents(response.body)) {
       if (event === "standalone") {
         // what kb searches with, before it searches: said at once when kb completed the question

@@ -117,6 +117,41 @@ export function langProp(text) {
   return langOf(text) || undefined;
 }
 
+/**
+ * A cache of at most ``size`` entries that forgets the one used least recently first:
+ * ``get(key)`` (undefined when it is not kept), ``set(key, value)`` and ``clear()``.
+ * ``forget(value)`` is called for every value it lets go of (to release what it holds).
+ */
+export function recentlyUsed(size, forget = () => {}) {
+  const entries = new Map();
+  return {
+    get(key) {
+      if (!entries.has(key)) return undefined;
+      const value = entries.get(key);
+      entries.delete(key);
+      entries.set(key, value);
+      return value;
+    },
+    set(key, value) {
+      entries.set(key, value);
+      while (entries.size > size) {
+        const [oldest, old] = entries.entries().next().value;
+        entries.delete(oldest);
+        forget(old);
+      }
+    },
+    clear() {
+      for (const value of entries.values()) forget(value);
+      entries.clear();
+    },
+  };
+}
+
+/** Scroll ``box`` by as much as puts ``target`` (an element inside it; none: no scroll) a quarter of the way down it. */
+export function scrollToQuarter(box, target) {
+  if (target) box.scrollTop += target.getBoundingClientRect().top - box.getBoundingClientRect().top - box.clientHeight / 4;
+}
+
 /** A number of bytes in words. */
 export function bytes(count) {
   if (count < 1024) return `${count} B`;

@@ -4,37 +4,26 @@
 // rectangles in percentages of the page, so they scale with the image). The region is kb's own
 // (kb_core.storage.regions.region_of): the box around the cited lines on the first page they reach.
 
-import { ApiError, bodyOf, documentPath, request } from "./api.js";
-import { el, fill, svg } from "./dom.js";
+import { checked, documentPath, request } from "./api.js";
+import { el, fill, recentlyUsed, scrollToQuarter, svg } from "./dom.js";
 
-const KEPT = 6; // page images kept (as blob: URLs) for opening again
-const images = new Map();
+const KEPT = 6; // page images kept (as blob: URLs) for opening again; a URL let go of is revoked
+const images = recentlyUsed(KEPT, (url) => URL.revokeObjectURL(url));
 
 /** Forget the page images fetched (after an upload or a delete). */
 export function forgetPageImages() {
-  for (const url of images.values()) URL.revokeObjectURL(url);
   images.clear();
 }
 
 async function pageImage(path, page) {
   const key = `${page}/${path}`;
-  if (images.has(key)) {
-    const url = images.get(key);
-    images.delete(key);
-    images.set(key, url);
-    return url;
-  }
-  const response = await request(`${documentPath(path)}/pages/${page}.png`);
-  if (!response.ok) throw new ApiError(response.status, await bodyOf(response));
+  const kept = images.get(key);
+  if (kept) return kept;
+  const response = await checked(await request(`${documentPath(path)}/pages/${page}.png`));
   const blob = await response.blob();
   if (blob.type !== "image/png") throw new Error("the server did not send a PNG");
   const url = URL.createObjectURL(blob); // a blob: URL of the server's own PNG, never a URL from data
   images.set(key, url);
-  while (images.size > KEPT) {
-    const [oldest, old] = images.entries().next().value;
-    URL.revokeObjectURL(old);
-    images.delete(oldest);
-  }
   return url;
 }
 
@@ -118,8 +107,7 @@ export async function showScan(figure, doc, path, page, region, current) {
     "load",
     () => {
       image.classList.add("loaded");
-      const target = overlay.querySelector(".region");
-      if (target) figure.scrollTop += target.getBoundingClientRect().top - figure.getBoundingClientRect().top - figure.clientHeight / 4;
+      scrollToQuarter(figure, overlay.querySelector(".region"));
     },
     { once: true },
   );

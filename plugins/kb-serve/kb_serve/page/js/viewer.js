@@ -3,24 +3,19 @@
 // OCR read shows its image beside its text, the cited region boxed, low-confidence lines marked.
 
 import { documentPath, getJSON, pathProblem } from "./api.js";
-import { byId, el, fill, inert, langOf, setLang, setText } from "./dom.js";
+import { byId, el, fill, inert, langOf, recentlyUsed, scrollToQuarter, setLang, setText } from "./dom.js";
 import { forgetPageImages, hideScan, ocrLines, pageToShow, regionOf, showScan } from "./scan.js";
 
 const CACHE_SIZE = 8;
 const GAP_LINES = 3; // a run of this many lines no chunk covers is shown as one row
-const cache = new Map();
+const cache = recentlyUsed(CACHE_SIZE);
 let opening = 0;
 
 async function load(path) {
-  if (cache.has(path)) {
-    const doc = cache.get(path);
-    cache.delete(path);
-    cache.set(path, doc);
-    return doc;
-  }
+  const kept = cache.get(path);
+  if (kept) return kept;
   const doc = await getJSON(documentPath(path));
   cache.set(path, doc);
-  while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value);
   return doc;
 }
 
@@ -172,9 +167,8 @@ export async function openDocument(path, start = null, end = null, headingPath =
   const region = regionOf(doc, first, last);
   const page = pageToShow(doc, region, first === null ? null : range.page);
   showPage(page && { doc, path, page, region, current: () => mine === opening });
-  const target = box.querySelector(".line.cited");
   box.scrollTop = 0;
-  if (target) box.scrollTop = target.getBoundingClientRect().top - box.getBoundingClientRect().top - box.clientHeight / 4;
+  scrollToQuarter(box, box.querySelector(".line.cited"));
   viewer.dataset.path = path;
   // measured to the next frame: the cited lines are on the screen
   requestAnimationFrame(() =>
