@@ -13,8 +13,8 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 import kb_core
-from kb_core.plugin import OcrImage, OcrLine, RegisterOcrEngine, hookimpl
-from kb_core.testing import ScriptedOcr, load_registry
+from kb_core.plugin import OcrImage, OcrLine
+from kb_core.testing import ScriptedOcrPlugin, load_registry
 from kb_documents.cli import SCHEMA, resolve
 
 PLUGIN = Path(__file__).resolve().parent.parent
@@ -31,17 +31,6 @@ def lines_for(image: OcrImage) -> list[OcrLine]:
         OcrLine("The heron pump was serviced and its seals replaced.", (150, 300, 1000, 30), 0.93),
         OcrLine("Next inspection in spring.", (150, 335, 600, 30), 0.81),
     ]
-
-
-@attrs.define
-class ScriptedOcrPlugin:
-    """Registers the OCR engine ``scripted`` (a ScriptedOcr reading ``lines_for``)."""
-
-    engine: ScriptedOcr = attrs.field(factory=lambda: ScriptedOcr(lines_for=lines_for))
-
-    @hookimpl
-    def register_ocr_engines(self, register: RegisterOcrEngine) -> None:
-        register("scripted", lambda _ctx: self.engine, languages="English")
 
 
 def _scan(pages: int) -> bytes:
@@ -68,7 +57,7 @@ def test_ingest_reads_scans_and_photos_and_pages_names_the_region(tmp_path: Path
     folder.mkdir()
     (folder / "scan.pdf").write_bytes(_scan(2))
     (folder / "birds.png").write_bytes(_photo())
-    plugin = ScriptedOcrPlugin()
+    plugin = ScriptedOcrPlugin(lines_for)
     with _kb(tmp_path, "scripted", [("scripted-ocr", plugin)]) as kb:
         report = kb_core.ingest_paths(kb, [folder])
         assert sorted(report.added) == ["birds.png", "scan.pdf"] and report.failed == []

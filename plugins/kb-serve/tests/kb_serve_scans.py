@@ -1,7 +1,7 @@
 """Scanned pages and a photo of known text for kb-serve's tests, and the OCR engine that reads them.
 
 The pages are drawn with Pillow, each line of text where the engine then says it is.
-:class:`ScansOcr` registers kb_core.testing's ``ScriptedOcr`` in process as the engine ``scripted``
+:func:`start_with_scans` registers kb_core.testing's ``ScriptedOcrPlugin`` in process as the engine ``scripted``
 (``[ingest] ocr = "scripted"``, :data:`OVERRIDES`): it returns each page's lines, scaled to the
 image it is shown, with chosen confidences: one line of the scan, and every line of the photo, under
 kb's ``LOW_CONFIDENCE`` (0.6). (A scripted engine, not Tesseract, so that the boxes and the
@@ -22,8 +22,8 @@ import attrs
 from PIL import Image, ImageDraw, ImageFont
 
 import kb_core
-from kb_core.plugin import OcrImage, OcrLine, RegisterOcrEngine, hookimpl
-from kb_core.testing import ScriptedOcr
+from kb_core.plugin import OcrImage, OcrLine
+from kb_core.testing import ScriptedOcrPlugin
 
 DPI = 150
 PORTRAIT = (1240, 1754)
@@ -123,18 +123,6 @@ def scaled(box: Box, scale: float) -> Box:
     return round(x * scale), round(y * scale), round(w * scale), round(h * scale)
 
 
-@attrs.define
-class ScansOcr:
-    """Registers the OCR engine ``scripted``: a ScriptedOcr reading :func:`lines_for`."""
-
-    engine: ScriptedOcr = attrs.field(factory=lambda: ScriptedOcr(lines_for=lines_for))
-
-    @hookimpl
-    def register_ocr_engines(self, register: RegisterOcrEngine) -> None:
-        """Register ``scripted``."""
-        register("scripted", lambda _ctx: self.engine, languages="English")
-
-
 def write_scans(folder: Path, files: Sequence[str] = ("scan.pdf", "birds.png")) -> Path:
     """``folder`` with the named files of this module written into it (``birds.jpg``: :func:`turned_jpeg`)."""
     makers: dict[str, Callable[[], bytes]] = {"scan.pdf": scan_pdf, "birds.png": photo_png, "birds.jpg": turned_jpeg}
@@ -145,8 +133,8 @@ def write_scans(folder: Path, files: Sequence[str] = ("scan.pdf", "birds.png")) 
 
 
 def start_with_scans(start_server: Callable[..., Any], folder: Path, **settings: Any) -> Any:
-    """A server (``start_server``) whose knowledge base has ingested ``folder`` with :class:`ScansOcr`."""
-    server = start_server(plugins=[("scans-ocr", ScansOcr())], overrides=OVERRIDES, **settings)
+    """A server (``start_server``) whose knowledge base has ingested ``folder``, OCR'd by :func:`lines_for`."""
+    server = start_server(plugins=[("scans-ocr", ScriptedOcrPlugin(lines_for))], overrides=OVERRIDES, **settings)
     report = server.app.state.service.write(lambda kb: kb_core.ingest_paths(kb, [folder]))
     assert report.failed == [], report.failed
     return server
