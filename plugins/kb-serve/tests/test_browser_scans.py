@@ -21,6 +21,7 @@ from playwright.sync_api import expect
 from kb_core.commands import region_of
 
 pytestmark = pytest.mark.slow
+pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
 
 #: The box over the page image, as fractions of the image's (x, y, width, height).
 BOX_ON_IMAGE = """() => {
@@ -61,7 +62,6 @@ def check_region(tab: Any, server: Any, path: str, start: int, end: int) -> Any:
 def test_a_citation_of_a_scan_opens_its_page_with_the_region_boxed_beside_the_text(
     start_server: Callable[..., Any], open_tab: Callable[..., Any], tmp_path: Path
 ) -> None:
-    pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
     server = start_with_scans(start_server, write_scans(tmp_path / "scans"))
     tab = open_tab(server)
     tab.goto()
@@ -130,7 +130,6 @@ def test_a_citation_of_a_scan_opens_its_page_with_the_region_boxed_beside_the_te
 def test_a_region_across_pages_has_the_confidence_of_the_lines_it_boxes(
     start_server: Callable[..., Any], open_tab: Callable[..., Any], tmp_path: Path
 ) -> None:
-    pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
     server = start_with_scans(start_server, write_scans(tmp_path / "scans", ("scan.pdf",)))
     document = server.app.state.service.read(lambda kb: kb.store.get_document("scan.pdf"))
     lines = document.metadata["ocr"]["lines"]
@@ -159,7 +158,6 @@ def rewrite_notes(tab: Any, change: Callable[[str], str]) -> None:
 def test_the_low_confidence_warning_follows_the_citations_not_the_notes_words(
     start_server: Callable[..., Any], open_tab: Callable[..., Any], tmp_path: Path
 ) -> None:
-    pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
     server = start_with_scans(start_server, write_scans(tmp_path / "scans"))
     tab = open_tab(server)
     tab.goto()
@@ -197,7 +195,6 @@ def test_the_low_confidence_warning_follows_the_citations_not_the_notes_words(
 def test_with_a_token_the_page_image_is_fetched_with_it(
     start_server: Callable[..., Any], open_tab: Callable[..., Any], tmp_path: Path
 ) -> None:
-    pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
     token = "correct-horse-battery-staple"
     server = start_with_scans(start_server, write_scans(tmp_path / "scans", ("birds.png",)), token=token)
     tab = open_tab(server)
