@@ -118,8 +118,8 @@ class TesseractEngine:
                     if not text:
                         continue
                     upright_box = clamp_box(left, top, right, bottom, up_width, up_height)
-                    x, y, w, h = box_back(upright_box, width, height, quarters)
-                    lines.append(OcrLine(text, clamp_box(x, y, x + w, y + h, width, height), confidence))
+                    # inside the turned image, so inside the original once turned back
+                    lines.append(OcrLine(text, box_back(upright_box, width, height, quarters), confidence))
             return lines
         finally:
             api.Clear()
