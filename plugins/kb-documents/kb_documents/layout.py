@@ -56,6 +56,14 @@ class Run:
         return self.baseline - 0.25 * self.size
 
 
+class Cell(NamedTuple):
+    """A cell of a line (a run, or an empty cell put back): its text and left and right edges."""
+
+    text: str
+    x0: float
+    x1: float
+
+
 @attrs.frozen
 class Line:
     """A line of the page in reading order. ``cells`` > 1 marks a table row."""
@@ -67,6 +75,7 @@ class Line:
     x0: float
     cells: int = 1
     sources: tuple[int, ...] = ()  # the sources of its runs
+    spans: tuple[Cell, ...] = ()  # its cells, left to right
 
 
 def make_runs(glyphs: Sequence[Glyph]) -> list[Run]:
@@ -216,13 +225,14 @@ def _is_prose_columns(runs: Sequence[Run], gutter: tuple[float, float]) -> bool:
 
 
 def _row(band: Sequence[Run]) -> Line:
-    cells = [" ".join(r.text.split()) for r in band if r.text.strip()]
+    cells = [Cell(" ".join(r.text.split()), r.x0, r.x1) for r in band if r.text.strip()]
     return Line(
-        text=" | ".join(cells),
+        text=" | ".join(cell.text for cell in cells),
         size=max(r.size for r in band),
         top=max(r.top for r in band),
         bottom=min(r.bottom for r in band),
         x0=min(r.x0 for r in band),
         cells=len(cells),
         sources=tuple(s for r in band for s in r.sources),
+        spans=tuple(cells),
     )

@@ -33,6 +33,7 @@ import pypdfium2.raw as pdfium_c
 from kb_core import KbError
 from kb_core.plugin import OcrEngine, OcrImage, OcrLine, Progress
 from kb_documents.assemble import Content
+from kb_documents.grid import align_tables
 from kb_documents.layout import Line, Run, merge_touching, order_lines
 
 DEFAULT_MISSING = "OCR is not installed (install an OCR engine plugin, such as kb-tesseract)"
@@ -92,7 +93,7 @@ class OcrPage:
     def layout(self) -> list[Line]:
         """The lines as rows in reading order; each Line's ``sources`` index ``self.lines``."""
         runs = [self._run(index, line) for index, line in enumerate(self.lines)]
-        return order_lines(merge_touching(runs))
+        return align_tables(order_lines(merge_touching(runs)))
 
     def _run(self, index: int, line: OcrLine) -> Run:
         x, y, w, h = (value / self.scale for value in line.box)

@@ -21,6 +21,7 @@ from kb_core import KbError
 from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
+from kb_documents.grid import align_tables
 from kb_documents.layout import Glyph, Line, make_runs, order_lines
 from kb_documents.limits import Limits
 from kb_documents.ocr_pages import Ocr, OcrPage, ocr_metadata, page_items, read_pdf_pages
@@ -259,7 +260,7 @@ class PdfParser(BinaryParser):
                     image_only.append(index)
             finally:
                 page.close()
-            pages_lines.append(order_lines(make_runs(glyphs)))
+            pages_lines.append(align_tables(order_lines(make_runs(glyphs))))
         return pages_lines, image_only
 
     def _no_ocr(self, image_only: list[int], has_text: bool, warnings: list[str]) -> None:
