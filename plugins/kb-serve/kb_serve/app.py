@@ -35,8 +35,9 @@ from kb_serve.bodies import (
     read_json,
     too_large,
 )
-from kb_serve.errors import ApiError, error_response, status_of
+from kb_serve.errors import ApiError, OpenAIErrors, error_response, status_of
 from kb_serve.guards import HostPolicy, RequestGuard
+from kb_serve.openai_api import OpenAIApi
 from kb_serve.page_images import PageImages
 from kb_serve.service import KbService
 from kb_serve.settings import ServeSettings
@@ -228,6 +229,7 @@ def create_app(
             service.close()
 
     page = PageFiles()
+    threads = ThreadApi(service)
     routes = [
         Route("/", page.serve, methods=["GET"]),
         Route("/page/{name:path}", page.serve, methods=["GET"]),
@@ -241,7 +243,8 @@ def create_app(
         Route("/search", api.search, methods=["GET"]),
         Route("/ask", api.ask, methods=["POST"]),
         Route("/ask/stream", api.ask_stream, methods=["POST"]),
-        *ThreadApi(service).routes(),
+        *threads.routes(),
+        *OpenAIApi(service, threads.in_use).routes(),  # /v1: OpenAI's chat API (errors in its shape)
     ]
     app = Starlette(
         routes=routes,
@@ -257,5 +260,6 @@ def create_app(
     app.add_middleware(BearerAuth, token=settings.token)
     # before the token and the routes: a request to a host the server does not answer to, or a cross-site write
     app.add_middleware(RequestGuard, policy=HostPolicy.build(settings.host, settings.allow_hosts), port=settings.port)
+    app.add_middleware(OpenAIErrors)  # around the guards: under /v1, every error leaves in OpenAI's shape
     app.add_middleware(SecurityHeaders)  # outermost: on every response, refusals included
     return app

@@ -31,6 +31,14 @@ KB_SCHEMAS = (
     "thread_deleted.v1",
 )
 OWN_SCHEMAS = ("health.v1", "error", "serve.v1", "document_text.v1", "stored_answer.v1")
+#: The schemas of ``/v1`` (OpenAI's shapes; kb's own fields ``kb`` and ``kb_thread`` in a completion).
+OPENAI_SCHEMAS = (
+    "openai_error",
+    "openai_model_list",
+    "openai_chat_request",
+    "openai_chat_completion",
+    "openai_chat_chunk",
+)
 TITLE = "kb serve"
 
 
@@ -55,8 +63,9 @@ def _json(name: str, description: str) -> dict[str, Any]:
 TEXT_JSON = _json("document_text.v1", "")["content"]
 
 
-def _errors(*codes: int) -> dict[str, Any]:
-    """Error responses: ``codes`` plus those any request may get (400 no Host, 401 token, 421 host)."""
+def _errors(*codes: int, schema: str = "error") -> dict[str, Any]:
+    """Error responses: ``codes`` plus those any request may get (400 no Host, 401 token, 421 host); each body
+    ``schema`` (``/v1``'s: ``openai_error``)."""
     reasons = {
         400: "bad input (or no Host header; for an upload, a file name kb cannot store or ingest would skip)",
         401: "missing or wrong bearer token",
@@ -75,7 +84,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         504: "took longer than the timeout",
         507: "the knowledge base cannot be written (disk full)",
     }
-    return {str(code): _json("error", reasons[code]) for code in sorted({400, 401, 421, *codes})}
+    return {str(code): _json(schema, reasons[code]) for code in sorted({400, 401, 421, *codes})}
 
 
 #: The errors of a write (any state-changing request: the same-origin check).
@@ -206,7 +215,63 @@ def _paths() -> dict[str, Any]:
         "required": ["file"],
         "properties": {"file": {"type": "array", "minItems": 1, "items": {"type": "string", "format": "binary"}}},
     }
-    return {**_main_paths(ask_body, upload_schema), **_thread_paths(ask_body)}
+    return {**_main_paths(ask_body, upload_schema), **_thread_paths(ask_body), **_openai_paths()}
+
+
+CHUNK_EVENT = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {
+            "type": "string",
+            "description": "a chat.completion.chunk, or an error; the last event's data is [DONE]",
+            "anyOf": [
+                {"const": "[DONE]"},
+                {
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"oneOf": [_ref("openai_chat_chunk"), _ref("openai_error")]},
+                },
+            ],
+        }
+    },
+}
+
+
+def _openai_paths() -> dict[str, Any]:
+    """``/v1``: OpenAI's chat API (README: "Use kb from your chat client"); its errors in OpenAI's shape."""
+    completion = "the answer as the assistant's message (or, with stream true, chat.completion.chunk events)"
+    thread = {"name": "X-Kb-Thread", "in": "header", "required": False, "schema": PATH}
+    return {
+        "/v1/models": {
+            "get": {
+                "summary": "The models: kb, and kb:NAME per installed language-model backend (OpenAI's list)",
+                "operationId": "listModels",
+                "responses": {"200": _json("openai_model_list", "the models"), **_errors(schema="openai_error")},
+            }
+        },
+        "/v1/chat/completions": {
+            "post": {
+                "summary": "Ask the last user message in the conversation's kb thread, as OpenAI's chat API",
+                "operationId": "chatCompletion",
+                "parameters": [{**thread, "description": "the kb thread to ask in (as the body's kb_thread)"}],
+                "requestBody": {
+                    "required": True,
+                    "description": ASK_BODY_DESCRIPTION.replace("the question", "the conversation"),
+                    "content": {"application/json": {"schema": _ref("openai_chat_request")}},
+                },
+                "responses": {
+                    "200": {
+                        "description": completion,
+                        "content": {
+                            "application/json": {"schema": _ref("openai_chat_completion")},
+                            "text/event-stream": {"schema": _ref("openai_chunk_event")},
+                        },
+                    },
+                    **_errors(*JSON_BODY, 404, 409, 503, 504, 507, schema="openai_error"),
+                },
+            }
+        },
+    }
 
 
 def _thread_paths(ask_body: dict[str, Any]) -> dict[str, Any]:
@@ -378,7 +443,8 @@ def _main_paths(ask_body: dict[str, Any], upload_schema: dict[str, Any]) -> dict
 def document() -> dict[str, Any]:
     """The OpenAPI document (built once)."""
     schemas: dict[str, Any] = {name: kb_schema(name) for name in KB_SCHEMAS}
-    schemas.update({name: own_schema(name) for name in OWN_SCHEMAS})
+    schemas.update({name: own_schema(name) for name in (*OWN_SCHEMAS, *OPENAI_SCHEMAS)})
+    schemas["openai_chunk_event"] = CHUNK_EVENT
     schemas["ask_request"] = ASK_BODY
     schemas["answer_event"] = sse_event("answer")  # the stream of sse_response(..., "answer")
     schemas["turn_event"] = sse_event("turn", {"standalone": "standalone_event"})

@@ -228,7 +228,8 @@ def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Runn
     """Factory: a real uvicorn on 127.0.0.1 over a fresh copy of the corpus KB (``**settings``: ServeSettings;
     ``llm``: a plugin registering the ``scripted`` backend, instead of a ScriptedPlugin of ``script``;
     ``backend``: another installed backend, e.g. ``llamacpp`` for the embedded model; ``plugins``: more
-    in-process plugins as (name, plugin); ``overrides``: configuration keys, as ``{"ingest.ocr": "scripted"}``)."""
+    in-process plugins as (name, plugin); ``overrides``: configuration keys, as ``{"ingest.ocr": "scripted"}``;
+    ``kb_dir``: the folder of a server started before, to serve it again, as after a restart)."""
     running: list[Running] = []
 
     def start(
@@ -237,10 +238,12 @@ def start_server(corpus_kb: Path, tmp_path: Path) -> Iterator[Callable[..., Runn
         backend: str = "scripted",
         plugins: Sequence[tuple[str, object]] = (),
         overrides: dict[str, Any] | None = None,
+        kb_dir: Path | None = None,
         **settings: Any,
     ) -> Running:
-        kb_dir = tmp_path / f"kb{len(running)}"
-        shutil.copytree(corpus_kb, kb_dir)
+        if kb_dir is None:
+            kb_dir = tmp_path / f"kb{len(running)}"
+            shutil.copytree(corpus_kb, kb_dir)
         gate, llm = Gate(), llm if llm is not None else ScriptedPlugin(script)
         registry = load_registry(extra_plugins=[("scripted-llm", llm), ("gated-parser", gate), *plugins])
         keys = {"models.llm.backend": backend, **(overrides or {})}

@@ -28,6 +28,8 @@ ROUTES = {
     ("/threads/{thread_id}", "get"),
     ("/threads/{thread_id}", "delete"),
     ("/threads/{thread_id}/ask", "post"),
+    ("/v1/models", "get"),
+    ("/v1/chat/completions", "post"),
 }
 
 
