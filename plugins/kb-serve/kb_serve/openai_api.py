@@ -168,19 +168,20 @@ def chat_request(body: Any, header_thread: str | None, backends: list[str]) -> C
     _refuse_unsupported(body)
     question, earlier = _conversation(body.get("messages"))
     seed = body.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | float) or seed != int(seed)):
+    whole = isinstance(seed, int) or (isinstance(seed, float) and seed.is_integer())  # (not NaN or Infinity)
+    if seed is not None and (isinstance(seed, bool) or not whole):
         raise _bad("seed must be a whole number", "seed")
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise _bad(f"seed must be between 0 and {MAX_SEED}", "seed")
     stream, options_ = body.get("stream"), body.get("stream_options")
-    if stream not in (None, True, False):
+    if stream is not None and not isinstance(stream, bool):
         raise _bad("stream must be true or false", "stream")
     usage = options_.get("include_usage") if isinstance(options_, dict) else None
     options = AskOptions(
         temperature=_number(body, "temperature"), seed=None if seed is None else int(seed), backend=backend or None
     )
     named = _thread_named(body, header_thread)
-    return ChatRequest(model, question, earlier, options, bool(stream), usage is True, named)
+    return ChatRequest(model, question, earlier, options, stream is True, usage is True, named)
 
 
 def _thread_named(body: dict[str, Any], header: str | None) -> str | None:

@@ -316,6 +316,16 @@ def test_what_kb_cannot_honour_is_a_400_naming_the_parameter(
     assert server.llm.models == [] or server.llm.models[0].requests == []  # refused before any generation
 
 
+def test_numbers_json_does_not_have_are_a_400_not_a_crash(start_server: Callable[..., Any]) -> None:
+    server = start_server()
+    question = json.dumps(chat(PORT_QUESTION))[:-1]  # (Python's JSON reader takes NaN and Infinity)
+    with server.client() as http:
+        for field, value in [("seed", "Infinity"), ("seed", "NaN"), ("temperature", "Infinity"), ("seed", "1e400")]:
+            body = f'{question}, "{field}": {value}}}'.encode()
+            reply = http.post("/v1/chat/completions", content=body, headers={"Content-Type": "application/json"})
+            assert reply.status_code == 400 and reply.json()["error"]["param"] == field, (field, value, reply.text)
+
+
 def test_every_error_under_v1_is_openais_shape_and_kbs_own_routes_keep_theirs(
     start_server: Callable[..., Any], paced_llm: Callable[..., Any]
 ) -> None:

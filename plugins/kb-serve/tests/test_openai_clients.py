@@ -130,7 +130,7 @@ def test_what_kb_cannot_honour_is_the_openai_packages_bad_request(
 def test_a_wrong_key_beyond_loopback_is_the_openai_packages_authentication_error(
     start_server: Callable[..., Any],
 ) -> None:
-    server = start_server(token="kb-token-for-this-test")
+    server = start_server(host="0.0.0.0", token="kb-token-for-this-test")  # (a token is a must there)
     messages: list[Any] = [{"role": "user", "content": PORT_QUESTION}]
     with pytest.raises(openai.AuthenticationError) as raised:
         client(server, key="wrong").chat.completions.create(model="kb", messages=messages)
