@@ -52,6 +52,8 @@ MODEL = "kb"
 #: Stored threads (the most recently continued first) a conversation is looked for among.
 MAX_THREADS_SEARCHED = 10_000
 PART_TYPES = {"text": "text", "refusal": "refusal"}
+#: The highest temperature taken (OpenAI's is 2; beyond it no model samples anything but noise).
+MAX_TEMPERATURE = 100.0
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 Pair = tuple[str, str]
 
@@ -86,9 +88,10 @@ def _text(content: Any, param: str) -> str:
     texts = []
     for i, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
+        kind = kind if isinstance(kind, str) else None
         if kind in PART_TYPES and isinstance(part.get(PART_TYPES[kind]), str):
             texts.append(part[PART_TYPES[kind]])
-        elif isinstance(kind, str) and kind not in PART_TYPES:
+        elif kind is not None and kind not in PART_TYPES:
             raise _unsupported(f"kb reads text only, not {kind[:40]!r} content", f"{param}[{i}]")
         else:
             raise _bad('a content part must be {"type": "text", "text": "..."}', f"{param}[{i}]")
@@ -149,8 +152,8 @@ def _number(body: dict[str, Any], name: str) -> float | None:
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
-        raise _bad(f"{name} must be a number >= 0", name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_TEMPERATURE:
+        raise _bad(f"{name} must be a number from 0 to {MAX_TEMPERATURE:g}", name)
     return float(value)
 
 

@@ -285,6 +285,11 @@ def test_system_messages_and_parameters_kb_does_not_use_are_ignored_temperature_
         ({"modalities": ["text", "audio"]}, "modalities"),
         ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
         ({"temperature": -1}, "temperature"),
+        ({"temperature": 10**400}, "temperature"),  # (too large for a float)
+        (
+            {"messages": [{"role": "user", "content": [{"type": ["text"], "text": "Which port?"}]}]},
+            "messages[0].content[0]",
+        ),
         ({"seed": -1}, "seed"),
         ({"model": "gpt-4o"}, "model"),
         ({"model": "kb:nonesuch"}, "model"),
