@@ -1,7 +1,8 @@
 """The ASGI application: routes, bearer-token check, request limits, and errors as one JSON line.
 
 Every response body is the JSON `kb ... --json` prints (``kb_core.commands.dumps``); every error is
-``{"error": message, "hint": hint}`` with a 4xx/5xx status, never a traceback.
+``{"error": message, "hint": hint}`` with a 4xx/5xx status, never a traceback. Under ``/v1`` (OpenAI's
+chat API, :mod:`kb_serve.openai_api`) bodies and errors are OpenAI's shapes instead.
 """
 
 from __future__ import annotations
