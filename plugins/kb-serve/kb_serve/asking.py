@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar, cast
@@ -41,6 +40,8 @@ _END = object()
 #: Characters of a ``backend`` name; the largest seed (every model library takes 32 bits).
 MAX_NAME_CHARS = 100
 MAX_SEED = 2**32 - 1
+#: The highest temperature taken (OpenAI's is 2; beyond it no model samples anything but noise).
+MAX_TEMPERATURE = 100.0
 #: The status logged for a request whose client left before its answer (nginx's "client closed request").
 CLIENT_LEFT = 499
 log = logging.getLogger("kb_serve")
@@ -75,8 +76,8 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
     k = _typed(body, "k", int, "a whole number")
     _checked(lambda: kb_core.check_k(k))
     temperature = _typed(body, "temperature", (int, float), "a number")
-    if temperature is not None and (not math.isfinite(temperature) or temperature < 0):
-        raise ApiError(400, "temperature must be a number >= 0")
+    if temperature is not None and not 0 <= temperature <= MAX_TEMPERATURE:  # NaN too; a huge integer is no float
+        raise ApiError(400, f"temperature must be a number from 0 to {MAX_TEMPERATURE:g}")
     mode = _typed(body, "mode", str, "a string")
     _checked(lambda: kb_core.check_mode(mode))
     seed = _typed(body, "seed", int, "a whole number")

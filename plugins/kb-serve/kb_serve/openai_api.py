@@ -39,7 +39,7 @@ from starlette.routing import Route
 import kb_core
 from kb_core import AskOptions, KbError, KnowledgeBase
 from kb_serve import openai_format as fmt
-from kb_serve.asking import MAX_SEED, Emit, respond, tokens
+from kb_serve.asking import MAX_SEED, MAX_TEMPERATURE, Emit, respond, tokens
 from kb_serve.bodies import off_loop, path_param, read_json
 from kb_serve.client import parse_sse
 from kb_serve.errors import OpenAIError, openai_error_body, openai_error_response
@@ -52,8 +52,6 @@ MODEL = "kb"
 #: Stored threads (the most recently continued first) a conversation is looked for among.
 MAX_THREADS_SEARCHED = 10_000
 PART_TYPES = {"text": "text", "refusal": "refusal"}
-#: The highest temperature taken (OpenAI's is 2; beyond it no model samples anything but noise).
-MAX_TEMPERATURE = 100.0
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 Pair = tuple[str, str]
 

@@ -14,7 +14,7 @@ from importlib import metadata, resources
 from typing import Any
 
 from kb_core import LIMITS, SEARCH_MODES
-from kb_serve.asking import MAX_NAME_CHARS, MAX_SEED
+from kb_serve.asking import MAX_NAME_CHARS, MAX_SEED, MAX_TEMPERATURE
 from kb_serve.reading import DEFAULT_ANSWERS, MAX_ANSWERS
 from kb_serve.threads import DEFAULT_THREADS, MAX_THREADS
 
@@ -124,7 +124,7 @@ ASK_BODY = {
         "question": {**TEXT, "description": "not only blanks"},
         "k": K,
         "mode": MODES,
-        "temperature": {"type": "number", "minimum": 0},
+        "temperature": {"type": "number", "minimum": 0, "maximum": MAX_TEMPERATURE},
         "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
         "explain": {"type": "boolean"},
         "constrained": {"type": "boolean"},

@@ -98,6 +98,8 @@ BAD_QUESTIONS = [
     (b'{"question": "x", "k": "5"}', "k must be a whole number"),
     (b'{"question": "x", "k": true}', "k must be a whole number"),
     (b'{"question": "x", "temperature": -1}', "temperature must be"),
+    (b'{"question": "x", "temperature": 1' + b"0" * 400 + b"}", "temperature must be"),  # was a 500 (OverflowError)
+    (b'{"question": "x", "temperature": 101}', "temperature must be"),
     (b'{"question": "x", "mode": "fuzzy"}', "unknown search mode"),
     (b'{"question": "x", "colour": "red"}', 'unknown field(s): "colour"'),
 ]
