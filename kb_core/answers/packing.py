@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kb_core.answers.prompts import PromptTemplate, QuestionPrompt
+from kb_core.answers.tables import readable_tables
 from kb_core.errors import KbError
 from kb_core.extend.contracts import LanguageModel
 from kb_core.types import Chunk, Hit, PackedChunk
@@ -29,7 +30,7 @@ def format_entry(marker: int, chunk: Chunk, text: str | None = None, header: str
     """One evidence entry: the template's header line for ``[#marker]``, then the chunk's text."""
     heading = " > ".join(chunk.heading_path)
     line = header.format(marker=marker, doc=chunk.doc_path, heading=heading, start=chunk.start_line, end=chunk.end_line)
-    return f"{line.rstrip(' >')}\n{chunk.text if text is None else text}"
+    return f"{line.rstrip(' >')}\n{readable_tables(chunk.text if text is None else text)}"
 
 
 def _fit_prefix(text: str, fits: Callable[[str], bool]) -> str:

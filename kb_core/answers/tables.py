@@ -1,0 +1,98 @@
+"""Tables as the model reads them: each row with its columns' names, not a grid of ``|``.
+
+A small model reading ``Fixed Price | $ 1,452.4 | $ 1,146.2`` under ``| 2019 | 2018`` must count
+cells to know which year a number belongs to, and often does not. In the evidence it is given, a
+table (two or more consecutive lines of cells joined by ``|``, as kb stores table rows, Markdown
+tables included) is written one row per line with each value named by its column:
+``Fixed Price: 2019 = $ 1,452.4; 2018 = $ 1,146.2`` (``Mode = stow; Interval = 90 s`` when the
+first column has a name too). The header is the table's first row, with
+the rows under it whose first cell is empty (a header over several rows: ``Domestic`` over
+``2019 | 2018``, a spanning label filled across the empty cells to its right). Only the evidence
+the model reads changes (the answer and the answer check): what is stored and cited, and what an
+answer's claims are checked against, is the text as stored.
+
+>>> print(readable_tables("| 2019 | 2018\\nSales | 5 | 4\\nCosts |  | 2"))
+Sales: 2019 = 5; 2018 = 4
+Costs: 2018 = 2
+"""
+
+from __future__ import annotations
+
+import re
+
+_ROW = re.compile(r"(^|\s)\|(\s|$)")  # a bar between cells, or at a row's start or end
+_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")  # a Markdown table's |---|---|
+
+
+def readable_tables(text: str) -> str:
+    """``text`` with every table's rows written with their columns' names (other lines as they are).
+
+    A table is two or more consecutive lines with cells apart (`` | ``, or a bar at the line's start
+    or end) that all have as many cells, outside a fenced code block.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    index = 0
+    fenced = False
+    while index < len(lines):
+        end = index
+        while not fenced and end < len(lines) and (_ROW.search(lines[end]) or _SEPARATOR.match(lines[end].strip())):
+            end += 1
+        table = lines[index:end]
+        markdown = any(_SEPARATOR.match(line.strip()) for line in table)
+        rows = [_cells(line, markdown) for line in table if not _SEPARATOR.match(line.strip())]
+        if len(rows) >= 2 and len({len(row) for row in rows}) == 1:
+            out.extend(_named_rows(rows))
+            index = end
+            continue
+        if end == index:
+            end += 1
+        for line in lines[index:end]:
+            fenced ^= line.lstrip().startswith(("```", "~~~"))
+            out.append(line)
+        index = end
+    return "\n".join(out)
+
+
+def _cells(line: str, markdown: bool) -> list[str]:
+    """A row's cells. kb writes an empty first or last cell as a leading or trailing ``|``; in a
+    Markdown table (one with a ``|---|`` line) the outer bars are no cells."""
+    stripped = line.strip()
+    if markdown:
+        stripped = stripped.removeprefix("|").removesuffix("|")
+    return [" ".join(cell.split()) for cell in stripped.split("|")]
+
+
+def _named_rows(rows: list[list[str]]) -> list[str]:
+    """The rows after the header, each as ``label: name = value; ...`` (a row of no values: its label)."""
+    width = len(rows[0])
+    padded = rows
+    header_rows = 1
+    while header_rows < len(padded) - 1 and not padded[header_rows][0] and not padded[header_rows - 1][0]:
+        header_rows += 1
+    names = _column_names(padded[:header_rows], width)
+    out: list[str] = []
+    for row in padded[header_rows:]:
+        first = 0 if names[0] else 1  # a first column with a name is a value like the others
+        label, values = row[0] if first else "", [(names[i], row[i]) for i in range(first, width) if row[i]]
+        if not values or values == [(names[0], row[0])]:
+            out.append(row[0])  # a row of no values: a section label
+            continue
+        named = "; ".join(f"{name} = {value}" if name else value for name, value in values)
+        out.append(f"{label}: {named}" if label else named)
+    return out
+
+
+def _column_names(header: list[list[str]], width: int) -> list[str]:
+    """Each column's name: its cells down the header rows, a spanning label (every header row but
+    the last) filled into the empty cells to its right."""
+    names = [""] * width
+    for depth, row in enumerate(header):
+        spanning = depth < len(header) - 1
+        carried = ""
+        for column in range(1, width):
+            cell = row[column] or (carried if spanning else "")
+            carried = cell
+            names[column] = f"{names[column]} {cell}".strip()
+    names[0] = header[0][0]
+    return names
