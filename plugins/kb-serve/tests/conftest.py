@@ -183,6 +183,19 @@ def serve_json() -> Callable[[subprocess.Popen[str]], dict[str, Any]]:
 
 
 @pytest.fixture
+def embedded_model() -> None:
+    """Skips the test, saying why, unless the llamacpp plugin and its embedded default model are installed."""
+    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
+    from kb_core import ModelUnavailableError
+    from kb_llamacpp import default_model_path
+
+    try:
+        default_model_path()
+    except ModelUnavailableError as exc:
+        pytest.skip(f"the embedded default model is not installed: {exc.message}")
+
+
+@pytest.fixture
 def extractive_script() -> Callable[[GenerateRequest], list[str]]:
     """:func:`extractive` (the scripted model's answer), for tests that build their own model."""
     return extractive

@@ -95,17 +95,9 @@ def test_a_grounded_answer_streams_in_and_its_citation_opens_the_cited_lines(
 
 
 def test_the_embedded_model_answers_on_the_page_with_its_citation_open(
-    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+    start_server: Callable[..., Any], open_tab: Callable[..., Any], embedded_model: None
 ) -> None:
     """The README's picture (``docs/page.png``): what a user sees, the embedded default model answering."""
-    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
-    from kb_core import ModelUnavailableError
-    from kb_llamacpp import default_model_path
-
-    try:
-        default_model_path()
-    except ModelUnavailableError as exc:
-        pytest.skip(f"the embedded default model is not installed: {exc.message}")
     server = start_server(backend="llamacpp")
     tab = open_tab(server)
     tab.goto()

@@ -193,15 +193,9 @@ def test_curl_streams_and_gets_whole_completions(start_server: Callable[..., Any
 
 
 @pytest.mark.slow
-def test_the_embedded_model_streams_an_answer_to_the_openai_package(start_server: Callable[..., Any]) -> None:
-    pytest.importorskip("kb_llamacpp", reason="the llamacpp plugin is not installed")
-    from kb_core import ModelUnavailableError
-    from kb_llamacpp import default_model_path
-
-    try:
-        default_model_path()
-    except ModelUnavailableError as exc:
-        pytest.skip(f"the embedded default model is not installed: {exc.message}")
+def test_the_embedded_model_streams_an_answer_to_the_openai_package(
+    start_server: Callable[..., Any], embedded_model: None
+) -> None:
     server = start_server(backend="llamacpp")
     messages: list[Any] = [{"role": "user", "content": "When was Heliograph 2.3.0 released?"}]
     stream = client(server).chat.completions.create(model="kb:llamacpp", messages=messages, stream=True)
