@@ -17,24 +17,19 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kb_serve_chat import FIRST, FOLLOW_UP, OFF_TOPIC, PORT_QUESTION, TOPIC, conversing
 
 from kb_core import LIMITS
 from kb_core.plugin import GenerateRequest, hookimpl
-from kb_core.testing import ScriptedLanguageModel, extractive, following_up
+from kb_core.testing import ScriptedLanguageModel, extractive
 from kb_serve.openai_api import OpenAIApi
 from kb_serve.openai_format import MARKER, RULE, LinkedStream, fingerprint, linked, message
 from kb_serve.openapi import kb_schema, own_schema
 
 REPO = Path(__file__).resolve().parents[3]
-PORT_QUESTION = "What TCP port does the Heliograph daemon listen on?"
-FIRST = "What does the Heliograph daemon do?"
-FOLLOW_UP = "Which port does it listen on?"
-TOPIC = "the Heliograph daemon"
-OFF_TOPIC = "What is the capital of Mongolia's oldest bakery?"
 #: A link to cited lines on kb's page, as a definition of a marker's reference link.
 DEFINITION = re.compile(r"^\[kb-(c?\d+)\]: (http://[^/\s]+)/#/doc/([^/\s]+)/L(\d+)-L(\d+)$", re.MULTILINE)
 LINK = re.compile(r"\[\[\d+\]\]\[kb-\d+\]")
-conversing = following_up(TOPIC)
 
 
 def chat(question: str, *earlier: str, **extra: Any) -> dict[str, Any]:

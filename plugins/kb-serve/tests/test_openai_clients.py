@@ -20,17 +20,12 @@ from typing import Any
 import jsonschema
 import openai
 import pytest
+from kb_serve_chat import FIRST, FOLLOW_UP, OFF_TOPIC, PORT_QUESTION, conversing
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from kb_core.testing import following_up
 from kb_serve.openai_format import message
 from kb_serve.openapi import kb_schema
 
-PORT_QUESTION = "What TCP port does the Heliograph daemon listen on?"
-FIRST = "What does the Heliograph daemon do?"
-FOLLOW_UP = "Which port does it listen on?"
-TOPIC = "the Heliograph daemon"
-OFF_TOPIC = "What is the capital of Mongolia's oldest bakery?"
 CURL = "/usr/bin/curl"
 #: A link to lines of notes/heliograph.md on kb's page (a reference link's definition).
 HELIOGRAPH_LINK = re.compile(r"^\[kb-1\]: http://127\.0\.0\.1:\d+/#/doc/notes%2Fheliograph\.md/L\d+-L\d+$", re.M)
@@ -83,7 +78,7 @@ def test_the_openai_package_gets_kbs_answer_whole_and_streamed(start_server: Cal
 def test_with_the_openai_package_a_follow_up_stays_in_one_thread_and_a_refusal_says_why(
     start_server: Callable[..., Any],
 ) -> None:
-    server = start_server(script=following_up(TOPIC))
+    server = start_server(script=conversing)
     kb = client(server)
     messages: list[Any] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": FIRST}]
     first = kb.chat.completions.create(model="kb", messages=messages)
@@ -151,7 +146,7 @@ def run_llm(user_path: Path, *args: str) -> str:
 
 
 def test_simonws_llm_cli_asks_and_follows_up_in_one_thread(start_server: Callable[..., Any], tmp_path: Path) -> None:
-    server = start_server(script=following_up(TOPIC))
+    server = start_server(script=conversing)
     (tmp_path / "extra-openai-models.yaml").write_text(
         f'- model_id: kb\n  model_name: kb\n  api_base: "{server.url}/v1"\n', encoding="utf-8"
     )
