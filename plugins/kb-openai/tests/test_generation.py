@@ -243,8 +243,8 @@ def test_read_timeout_mid_stream_keeps_the_tokens(fake_chat_server: FakeChatServ
 
 
 def test_total_timeout_over_a_slow_stream(fake_chat_server: FakeChatServer, build_model: Build) -> None:
-    fake_chat_server.delay_s = 0.2
-    tokens, done = run(build_model(fake_chat_server.openai_url, read_timeout_s=5, total_timeout_s=0.5))
+    fake_chat_server.delay_s = 0.6  # the first token within the total timeout even on a loaded machine
+    tokens, done = run(build_model(fake_chat_server.openai_url, read_timeout_s=5, total_timeout_s=1.5))
     assert 0 < len(tokens) < 5 and done.error is not None and done.error.startswith("total timeout")
     assert "total_timeout_s" in done.error
 
