@@ -7,20 +7,23 @@ orientation is applied. Every problem is one :class:`kb_core.KbError` line: no O
 an image kb reads, damaged or truncated, over a limit (the size is checked from the header,
 before the pixels are decoded).
 
-The limit is ``max_ocr_pixels``, checked here for every frame read. Pillow's own process-wide
-``Image.MAX_IMAGE_PIXELS`` is left as it is (it warns past it, ignored here, and refuses an image
-past twice it: 178,956,970 pixels by default): an image over that is refused with Pillow's limit
-named, even when ``max_ocr_pixels`` is larger.
+The limit is ``max_ocr_pixels``, checked here for every frame read. A JPEG over it (a phone's
+48 or 108 megapixel photo) is not refused: its decoder scales it down by 2, 4 or 8 as it decodes
+(no full-size copy is ever made), and the lines' boxes are scaled back to the file's own pixels.
+Pillow's own process-wide ``Image.MAX_IMAGE_PIXELS`` is left as it is (it warns past it, ignored
+here, and refuses an image past twice it: 178,956,970 pixels by default): an image over that is
+refused with Pillow's limit named, even when ``max_ocr_pixels`` is larger.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import warnings
 from pathlib import PurePosixPath
 from typing import Any
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
 from kb_core import KbError
 from kb_core.plugin import OcrImage, ParsedDocument
@@ -35,6 +38,8 @@ SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"II*\0", b"MM\0*")
 MIN_DPI, MAX_DPI = 70, 1200  # a resolution from the file outside this is not believed
 GUESS_INCHES = 11.0  # a photo's resolution is guessed as if its long side were a letter page's
 MIN_GUESS, MAX_GUESS = 100, 600
+JPEG_REDUCTIONS = (2, 4, 8)  # what a JPEG decoder scales by as it decodes
+TURNED = (5, 6, 7, 8)  # EXIF orientations that swap width and height
 DAMAGED_HINT = "open it in an image viewer and save it again, then ingest the new file"
 PIXELS_HINT = "raise [backends.documents] max_ocr_pixels to read it (or scale the image down)"
 
@@ -79,15 +84,29 @@ class ImageParser(BinaryParser):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Pillow warns of damage (corrupt EXIF, ...) and of size: checked below
             with Image.open(io.BytesIO(data), formats=FORMATS) as image:
-                self._check_size(image.size)  # from the header: nothing is decoded yet
+                full_size = image.size
+                reduction = self._reduction(image)  # from the header: nothing is decoded yet
                 count = self._frame_count(image)
                 for index in range(count):
                     if index:
                         image.seek(index)
                         self._check_size(image.size)
-                    pages.append(self._read_frame(image, index + 1))
+                    pages.append(self._read_frame(image, index + 1, reduction, full_size if reduction > 1 else None))
                     self.ocr.report(path, index + 1, count)
         return self._document(pages, path)
+
+    def _reduction(self, image: Image.Image) -> int:
+        """1, or what a JPEG over ``max_ocr_pixels`` is scaled down by as it is decoded (set on ``image``)."""
+        width, height = image.size
+        if width * height <= self.limits.max_ocr_pixels or not isinstance(image, JpegImagePlugin.JpegImageFile):
+            self._check_size(image.size)
+            return 1
+        for reduction in JPEG_REDUCTIONS:  # the decoder's size is the ceiling of size / reduction
+            if math.ceil(width / reduction) * math.ceil(height / reduction) <= self.limits.max_ocr_pixels:
+                image.draft(image.mode, (width // reduction, height // reduction))
+                self._check_size(image.size)
+                return reduction
+        raise self._too_large(image.size)
 
     def _check_size(self, size: tuple[int, int]) -> None:
         width, height = size
@@ -129,9 +148,18 @@ class ImageParser(BinaryParser):
         image.seek(0)
         return count
 
-    def _read_frame(self, frame: Image.Image, number: int) -> OcrPage:
-        """Decode the current frame (upright, RGB), read it, and drop its pixels."""
-        dpi = _file_dpi(frame.info.get("dpi"))
+    def _read_frame(
+        self, frame: Image.Image, number: int, reduction: int = 1, full_size: tuple[int, int] | None = None
+    ) -> OcrPage:
+        """Decode the current frame (upright, RGB), read it, and drop its pixels.
+
+        A frame decoded smaller by ``reduction`` gives its ``full_size``: the page's size and the
+        lines' boxes are in the file's own pixels, upright.
+        """
+        full_width, full_height = full_size or frame.size
+        if frame.getexif().get(ExifTags.Base.Orientation) in TURNED:
+            full_width, full_height = full_height, full_width
+        dpi = _file_dpi(frame.info.get("dpi"), reduction)
         ImageOps.exif_transpose(frame, in_place=True)  # in place: one copy of the pixels fewer
         upright = _rgb(frame)
         width, height = upright.size
@@ -139,8 +167,8 @@ class ImageParser(BinaryParser):
             dpi = round(min(MAX_GUESS, max(MIN_GUESS, max(width, height) / GUESS_INCHES)))
         image = OcrImage(upright.tobytes(), width, height, dpi)
         del upright
-        lines = clean_lines(self.ocr.read(image, number), width, height)
-        return OcrPage(number, width, height, 1.0, lines)
+        lines = clean_lines(self.ocr.read(image, number), full_width, full_height, reduction)
+        return OcrPage(number, full_width, full_height, 1.0, lines)
 
     def _document(self, pages: list[OcrPage], path: str) -> ParsedDocument:
         read = [(page, page.layout()) for page in pages]
@@ -159,10 +187,10 @@ class ImageParser(BinaryParser):
         return ParsedDocument(PurePosixPath(path).name, assembled.blocks, metadata, ())
 
 
-def _file_dpi(value: object) -> int | None:
-    """The horizontal resolution a file states, when it is believable."""
+def _file_dpi(value: object, reduction: int = 1) -> int | None:
+    """The horizontal resolution a file states (of its image decoded ``reduction`` times smaller), if believable."""
     try:
-        dpi = float(value[0] if isinstance(value, tuple) else value)  # type: ignore[arg-type]
+        dpi = float(value[0] if isinstance(value, tuple) else value) / reduction  # type: ignore[arg-type]
     except (TypeError, ValueError, IndexError):
         return None
     return round(dpi) if MIN_DPI <= dpi <= MAX_DPI else None

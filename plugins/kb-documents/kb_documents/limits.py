@@ -11,8 +11,9 @@ max_docx_entries = 5000          # members in the .docx archive
 max_ocr_pixels = 40000000        # a page image read by OCR (a scanned PDF page rendered, a photo) at most
 ```
 
-A scanned PDF page is rendered at fewer pixels to stay under ``max_ocr_pixels``; an image file
-over it is refused before it is decoded.
+A scanned PDF page is rendered at fewer pixels to stay under ``max_ocr_pixels``, and a JPEG over
+it decoded at a half, a quarter or an eighth of its size; another image file over it is refused
+before it is decoded.
 """
 
 from __future__ import annotations

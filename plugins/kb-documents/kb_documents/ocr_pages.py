@@ -102,14 +102,17 @@ class OcrPage:
         return Run(line.text, x, x + w, bottom + 0.25 * size, size, (index,))
 
 
-def clean_lines(lines: Iterable[OcrLine], width: int, height: int) -> tuple[OcrLine, ...]:
-    """The lines with text, their text on one line without control characters, boxes clipped to the image."""
+def clean_lines(lines: Iterable[OcrLine], width: int, height: int, enlarge: int = 1) -> tuple[OcrLine, ...]:
+    """The lines with text, their text on one line without control characters, boxes clipped to the image.
+
+    ``enlarge``: the lines were read on the image decoded that many times smaller; their boxes grow back.
+    """
     cleaned = []
     for line in lines:
         text = " ".join("".join(c for c in str(line.text) if _kept(c)).split())
         if not text:
             continue
-        x, y, w, h = (int(v) for v in line.box)
+        x, y, w, h = (int(v) * enlarge for v in line.box)
         x0, y0 = min(max(x, 0), width), min(max(y, 0), height)
         x1, y1 = min(max(x + w, x0), width), min(max(y + h, y0), height)
         confidence = float(line.confidence)

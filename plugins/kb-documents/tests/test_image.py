@@ -200,6 +200,32 @@ def test_an_image_pillow_refuses_under_max_ocr_pixels_names_pillows_limit(monkey
     assert ours.message == "the image is 1000x1000 px, over the limit of 500000 pixels"
 
 
+@pytest.mark.parametrize(("orientation", "full"), [(1, (1200, 1000)), (6, (1000, 1200))])
+def test_a_jpeg_over_the_limit_is_decoded_smaller_and_cited_in_its_own_pixels(
+    orientation: int, full: tuple[int, int]
+) -> None:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    photo = encode(Image.new("RGB", (1200, 1000), "white"), "JPEG", exif=exif, dpi=(400, 400))
+    engine = ScriptedOcr(lines_for=one_line)
+    doc = parser(Limits(max_ocr_pixels=500_000), engine).parse_bytes(photo, "phone.jpg")  # 1.2 MP: halved
+    seen = engine.seen[0]
+    assert (seen.width * 2, seen.height * 2) == full and seen.dpi == 200
+    assert doc.metadata["ocr"]["pages"] == [[1, *full]]
+    assert doc.metadata["ocr"]["lines"] == [[2, 1, 0, 0, full[0] // 2, full[1] // 4, 0.88]]  # the box grew back
+    quartered = ScriptedOcr(lines_for=one_line)
+    parser(Limits(max_ocr_pixels=100_000), quartered).parse_bytes(photo, "phone.jpg")
+    assert quartered.seen[0].width * quartered.seen[0].height == 300 * 250
+
+
+def test_only_a_jpeg_is_decoded_smaller_and_only_down_to_an_eighth() -> None:
+    big = Image.new("RGB", (1200, 1000), "white")
+    png = _error(encode(big, "PNG"), "screen.png", Limits(max_ocr_pixels=500_000))
+    assert png.message == "the image is 1200x1000 px, over the limit of 500000 pixels"
+    jpeg = _error(encode(big, "JPEG"), "huge.jpg", Limits(max_ocr_pixels=10_000))  # an eighth is 150x125
+    assert jpeg.message == "the image is 1200x1000 px, over the limit of 10000 pixels"
+
+
 def test_a_tiff_frame_over_the_limit_is_refused_before_it_is_decoded() -> None:
     frames = [Image.new("L", (100, 100), 255), Image.new("L", (400, 400), 255)]
     data = encode(frames[0], "TIFF", save_all=True, append_images=frames[1:])

@@ -11,7 +11,8 @@ a tenth of a second.
 * A PDF page is rendered by pdfium, rotation applied, its long side :data:`MAX_SIDE` pixels (at
   most :data:`MAX_SCALE` pixels per point).
 * An image file is opened by Pillow (only the formats kb-documents reads), its size checked from the
-  header before anything is decoded (at most ``MAX_PIXELS``, kb-documents' ``max_ocr_pixels``), the
+  header before anything is decoded (at most ``MAX_PIXELS``, kb-documents' ``max_ocr_pixels``; a
+  JPEG's size as it decodes, at down to an eighth, as kb-documents reads it), the
   TIFF frame that is the page chosen (other formats have one page: kb-documents reads only their
   first frame), the EXIF orientation applied, transparency put on white (as OCR saw it), scaled down
   to :data:`MAX_SIDE`, and encoded anew: the file's own bytes never leave.
@@ -95,9 +96,21 @@ def _upright_rgb(image: Any) -> Any:
     return image.convert("RGB")
 
 
-def _check(size: tuple[int, int], max_pixels: int) -> None:
+def _reduction(size: tuple[int, int], max_pixels: int) -> int:
+    """What a JPEG of ``size`` is decoded smaller by (1, 2, 4 or 8): under ``max_pixels``, long side still MAX_SIDE."""
     width, height = size
-    if width * height > max_pixels:
+    reduction = 1
+    for smaller in (2, 4, 8):
+        over = -(-width // reduction) * -(-height // reduction) > max_pixels
+        if over or max(size) // smaller >= MAX_SIDE:
+            reduction = smaller
+    return reduction
+
+
+def _check(size: tuple[int, int], max_pixels: int, decodes_to: tuple[int, int] | None = None) -> None:
+    """Refuse an image of ``size`` whose pixels as decoded (``decodes_to``: a JPEG's fewer) are over ``max_pixels``."""
+    width, height = size
+    if (decodes_to or size)[0] * (decodes_to or size)[1] > max_pixels:
         raise RenderError(f"the image is {width}x{height} px, over the limit of {max_pixels} pixels")
     if width < 1 or height < 1:
         raise RenderError(f"the image is {width}x{height} px: it has no pixels")
@@ -112,18 +125,17 @@ def render_image_page(data: bytes, page: int, max_pixels: int) -> bytes:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (Pillow's size warning among them: the size is checked here)
             with Image.open(io.BytesIO(data), formats=FORMATS) as image:
-                _check(image.size, max_pixels)  # from the header: nothing is decoded yet
-                if page > 1 and image.format != "TIFF":  # (an animated GIF's later frames were never read)
+                if page < 1 or (page > 1 and image.format != "TIFF"):  # (a GIF's later frames were never read)
                     raise RenderError(f"the image has no page {page}")
                 if page > 1:
                     try:
                         image.seek(page - 1)
                     except EOFError:
                         raise RenderError(f"the image has no page {page}") from None
-                    _check(image.size, max_pixels)
-                elif page < 1:
-                    raise RenderError(f"the image has no page {page}")
-                image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # a JPEG decodes at a fraction of its size
+                size = image.size
+                reduction = _reduction(size, max_pixels)
+                image.draft("RGB", (size[0] // reduction, size[1] // reduction))  # a JPEG decodes smaller
+                _check(size, max_pixels, image.size)  # from the header: nothing is decoded yet
                 upright = _upright_rgb(image)
                 upright.thumbnail((MAX_SIDE, MAX_SIDE))
                 return _png(upright)

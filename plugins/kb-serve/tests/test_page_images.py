@@ -258,6 +258,15 @@ def test_an_image_over_the_pixel_limit_is_refused_before_it_is_decoded() -> None
         render_image_page(photo_png(), 2, 40_000_000)
 
 
+def test_a_jpeg_over_the_pixel_limit_is_decoded_smaller_as_kb_documents_reads_it() -> None:
+    out = io.BytesIO()
+    Image.new("RGB", (4000, 3000), "white").save(out, "JPEG")  # 12 MP: a quarter decodes to 1000x750
+    rendered = Image.open(io.BytesIO(render_image_page(out.getvalue(), 1, 1_000_000)))
+    assert rendered.size == (1000, 750)
+    with pytest.raises(RenderError, match="the image is 4000x3000 px, over the limit of 100000 pixels"):
+        render_image_page(out.getvalue(), 1, 100_000)  # an eighth is 500x375
+
+
 def test_rendering_in_this_process_leaves_pillows_limit_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 123_456_789)
     with pytest.raises(RenderError, match="over the limit of 100000 pixels"):
