@@ -33,7 +33,7 @@ BEFORE = set(
 )
 REMOVED = sorted(BEFORE - set(kb_core.__all__))
 #: ``kb_core.plugin``'s names that ``kb_core`` never had (added with it or later).
-NEW_IN_PLUGIN = {"OcrEngine", "OcrImage", "OcrLine", "ParserContext", "RegisterOcrEngine"}
+NEW_IN_PLUGIN = {"OcrEngine", "OcrImage", "OcrLine", "ParserContext", "Preloadable", "RegisterOcrEngine"}
 #: Where each removed name that is not kb_core.plugin's lives now, and the start of what its warning says.
 ELSEWHERE = {
     "load_registry": ("kb_core.testing", "moved to kb_core.testing.load_registry"),

@@ -1,11 +1,11 @@
 """The roles a plugin can fill, as Protocols: Parser, Embedder, Index (with Retriever), LanguageModel and OcrEngine.
 
 Optional capabilities are Protocols of their own (``BytesParser``, ``TokenStartsEmbedder``,
-``ArrayEmbedder``, ``AnswerChecker``); the core checks them with ``isinstance``. Every factory receives a
-:class:`FactoryContext` (an index factory its extension :class:`IndexContext`, a parser factory
-:class:`ParserContext`). Implementations
-are registered through the hooks in :mod:`kb_core.extend.hookspecs` and checked by the contract
-test kit in :mod:`kb_core.testing`.
+``ArrayEmbedder``, ``AnswerChecker``, ``Preloadable``); the core checks them with ``isinstance``.
+Every factory receives a :class:`FactoryContext` (an index factory its extension
+:class:`IndexContext`, a parser factory :class:`ParserContext`). Implementations are registered
+through the hooks in :mod:`kb_core.extend.hookspecs` and checked by the contract test kit in
+:mod:`kb_core.testing`.
 """
 
 from __future__ import annotations
@@ -245,6 +245,19 @@ class AnswerChecker(Protocol):
     """
 
     def yes_probability(self, request: GenerateRequest) -> float: ...
+
+
+@runtime_checkable
+class Preloadable(Protocol):
+    """An optional capability of a LanguageModel: start loading it in the background, returning at once.
+
+    The answer pipeline calls it as a question arrives, before retrieval, so that a model that
+    loads on first use (a local file) loads while kb searches; a long-running server calls it as
+    it starts. The model's other methods wait for the load; a failure is not raised here but by the
+    next use, in its caller's thread. Calling it again, or once loaded, does nothing.
+    """
+
+    def preload(self) -> None: ...
 
 
 @runtime_checkable

@@ -16,8 +16,10 @@ import codecs
 import contextlib
 import importlib.util
 import io
+import logging
 import os
 import random
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +36,8 @@ from kb_llamacpp.stops import StopScanner
 from kb_llamacpp.verdicts import OpenWithVerdict, spellings, yes_no_mass
 
 GGUF_MAGIC = b"GGUF"
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -87,6 +91,8 @@ class LlamaCppModel:
         self._template: Any = None
         self._prefixes: PrefixCache | None = None
         self._prefix_of: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+        self._loading = threading.Lock()  # one load at a time: a preload and the first use wait for each other
+        self._preloading: threading.Thread | None = None
 
     @staticmethod
     def _problem(settings: LlamaSettings) -> str | None:
@@ -96,7 +102,27 @@ class LlamaCppModel:
 
     # -- loading ------------------------------------------------------------------------------
 
+    def preload(self) -> None:
+        """Start loading the model in a background thread and return at once (see ``Preloadable``)."""
+        if self._llama is None and self._preloading is None:
+            self._preloading = threading.Thread(target=self._load_quietly, name="kb-llamacpp-preload")
+            self._preloading.start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self._load()
+        except Exception as exc:  # noqa: BLE001 - the next use loads again and raises it in its caller's thread
+            log.debug("preloading %s failed: %s", self.settings.path, exc)
+        finally:
+            self._preloading = None
+
     def _load(self) -> Any:
+        if self._llama is not None:
+            return self._llama
+        with self._loading:
+            return self._load_once()
+
+    def _load_once(self) -> Any:
         if self._llama is None:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -148,8 +174,9 @@ class LlamaCppModel:
         return self._llama
 
     def close(self) -> None:
-        """Free the model and its context (it loads again on next use)."""
-        llama, self._llama = self._llama, None
+        """Free the model and its context (it loads again on next use); a load under way finishes first."""
+        with self._loading:
+            llama, self._llama = self._llama, None
         if llama is not None:
             self._release()  # llama.close(), once
 

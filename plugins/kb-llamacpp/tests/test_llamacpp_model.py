@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import llama_cpp
 import pytest
 
 from kb_core import KbError, load_config
-from kb_core.plugin import Done, FactoryContext, GenerateRequest, LanguageModel, Token, VerdictOpening
+from kb_core.plugin import Done, FactoryContext, GenerateRequest, LanguageModel, Preloadable, Token, VerdictOpening
 from kb_core.testing import load_registry
 from kb_llamacpp import DEFAULT_MODEL, make_model
 from kb_llamacpp.model import LlamaCppModel
@@ -281,3 +282,40 @@ def test_a_verdict_replaces_an_opening_that_is_not_an_allowed_alternative(model:
     explained_first = ("Does daily coffee raise blood pressure? Start with the number of adults.", COFFEE)
     assert reply(*explained_first, None).startswith("300")  # the model explains before any verdict
     assert reply(*explained_first, allowed).startswith("No")  # the verdict first, then the model's own words
+
+
+# -- preloading --------------------------------------------------------------------------------------
+
+
+def test_preload_loads_in_the_background_once_and_answers_as_a_model_loaded_on_first_use(
+    model: LlamaCppModel,
+) -> None:
+    model.count_tokens("x")  # the default model is joined into its cache on first use
+    model.close()  # one model in memory at a time
+    fresh = LlamaCppModel(model.settings)
+    assert isinstance(fresh, Preloadable)
+    fresh.preload()
+    fresh.preload()  # a second call while loading starts nothing more
+    loaders = [t for t in threading.enumerate() if t.name == "kb-llamacpp-preload"]
+    assert len(loaders) <= 1
+    tokens, (done,), _ = _collect(fresh, COUNTING)  # waits for the load
+    assert not any(t.name == "kb-llamacpp-preload" for t in threading.enumerate())
+    fresh.preload()  # loaded: nothing to do
+    assert not any(t.name == "kb-llamacpp-preload" for t in threading.enumerate())
+    fresh.close()
+    expected, (expected_done,), _ = _collect(model, COUNTING)  # loaded again on first use
+    assert "".join(t.text for t in tokens) == "".join(t.text for t in expected)
+    assert done.completion_tokens == expected_done.completion_tokens
+
+
+def test_a_preload_that_fails_raises_nothing_and_the_use_says_why(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)  # the magic, then nothing llama.cpp can load
+    llm = make_model(FactoryContext(_config(tmp_path, model=str(broken))))
+    assert isinstance(llm, LlamaCppModel)
+    llm.preload()
+    for thread in threading.enumerate():
+        if thread.name == "kb-llamacpp-preload":
+            thread.join()
+    with pytest.raises(KbError, match="llama.cpp could not load"):
+        llm.count_tokens("x")

@@ -20,7 +20,7 @@ import time
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,12 +35,14 @@ from kb_core import (
     Document,
     IngestReport,
     IngestWarning,
+    KbError,
     KnowledgeBase,
     SearchQuery,
     SearchResponse,
     Turn,
     WriterBusyError,
 )
+from kb_core.plugin import Preloadable
 from kb_serve import uploads
 from kb_serve.errors import ApiError, cut_paths, public_text
 from kb_serve.settings import ServeSettings
@@ -200,7 +202,8 @@ class KbService:
         return KnowledgeBase(self.config, self.registry, create=False)
 
     def warm(self) -> None:
-        """Load the embedder and open every reader's indexes, so the first request is as fast as the next."""
+        """Load the embedder, open every reader's indexes and start loading the language model (in the
+        background), so the first request is as fast as the next."""
         if self._warm:
             return
         for handle in self.readers.handles:
@@ -208,6 +211,10 @@ class KbService:
                 handle.index(name)
             handle.store.count_documents()
         self.readers.handles[0].embedder().embed_query("warm up")
+        with suppress(KbError):  # (search works without a language model; asking says why)
+            llm = self._asker.language_model()
+            if isinstance(llm, Preloadable):
+                llm.preload()
         self._warm = True
 
     def close(self) -> None:

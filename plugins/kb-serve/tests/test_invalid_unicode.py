@@ -96,7 +96,9 @@ def in_url(text: str) -> str:
 def check_reply(reply: httpx.Response) -> None:
     """Never a 5xx; a refusal is one line of ``{"error", "hint"}``; a stream's error event has the same shape."""
     assert reply.status_code < 500, (reply.status_code, reply.text[:300])
-    if reply.status_code >= 400:
+    if 300 <= reply.status_code < 400:  # "/threads/." is "/threads/" to a client: redirected to "/threads"
+        assert reply.headers["location"].startswith("http://"), reply.headers
+    elif reply.status_code >= 400:
         assert "\n" not in reply.text and reply.headers["content-type"] == "application/json", reply.text[:300]
         jsonschema.validate(reply.json(), ERROR_SCHEMA)
     elif reply.headers["content-type"].startswith("text/event-stream"):
