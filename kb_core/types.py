@@ -63,7 +63,9 @@ class Block:
     source lines (first, last) of each line of the text, as a parser that writes a table's rows
     knows them (a CSV row, an HTML ``<tr>``); the chunker then cites a line by its own span.
 
-    A block of kind ``"table"`` has one row per line, its header row first.
+    A block of kind ``"table"`` has one row per line, its header row first; or, when it continues
+    a table from an earlier block (a table carried over a page break), ``header`` gives that
+    table's header row (one line, not in the text) and every line of the text is a row.
     """
 
     text: str
@@ -73,6 +75,7 @@ class Block:
     kind: str = "paragraph"
     verbatim: bool = False
     line_spans: tuple[tuple[int, int], ...] = ()
+    header: str = ""
 
     def line_spans_fit(self) -> bool:
         """Whether ``line_spans`` gives each line of the text a span inside the block's own, in order."""

@@ -20,6 +20,10 @@ Rules, in order:
    row lies in exactly one chunk's span. (Markdown's delimiter row ``|---|`` is not repeated: it
    names nothing.) A header row too long to fit beside a row is not repeated; a row over the hard
    maximum is cut like any other line (a piece of it gets the header only where both fit).
+6. A table continued from an earlier block (its ``header`` set: a table carried over a page
+   break) is all rows: its header row is repeated, outside the span, right before the first of
+   its rows in every chunk that holds them (after the heading that opens the chunk, if any), and
+   a chunk that starts with it holds nothing but its rows, as for a split table.
 
 Token counts come from a ``count_tokens(texts) -> list[int]`` callable: the embedder's own
 tokenizer, so chunks respect the model's real limit.
@@ -78,6 +82,7 @@ class _Unit:
     header_tokens: int = 0
     is_header: bool = False  # the header row itself, in its place
     repeated: bool = False  # a header row repeated at the start of a chunk (outside the chunk's span)
+    continued: bool = False  # a row of a table continued from an earlier block: its header goes before it
 
 
 def sha256_hex(text: str) -> str:
@@ -132,7 +137,9 @@ class Chunker:
             if not block.text.strip():
                 continue
             table = number if block.kind == "table" else -1
-            if tokens <= budget:
+            if _header(block):
+                units.extend(self._continuation(block, number, tokens, counter))
+            elif tokens <= budget:
                 units.append(
                     _Unit(
                         block.text,
@@ -148,6 +155,17 @@ class Chunker:
                 split = self._split_block(block, budget, counter)
                 units.extend(_table_rows(split, table) if table >= 0 else split)
         return units
+
+    def _continuation(self, block: Block, table: int, tokens: int, counter: SpanCounter) -> list[_Unit]:
+        """The units of a table continued from an earlier block: one when it fits beside its header, else its rows."""
+        budget = self.limits.hard_max - self.specials
+        header_tokens = self._content_tokens([block.header])[0]
+        whole = _Unit(block.text, block.start_line, block.end_line, tokens, block.heading_path, table=table)
+        units = [whole] if tokens + header_tokens <= budget else self._split_block(block, budget, counter)
+        return [
+            attrs.evolve(u, table=table, header=block.header, header_tokens=header_tokens, continued=True)
+            for u in units
+        ]
 
     def _split_block(self, block: Block, budget: int, counter: SpanCounter) -> list[_Unit]:
         text = block.text
@@ -224,9 +242,11 @@ class Chunker:
         target = self.limits.target - self.specials
         hard = self.limits.hard_max - self.specials
         for unit in units:
+            adding = self._opening(current, unit, hard)
+            cost = sum(u.tokens for u in adding)
             heading_only = bool(current) and all(u.is_heading for u in current)
             new_section = bool(current) and unit.heading_path != current[-1].heading_path and not heading_only
-            too_big = bool(current) and tokens + unit.tokens > (hard if heading_only else target)
+            too_big = bool(current) and tokens + cost > (hard if heading_only else target)
             if unit.is_heading and current and not heading_only:
                 new_section = True
             if current and current[0].repeated and unit.table != current[0].table:
@@ -237,15 +257,15 @@ class Chunker:
                     current = [current[-1], unit]
                 elif new_section or unit.is_heading:
                     groups.append(current)
-                    current = [unit]
+                    current = self._opening([], unit, hard)
                 else:
                     groups.append(current)
                     opening = self._continued([unit], hard)
                     current = opening if len(opening) > 1 else [*self._overlap(current, unit.tokens, hard), unit]
                 tokens = sum(u.tokens for u in current)
             else:
-                current.append(unit)
-                tokens += unit.tokens
+                current.extend(adding)
+                tokens += cost
         if current:
             groups.append(current)
         return groups
@@ -266,13 +286,21 @@ class Chunker:
         last = current[-1]
         return last.is_header and last.table == unit.table and not all(u.is_heading for u in current[:-1])
 
+    def _opening(self, current: list[_Unit], unit: _Unit, hard: int) -> list[_Unit]:
+        """``unit`` as added to ``current``: after its header when it is the first row in it of a continued table."""
+        if unit.continued and not (current and current[-1].table == unit.table):
+            return self._continued([unit], hard)
+        return [unit]
+
     @staticmethod
     def _continued(units: list[_Unit], hard: int) -> list[_Unit]:
         """``units`` opening a new chunk: after their table's header row when the first continues a table."""
         first = units[0]
         if not first.header or first.header_tokens + first.tokens > hard:
             return units
-        header = attrs.evolve(first, text=first.header, tokens=first.header_tokens, header="", repeated=True)
+        header = attrs.evolve(
+            first, text=first.header, tokens=first.header_tokens, header="", repeated=True, continued=False
+        )
         return [header, attrs.evolve(first, joiner="\n"), *units[1:]]
 
     def _halves(self, group: list[_Unit]) -> list[list[_Unit]]:
@@ -285,6 +313,8 @@ class Chunker:
             middle = len(rows) // 2
             return [[group[0], *rows[:middle]], self._continued(rows[middle:], hard)]
         middle = len(group) // 2
+        if group[middle - 1].repeated:
+            middle += 1  # a repeated header stays with the row after it
         return [group[:middle], self._continued(group[middle:], hard)]
 
     @staticmethod
@@ -361,6 +391,14 @@ class Chunker:
                 )
             )
         return result
+
+
+def _header(block: Block) -> str:
+    """The header row a table continued from an earlier block gives ("" for any other block, or one not on one line)."""
+    header = block.header
+    if block.kind != "table" or not header.strip() or "\n" in header or "\r" in header:
+        return ""
+    return header
 
 
 def _table_rows(units: list[_Unit], table: int) -> list[_Unit]:

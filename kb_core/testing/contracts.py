@@ -52,6 +52,7 @@ def check_parsed(document: ParsedDocument, text: str) -> None:
         assert block.start_line >= previous_start, "blocks come in document order"
         previous_start = block.start_line
         assert all(isinstance(h, str) and h for h in block.heading_path)
+        assert not block.header or (block.kind == "table" and "\n" not in block.header), "header: a table's, one line"
         check_line_spans(block)
     assert all(isinstance(w, str) for w in document.warnings)
 
@@ -116,6 +117,7 @@ def check_blocks(document: ParsedDocument) -> None:
         assert 1 <= block.start_line <= block.end_line and block.start_line >= previous_start
         previous_start = block.start_line
         assert all(isinstance(h, str) and h for h in block.heading_path)
+        assert not block.header or (block.kind == "table" and "\n" not in block.header), "header: a table's, one line"
         check_line_spans(block)
 
 

@@ -8,16 +8,25 @@ the number of entries <= L (see :func:`page_of_line`). The heading path of every
 starts with ``"Page N"``, so a chunk never spans two pages (the chunker starts a new chunk when
 the heading path changes). Headings fold into the block that follows them, except into a table:
 a table block starts with its header row, which the chunker repeats in every chunk of the table.
+
+A table carried over a page break is two blocks. When the first item of a page is a table that
+lines up with the table that was the last item of the page before (as many columns, over the same
+x-ranges: :func:`kb_documents.grid.same_grid`) and does not start with that table's header row
+again, its block gets that header (``Block.header``): its first line is a data row, and the chunker
+writes the header before its rows. A page that repeats the header keeps it as its first line.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from statistics import median
 
 import attrs
 
 from kb_core.plugin import Block
+from kb_documents.grid import Columns, same_grid, table_columns
+from kb_documents.layout import Line
 
 MAX_HEADING_CHARS = 200
 
@@ -32,10 +41,20 @@ class Heading:
 
 @attrs.frozen
 class Content:
-    """A paragraph or a table (one row per line)."""
+    """A paragraph or a table (one row per line); a PDF's table gives its columns' x-ranges and text size."""
 
     kind: str
     lines: tuple[str, ...]
+    columns: Columns = ()
+    size: float = 0.0
+
+
+def content_of(kind: str, lines: Sequence[Line]) -> Content:
+    """A PDF page's lines as one item; a table's with its columns and text size (to find it continued)."""
+    texts = tuple(line.text for line in lines)
+    if kind != "table" or not lines:
+        return Content(kind, texts)
+    return Content(kind, texts, table_columns(lines), median(line.size for line in lines))
 
 
 @attrs.frozen
@@ -78,6 +97,7 @@ def assemble(pages: Iterable[Page]) -> Assembled:
     pending: list[tuple[int, str, tuple[str, ...]]] = []  # (line, text, heading path) not yet in a block
     line = 0
     label: tuple[str, ...] = ()
+    ending: tuple[Content, str] | None = None  # the table that ended the page before, and its header row
 
     def path() -> tuple[str, ...]:
         return (*label, *(h.text for h in stack))
@@ -89,6 +109,7 @@ def assemble(pages: Iterable[Page]) -> Assembled:
 
     for page in pages:
         flush()  # a heading at the foot of a page stays on its page
+        above, ending = (ending if page.number is not None else None), None
         if page.number is not None:
             line += 1
             label = (page_label(page.number),)
@@ -104,20 +125,38 @@ def assemble(pages: Iterable[Page]) -> Assembled:
                 stack.append(Heading(item.level, text))
                 line += 1
                 pending.append((line, text, path()))
+                above = ending = None  # a heading starts something new
                 continue
             lines = [_clean(t) for t in item.lines]
             lines = [t for t in lines if t]
             if not lines:
                 continue
+            header = ""
             if item.kind == "table":
                 flush()  # a table's first line stays its header row (the chunker repeats it)
+                header = above[1] if above is not None and _continues(above, item, lines[0]) else ""
+            above, ending = None, ((item, header or lines[0]) if item.kind == "table" else None)
             start = pending[0][0] if pending else line + 1
             text = "\n".join([*(p[1] for p in pending), *lines])
             line += len(lines)
-            blocks.append(Block(text, start, line, path(), item.kind, verbatim=True))
+            blocks.append(Block(text, start, line, path(), item.kind, verbatim=True, header=header))
             pending.clear()
     flush()
     return Assembled(tuple(blocks), tuple(page_lines), line)
+
+
+def _continues(above: tuple[Content, str], table: Content, first: str) -> bool:
+    """Whether ``table`` (first line ``first``) continues the table ``above`` (with its header row) on the next page."""
+    previous, header = above
+    if not same_grid(previous.columns, table.columns, min(previous.size, table.size)):
+        return False
+    cells, named = _cells(first), _cells(header)
+    repeated = cells == named or (cells[1:] == named[1:] and any(named[1:]))  # "Segment (continued) | 2019"
+    return not repeated
+
+
+def _cells(row: str) -> list[str]:
+    return [" ".join(cell.split()).casefold() for cell in row.split("|")]
 
 
 def parsed_text(blocks: Sequence[Block]) -> str:

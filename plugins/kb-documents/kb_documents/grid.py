@@ -13,6 +13,9 @@ and writes every row with one cell per column: a cell goes to the column it over
 nearest, when it overlaps none), an empty column is an empty cell. A table whose fullest rows do
 not agree on their columns, or a row whose cells would share a column (a cell spanning several),
 is left as it is.
+
+:func:`table_columns` gives a table's columns for :mod:`kb_documents.assemble`, and
+:func:`same_grid` says whether two tables' columns line up (a table continued on the next page).
 """
 
 from __future__ import annotations
@@ -25,6 +28,13 @@ from kb_documents.layout import Cell, Line
 
 MAX_LABEL_CHARS = 80  # a one-cell line inside a table (a section label) is at most this long
 MAX_ROW_GAP = 2.0  # a gap of more than this many line heights between two lines ends a table
+# How far apart (in ems of the tables' text) a column on one page may lie from the same column on the
+# next and still be it. The same column overlaps itself on both pages (cells aligned on the same edge
+# or centre), so any slack only absorbs measuring noise: an OCR box is off by a few pixels (1-3 pt at
+# 150-300 dpi), under half an em of 10 pt text; columns are at least an em apart (a narrower gap
+# does not split a row into cells), so half an em cannot take a column for its neighbour.
+ALIGN_EMS = 0.5
+Columns = tuple[tuple[float, float], ...]
 
 
 def align_tables(lines: Sequence[Line]) -> list[Line]:
@@ -37,6 +47,22 @@ def align_tables(lines: Sequence[Line]) -> list[Line]:
         for index in range(start, end):
             out[index] = _placed(out[index], columns) or out[index]
     return out
+
+
+def table_columns(rows: Sequence[Line]) -> Columns:
+    """The x-ranges of the columns of a table's ``rows`` (as :func:`align_tables` finds them); () when they disagree."""
+    return tuple(_columns(rows) or ()) if rows else ()
+
+
+def same_grid(above: Columns, below: Columns, size: float) -> bool:
+    """Whether two tables' columns line up: as many (two or more), each within ``ALIGN_EMS`` ems of
+    text ``size`` of the other's, and together still apart from the next column (one grid)."""
+    if len(above) != len(below) or len(above) < 2:
+        return False
+    merged = [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(above, below)]
+    if any(left[1] > right[0] for left, right in zip(merged, merged[1:])):
+        return False  # a column of one runs into the next column of the other
+    return all(max(a[0], b[0]) - min(a[1], b[1]) <= ALIGN_EMS * size for a, b in zip(above, below))
 
 
 def _tables(lines: Sequence[Line]) -> list[tuple[int, int]]:

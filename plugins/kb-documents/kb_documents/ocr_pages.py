@@ -32,7 +32,7 @@ import pypdfium2.raw as pdfium_c
 
 from kb_core import KbError
 from kb_core.plugin import OcrEngine, OcrImage, OcrLine, Progress
-from kb_documents.assemble import Content
+from kb_documents.assemble import Content, content_of
 from kb_documents.grid import align_tables
 from kb_documents.layout import Line, Run, merge_touching, order_lines
 
@@ -131,18 +131,18 @@ def page_items(lines: Sequence[Line]) -> list[Content]:
         return []
     gap_limit = PARAGRAPH_GAP * median(line.top - line.bottom for line in lines)
     items: list[Content] = []
-    current: list[str] = []
+    current: list[Line] = []
     kind = ""
     previous: Line | None = None
     for line in lines:
         line_kind = "table" if line.cells > 1 else "paragraph"
         if previous is not None and (line_kind != kind or _breaks(previous, line, gap_limit)):
-            items.append(Content(kind, tuple(current)))
+            items.append(content_of(kind, current))
             current = []
         kind = line_kind
-        current.append(line.text)
+        current.append(line)
         previous = line
-    items.append(Content(kind, tuple(current)))
+    items.append(content_of(kind, current))
     return items
 
 

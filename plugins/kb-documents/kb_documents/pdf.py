@@ -19,7 +19,7 @@ import pypdfium2.raw as pdfium_c
 
 from kb_core import KbError
 from kb_core.plugin import ParsedDocument
-from kb_documents.assemble import Content, Heading, Page, assemble
+from kb_documents.assemble import Content, Heading, Page, assemble, content_of
 from kb_documents.binary import BinaryParser
 from kb_documents.grid import align_tables
 from kb_documents.layout import Glyph, Line, make_runs, order_lines
@@ -154,13 +154,13 @@ def _page_items(
     lines: list[Line], body: float, outline: dict[str, int], heading_sizes: list[float]
 ) -> list[Heading | Content]:
     items: list[Heading | Content] = []
-    current: list[str] = []
+    current: list[Line] = []
     kind = ""
     previous: Line | None = None
 
     def close() -> None:
         if current:
-            items.append(Content(kind, tuple(current)))
+            items.append(content_of(kind, current))
             current.clear()
 
     for line in lines:
@@ -180,7 +180,7 @@ def _page_items(
         elif previous is not None:
             close()
         kind = line_kind
-        current.append(line.text)
+        current.append(line)
         previous = line
     close()
     return items

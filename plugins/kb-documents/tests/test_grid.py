@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_documents.grid import align_tables
+from kb_documents.grid import ALIGN_EMS, align_tables, same_grid, table_columns
 from kb_documents.layout import Glyph, make_runs, order_lines
 
 COLUMN = 120.0  # points between the left edges of two columns
@@ -105,3 +105,36 @@ def test_aligning_only_ever_adds_empty_cells(rows: list[list[str]]) -> None:
         assert [c.text for c in after.spans if c.text] == [c.text for c in before.spans]
         assert after.text == " | ".join(c.text for c in after.spans) and after.cells == len(after.spans)
         assert after.cells >= before.cells
+
+
+@st.composite
+def grids(draw: st.DrawFn) -> tuple[tuple[float, float], ...]:
+    """Columns as a page draws them: two or more x-ranges, left to right, an em (10 pt) or more apart."""
+    columns = []
+    left = draw(st.floats(0, 300))
+    for _ in range(draw(st.integers(2, 6))):
+        width = draw(st.floats(5, 120))
+        columns.append((left, left + width))
+        left += width + draw(st.floats(10, 80))
+    return tuple(columns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(above=grids(), below=grids(), shift=st.floats(-400, 400))
+def test_columns_line_up_with_themselves_both_ways_and_not_once_moved_past_themselves(
+    above: tuple[tuple[float, float], ...], below: tuple[tuple[float, float], ...], shift: float
+) -> None:
+    assert same_grid(above, above, 10.0)
+    assert same_grid(above, below, 10.0) == same_grid(below, above, 10.0)
+    moved = tuple((a + shift, b + shift) for a, b in above)
+    if abs(shift) > max(b - a for a, b in above) + ALIGN_EMS * 10.0:
+        assert not same_grid(above, moved, 10.0)  # no column is within half an em of itself any more
+    if len(below) != len(above):
+        assert not same_grid(above, below, 10.0)
+
+
+def test_the_columns_of_a_table_are_those_its_rows_are_set_on() -> None:
+    rows = [("", "2019", "2018"), ("Sales", "5", "4"), ("Costs", "3", "2")]
+    columns = table_columns(align_tables(order_lines(make_runs(_glyphs(rows)))))
+    assert [round(left) for left, _ in columns] == [50, 50 + COLUMN, 50 + 2 * COLUMN]
+    assert table_columns([]) == ()
