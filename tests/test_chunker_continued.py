@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_chunker import ROW
+from test_chunker import TABLE_LIMITS as LIMITS
 
 from kb_core.answers.tables import readable_tables
 from kb_core.ingest.chunker import Chunker, ChunkLimits
@@ -85,17 +87,7 @@ def test_a_header_too_long_to_fit_beside_a_row_is_not_repeated(embedder) -> None
     assert "\n".join(c.text for c in chunks) == "\n".join(rows)
 
 
-CELL = st.sampled_from(["12", "3.5", "kg", "Oslo", "서울", "长城", "naïve", "—", "north", "total", "2024-01-02"])
-ROW = st.lists(CELL, min_size=1, max_size=6).map(" | ".join)
 WORDS = st.lists(st.sampled_from(["alpha", "beta", "서울", "长城", "x" * 30, "1234"]), min_size=1, max_size=30)
-LIMITS = st.builds(
-    lambda hard, target_frac, overlap_frac: ChunkLimits(
-        target=max(1, int(hard * target_frac)), hard_max=hard, overlap=int(hard * target_frac * overlap_frac)
-    ),
-    st.integers(24, 160),
-    st.floats(0.3, 1.0),
-    st.floats(0.0, 0.5),
-)
 
 
 @st.composite

@@ -13,7 +13,6 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import jsonschema
@@ -26,7 +25,7 @@ from kb_core.answers.prompts import RAG_V1, RAG_V2, RAG_V2_KO, RAG_V4, RAG_V4_ZH
 from kb_core.answers.questions import kind_of
 from kb_core.answers.validation import judge
 from kb_core.config import load_config
-from kb_core.errors import KbError, ModelUnavailableError
+from kb_core.errors import KbError
 from kb_core.extend.contracts import Preloadable
 from kb_core.output import envelope, schema
 from kb_core.storage.store import StoreOfRecord
@@ -129,7 +128,7 @@ def test_no_hits_refuses_with_no_chunks_without_calling_the_model(store: StoreOf
     h = Harness(store, [], ScriptedLanguageModel())
     answer = h.ask()
     assert (answer.grounded, answer.refusal_reason) == (False, "no_chunks")
-    assert h.llm_made == 1 and h.llm.requests == []  # made as the question came in (to preload it), never asked
+    assert h.llm_made == 0 and h.llm.requests == []
     assert answer.model is None and answer.citations == () and answer.candidates == ()
     assert answers_rows(store)[0]["refusal_reason"] == "no_chunks"
 
@@ -138,7 +137,7 @@ def test_low_top_score_refuses_at_the_gate_listing_candidates(store: StoreOfReco
     h = Harness(store, hits_for((0, 0.10), (1, 0.08), (2, 0.05), (3, 0.01)), ScriptedLanguageModel())
     answer = h.ask()
     assert (answer.grounded, answer.refusal_reason) == (False, "score_gate")
-    assert h.llm.requests == []
+    assert h.llm_made == 0 and h.llm.requests == []
     assert [c.ref for c in answer.candidates] == ["docs/paris.md#L1-L2", "docs/paris.md#L4-L6", "docs/seoul.md#L1-L1"]
     assert all(c.marker is None for c in answer.candidates)
     assert answer.citations == ()
@@ -146,40 +145,22 @@ def test_low_top_score_refuses_at_the_gate_listing_candidates(store: StoreOfReco
     assert answer.retrieval.top_score == 0.1 and answer.retrieval.chunks_used == 0
 
 
-class PreloadedModel(ScriptedLanguageModel):
-    """A scripted model that notes when it was told to preload, and what had been searched by then."""
+class PreloadableModel(ScriptedLanguageModel):
+    """A scripted model that counts the times it was told to preload."""
 
-    def __init__(self, harness_queries: list[SearchQuery], *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.queries = harness_queries
-        self.preloaded_after: list[int] = []
+    preloads = 0
 
     def preload(self) -> None:
-        self.preloaded_after.append(len(self.queries))
+        self.preloads += 1
 
 
-def test_a_preloadable_model_is_told_to_load_before_retrieval_refused_or_not(store: StoreOfRecord) -> None:
-    queries: list[SearchQuery] = []
-    llm = PreloadedModel(queries, ["Paris [#1]"])
+def test_a_question_never_preloads_the_model(store: StoreOfRecord) -> None:
+    """Preloading is for a long-running server: in kb ask, a refusal would wait for the load at exit."""
+    llm = PreloadableModel(["Paris [#1]"])
     assert isinstance(llm, Preloadable)
-    grounded = Harness(store, hits_for((0, 0.9)), llm, queries=queries)
-    assert grounded.ask().grounded
-    refused = Harness(store, [], llm, queries=queries)
-    assert refused.ask().refusal_reason == "no_chunks"
-    assert llm.preloaded_after == [0, 1]  # each time before that question's search
-
-
-def test_a_model_that_cannot_be_made_still_lets_the_gate_refuse(store: StoreOfRecord) -> None:
-    config = load_config(kb_dir=store.kb_dir, environ={})
-
-    def missing() -> ScriptedLanguageModel:
-        raise ModelUnavailableError("language model file not found: /nowhere.gguf")
-
-    pipeline = RagPipeline(config, store, lambda query: [], missing, lambda: ModelRef("embedder", "onnx", 384))
-    assert pipeline.ask("What is the capital of France?").refusal_reason == "no_chunks"
-    answering = RagPipeline(config, store, lambda query: hits_for((0, 0.9)), missing, lambda: ModelRef("e", "onnx", 1))
-    with pytest.raises(ModelUnavailableError, match="/nowhere.gguf"):
-        answering.ask("What is the capital of France?")
+    assert Harness(store, hits_for((0, 0.9)), llm).ask().grounded
+    assert Harness(store, [], llm).ask().refusal_reason == "no_chunks"
+    assert llm.preloads == 0
 
 
 def test_gate_refusal_text_follows_the_question_language(store: StoreOfRecord) -> None:

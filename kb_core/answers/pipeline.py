@@ -51,7 +51,7 @@ from kb_core.answers.verdicts import state_verdict, verdict_opening
 from kb_core.config import Config
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
-from kb_core.extend.contracts import LanguageModel, Preloadable
+from kb_core.extend.contracts import LanguageModel
 from kb_core.limits import CheckedText, check_k, check_text
 from kb_core.retrieval.search import check_mode_and_k, checked_search
 from kb_core.storage.answers import save_answer
@@ -162,11 +162,10 @@ class RagPipeline:
         ``save=False`` leaves keeping it to the caller (a thread's turn is saved with its answer, at once).
         """
         run = self._start(question, options, history)
-        preloaded = self._preload()
         run.hits = self._retrieve(run)
         answer = self._gate(run)
         if answer is None:
-            llm = preloaded or self.language_model()
+            llm = self.language_model()
             with inside_model(llm.model_ref):  # a native crash is reported by the next run
                 answer = self._generate(run, llm, on_token)
         if save:
@@ -192,17 +191,6 @@ class RagPipeline:
         prompt = question_prompt(version, kind, question, history)
         trace_id = f"ret_{secrets.token_hex(4)}"
         return _Run(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind)
-
-    def _preload(self) -> LanguageModel | None:
-        """The model, told to load while kb searches if it loads on first use; None when it cannot be made
-        (the error shows if the question gets past the gate)."""
-        try:
-            llm = self.language_model()
-        except KbError:
-            return None
-        if isinstance(llm, Preloadable):
-            llm.preload()
-        return llm
 
     def _retrieve(self, run: _Run) -> list[Hit]:
         began = time.perf_counter()

@@ -251,10 +251,11 @@ class AnswerChecker(Protocol):
 class Preloadable(Protocol):
     """An optional capability of a LanguageModel: start loading it in the background, returning at once.
 
-    The answer pipeline calls it as a question arrives, before retrieval, so that a model that
-    loads on first use (a local file) loads while kb searches; a long-running server calls it as
-    it starts. The model's other methods wait for the load; a failure is not raised here but by the
-    next use, in its caller's thread. Calling it again, or once loaded, does nothing.
+    A long-running front end (``kb serve``) calls it as it starts, so that a model that loads on
+    first use (a local file) is ready for the first question. The model's other methods wait for
+    the load; a failure is not raised here but by the next use, in its caller's thread (which loads
+    again). Calling it while it loads, or once loaded, does nothing. ``kb ask`` does not call it: a
+    question refused before the model is needed would wait for the load as the process exits.
     """
 
     def preload(self) -> None: ...

@@ -103,7 +103,7 @@ class ImageParser(BinaryParser):
             return 1
         for reduction in JPEG_REDUCTIONS:  # the decoder's size is the ceiling of size / reduction
             if math.ceil(width / reduction) * math.ceil(height / reduction) <= self.limits.max_ocr_pixels:
-                image.draft(image.mode, (width // reduction, height // reduction))
+                image.draft(image.mode, (max(1, width // reduction), max(1, height // reduction)))
                 self._check_size(image.size)
                 return reduction
         raise self._too_large(image.size)

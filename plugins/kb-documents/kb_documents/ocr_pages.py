@@ -112,7 +112,7 @@ def clean_lines(lines: Iterable[OcrLine], width: int, height: int, enlarge: int 
         text = " ".join("".join(c for c in str(line.text) if _kept(c)).split())
         if not text:
             continue
-        x, y, w, h = (int(v) * enlarge for v in line.box)
+        x, y, w, h = (int(float(v) * enlarge) for v in line.box)
         x0, y0 = min(max(x, 0), width), min(max(y, 0), height)
         x1, y1 = min(max(x + w, x0), width), min(max(y + h, y0), height)
         confidence = float(line.confidence)

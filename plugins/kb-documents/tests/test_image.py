@@ -224,6 +224,8 @@ def test_only_a_jpeg_is_decoded_smaller_and_only_down_to_an_eighth() -> None:
     assert png.message == "the image is 1200x1000 px, over the limit of 500000 pixels"
     jpeg = _error(encode(big, "JPEG"), "huge.jpg", Limits(max_ocr_pixels=10_000))  # an eighth is 150x125
     assert jpeg.message == "the image is 1200x1000 px, over the limit of 10000 pixels"
+    thin = _error(encode(Image.new("RGB", (1, 3000), "white"), "JPEG"), "thin.jpg", Limits(max_ocr_pixels=1000))
+    assert thin.message == "the image is 1x3000 px, over the limit of 1000 pixels"  # a 1 px side cannot be halved
 
 
 def test_a_tiff_frame_over_the_limit_is_refused_before_it_is_decoded() -> None:

@@ -93,6 +93,7 @@ class LlamaCppModel:
         self._prefix_of: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
         self._loading = threading.Lock()  # one load at a time: a preload and the first use wait for each other
         self._preloading: threading.Thread | None = None
+        self._closes = 0  # times closed: a preload started before a close does not load after it
 
     @staticmethod
     def _problem(settings: LlamaSettings) -> str | None:
@@ -105,29 +106,32 @@ class LlamaCppModel:
     def preload(self) -> None:
         """Start loading the model in a background thread and return at once (see ``Preloadable``)."""
         if self._llama is None and self._preloading is None:
-            self._preloading = threading.Thread(target=self._load_quietly, name="kb-llamacpp-preload")
+            self._preloading = threading.Thread(
+                target=self._load_quietly, args=(self._closes,), name="kb-llamacpp-preload"
+            )
             self._preloading.start()
 
-    def _load_quietly(self) -> None:
+    def _load_quietly(self, closes: int) -> None:
+        """Load without progress; not when the model was closed since :meth:`preload` was called."""
         try:
-            self._load()
+            with self._loading:
+                if closes == self._closes:
+                    self._load_once(None)
         except Exception as exc:  # noqa: BLE001 - the next use loads again and raises it in its caller's thread
             log.debug("preloading %s failed: %s", self.settings.path, exc)
         finally:
             self._preloading = None
 
     def _load(self) -> Any:
-        if self._llama is not None:
-            return self._llama
-        with self._loading:
-            return self._load_once()
+        with self._loading:  # (a preload may be under way)
+            return self._load_once(self.settings.progress)
 
-    def _load_once(self) -> Any:
+    def _load_once(self, progress: Progress | None) -> Any:
         if self._llama is None:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            report = self.settings.progress or (lambda stage, done, total: None)
+            report = progress or (lambda stage, done, total: None)
             if self.settings.packaged is not None:
                 materialize(self.settings.packaged, self.settings.path.parent, report)
             report("loading the model", 0, 1)
@@ -163,19 +167,21 @@ class LlamaCppModel:
                 bos_token=model.token_get_text(bos) if bos != -1 else "",
                 add_generation_prompt=True,
             )
-            self._llama = llama
             # Freed when this model is (nothing else holds it: an atexit hook on self.close kept every model
             # loaded in a process alive until exit), else at exit, not by llama-cpp-python's finalizers at shutdown.
             self._release = weakref.finalize(self, llama.close)
-            report("loading the model", 1, 1)
             settings = self.settings
             key = f"ctx={settings.context_tokens} batch={settings.batch_tokens} threads={threads} repack={repack}"
             self._prefixes = PrefixCache(self.settings.state_dir or cache_dir(), self.settings.path, key)
+            self._llama = llama  # last: everything it needs is in place
+            report("loading the model", 1, 1)
         return self._llama
 
     def close(self) -> None:
-        """Free the model and its context (it loads again on next use); a load under way finishes first."""
+        """Free the model and its context (it loads again on next use); a load under way finishes first,
+        and a preload not begun yet does not begin."""
         with self._loading:
+            self._closes += 1
             llama, self._llama = self._llama, None
         if llama is not None:
             self._release()  # llama.close(), once

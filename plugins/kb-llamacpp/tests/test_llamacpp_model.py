@@ -296,12 +296,12 @@ def test_preload_loads_in_the_background_once_and_answers_as_a_model_loaded_on_f
     assert isinstance(fresh, Preloadable)
     fresh.preload()
     fresh.preload()  # a second call while loading starts nothing more
-    loaders = [t for t in threading.enumerate() if t.name == "kb-llamacpp-preload"]
-    assert len(loaders) <= 1
-    tokens, (done,), _ = _collect(fresh, COUNTING)  # waits for the load
-    assert not any(t.name == "kb-llamacpp-preload" for t in threading.enumerate())
+    (loader,) = [t for t in threading.enumerate() if t.name == "kb-llamacpp-preload"]
+    loader.join()
+    assert fresh._llama is not None  # loaded by the thread, before any use
     fresh.preload()  # loaded: nothing to do
     assert not any(t.name == "kb-llamacpp-preload" for t in threading.enumerate())
+    tokens, (done,), _ = _collect(fresh, COUNTING)
     fresh.close()
     expected, (expected_done,), _ = _collect(model, COUNTING)  # loaded again on first use
     assert "".join(t.text for t in tokens) == "".join(t.text for t in expected)

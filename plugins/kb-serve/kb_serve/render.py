@@ -134,7 +134,7 @@ def render_image_page(data: bytes, page: int, max_pixels: int) -> bytes:
                         raise RenderError(f"the image has no page {page}") from None
                 size = image.size
                 reduction = _reduction(size, max_pixels)
-                image.draft("RGB", (size[0] // reduction, size[1] // reduction))  # a JPEG decodes smaller
+                image.draft("RGB", (max(1, size[0] // reduction), max(1, size[1] // reduction)))  # a JPEG: smaller
                 _check(size, max_pixels, image.size)  # from the header: nothing is decoded yet
                 upright = _upright_rgb(image)
                 upright.thumbnail((MAX_SIDE, MAX_SIDE))

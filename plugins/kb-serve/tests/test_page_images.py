@@ -265,6 +265,9 @@ def test_a_jpeg_over_the_pixel_limit_is_decoded_smaller_as_kb_documents_reads_it
     assert rendered.size == (1000, 750)
     with pytest.raises(RenderError, match="the image is 4000x3000 px, over the limit of 100000 pixels"):
         render_image_page(out.getvalue(), 1, 100_000)  # an eighth is 500x375
+    thin = io.BytesIO()
+    Image.new("RGB", (1, 3200), "white").save(thin, "JPEG")  # a side of 1 px cannot be halved
+    assert Image.open(io.BytesIO(render_image_page(thin.getvalue(), 1, 40_000_000))).size == (1, 1600)
 
 
 def test_rendering_in_this_process_leaves_pillows_limit_alone(monkeypatch: pytest.MonkeyPatch) -> None:
