@@ -10,7 +10,8 @@ from typing import Any
 
 import jsonschema
 
-from kb_core.plugin import GenerateRequest
+from kb_core.plugin import GenerateRequest, Preloadable, hookimpl
+from kb_core.testing import ScriptedLanguageModel, ScriptedPlugin
 from kb_serve.client import iter_sse, parse_sse
 from kb_serve.openapi import kb_schema, own_schema
 
@@ -169,3 +170,35 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.02)
+
+
+class PreloadingPlugin(ScriptedPlugin):
+    """The scripted backend, its models Preloadable: each counts the times it was told to preload."""
+
+    @hookimpl
+    def register_language_models(self, register: Callable[..., None]) -> None:
+        """Register ``scripted`` as a model that can preload."""
+
+        def make(_ctx: object) -> ScriptedLanguageModel:
+            model = PreloadingModel(self.script)
+            self.models.append(model)
+            return model
+
+        register("scripted", make)
+
+
+class PreloadingModel(ScriptedLanguageModel):
+    preloads = 0
+
+    def preload(self) -> None:
+        self.preloads += 1
+
+
+def test_the_server_starts_loading_the_language_model_as_it_starts(start_server: Callable[..., Any]) -> None:
+    plugin = PreloadingPlugin()
+    server = start_server(llm=plugin)  # returns once uvicorn has started (after the app's start-up)
+    (model,) = plugin.models
+    assert isinstance(model, Preloadable) and model.preloads == 1 and model.requests == []
+    with server.client() as http:
+        assert http.post("/ask", json={"question": "What did the Heliograph panels measure?"}).status_code == 200
+    assert model.preloads == 1 and len(model.requests) >= 1  # the same model answers
