@@ -66,13 +66,12 @@ def _cells(line: str, markdown: bool) -> list[str]:
 def _named_rows(rows: list[list[str]]) -> list[str]:
     """The rows after the header, each as ``label: name = value; ...`` (a row of no values: its label)."""
     width = len(rows[0])
-    padded = rows
     header_rows = 1
-    while header_rows < len(padded) - 1 and not padded[header_rows][0] and not padded[header_rows - 1][0]:
+    while header_rows < len(rows) - 1 and not rows[header_rows][0] and not rows[header_rows - 1][0]:
         header_rows += 1
-    names = _column_names(padded[:header_rows], width)
+    names = _column_names(rows[:header_rows], width)
     out: list[str] = []
-    for row in padded[header_rows:]:
+    for row in rows[header_rows:]:
         first = 0 if names[0] else 1  # a first column with a name is a value like the others
         label, values = row[0] if first else "", [(names[i], row[i]) for i in range(first, width) if row[i]]
         if not values or values == [(names[0], row[0])]:

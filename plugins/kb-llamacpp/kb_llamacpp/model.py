@@ -123,7 +123,9 @@ class LlamaCppModel:
             self._preloading = None
 
     def _load(self) -> Any:
-        with self._loading:  # (a preload may be under way)
+        if self._llama is not None:  # (published last, when everything it needs is in place: no lock on every call)
+            return self._llama
+        with self._loading:  # a preload may be under way
             return self._load_once(self.settings.progress)
 
     def _load_once(self, progress: Progress | None) -> Any:
