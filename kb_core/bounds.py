@@ -1,0 +1,112 @@
+"""Every numeric bound of a value a person or a request gives kb, declared once.
+
+The CLI (:func:`kb_core.cli.options.bounded`), the configuration (:mod:`kb_core.config_schema`),
+``kb serve``'s options and HTTP parameters, ``kb mcp`` and ``/v1`` take their ranges from here, so they
+cannot disagree: a temperature is 0 to 2 everywhere. A value out of its bound is one line naming the
+value and what is allowed:
+
+>>> TEMPERATURE.check(3.0)
+Traceback (most recent call last):
+    ...
+kb_core.errors.KbError: temperature = 3.0 is not a number from 0 to 2
+>>> SEED.check(-1, "--seed")
+Traceback (most recent call last):
+    ...
+kb_core.errors.KbError: --seed = -1 is not a whole number from 0 to 4,294,967,295
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import attrs
+
+from kb_core.errors import KbError
+
+MAX_SHOWN_CHARS = 40  # of a bad value in a message
+
+
+@attrs.frozen
+class Bound:
+    """A number ``low``..``high``: ``whole`` an integer, else an integer or a finite float (NaN and infinity
+    are never in a bound). ``name`` says what it is in a message; ``note`` what a special value means."""
+
+    name: str
+    kind: Literal["whole", "number"]
+    low: float
+    high: float
+    note: str = ""
+
+    @property
+    def allowed(self) -> str:
+        """What the bound accepts, as the end of "… is not <allowed>"."""
+        what = "a whole number" if self.kind == "whole" else "a number"
+        text = f"{what} from {spelt(self.low)} to {spelt(self.high)}"
+        return f"{text} ({self.note})" if self.note else text
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` (any Python value: a bool, a string or a huge integer is not out of reach) is in it."""
+        whole = self.kind == "whole"
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        return self.low <= value <= self.high
+
+    def check(self, value: Any, name: str = "") -> Any:
+        """``value`` when it :meth:`holds`, else a one-line KbError naming it (as ``name``, default the bound's)."""
+        if not self.holds(value):
+            raise KbError(f"{name or self.name} = {shown(value)} is not {self.allowed}")
+        return value
+
+
+def whole(name: str, low: int, high: int, note: str = "") -> Bound:
+    """An integer bound."""
+    return Bound(name, "whole", low, high, note)
+
+
+def number(name: str, low: float, high: float, note: str = "") -> Bound:
+    """A finite-number bound."""
+    return Bound(name, "number", low, high, note)
+
+
+def spelt(value: float) -> str:
+    """``value`` as a bound is written: ``4,294,967,295``, ``0.5``."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def shown(value: Any) -> str:
+    """``value`` as written, cut to :data:`MAX_SHOWN_CHARS` characters (a 5,000-digit integer is not spelt
+    out: Python refuses to, past 4,300 digits)."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int) and abs(value) >= 10**MAX_SHOWN_CHARS:
+        text = f"{'-' if value < 0 else ''}a number of more than {MAX_SHOWN_CHARS} digits"
+    else:
+        text = repr(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
+
+
+#: The most hits one search or question may ask for: a ``k`` of two billion made Tantivy ask for 32 GB.
+K = whole("k", 1, 1000)
+#: Sampling temperature (OpenAI's range; beyond 2 no model samples anything but noise).
+TEMPERATURE = number("temperature", 0, 2)
+#: Sampling seed: llama.cpp takes an unsigned 32-bit integer.
+SEED = whole("seed", 0, 2**32 - 1)
+#: How many stored answers, threads or conversations a listing may ask for.
+LIST_LIMIT = whole("limit", 1, 1_000_000)
+#: A line number in a citation (``#L12-L34``): far above any document kb stores (files are at most 4 GB).
+LINE = whole("line", 1, 1_000_000_000)
+#: A page number in a citation (``#page=3``) or a page image's URL.
+PAGE = whole("page", 1, 1_000_000)
+#: A timeout in seconds (0 = no limit): a day at most.
+TIMEOUT_S = number("timeout", 0, 86_400, note="0 = no limit")
+#: A wait in seconds that must end (kb serve's --ask-wait, --search-timeout): above 0, a day at most.
+WAIT_S = number("wait", 0.001, 86_400)
+#: Threads of a model or a pool of handles (0 = automatic).
+THREADS = whole("threads", 0, 1024, note="0 = automatic")
+#: Knowledge-base handles kb serve keeps open for reads, or questions it queues: each costs memory up front.
+WORKERS = whole("workers", 1, 256)
+#: A TCP port.
+PORT = whole("port", 0, 65_535)
