@@ -12,6 +12,7 @@ from typing import Any
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
 from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, OcrEngine, SearchIndex
+from kb_core.extend.options import check_declared
 from kb_core.extend.registry import Registry
 from kb_core.extend.registry import registry as default_registry
 from kb_core.privacy import quiet_dependencies
@@ -28,6 +29,7 @@ class KnowledgeBase:
         quiet_dependencies()  # where a program starts using kb: the engines it loads later never phone home
         self.config = config
         self.registry = registry or default_registry()
+        check_declared(config, self.registry.options)  # the plugins' [backends.NAME] tables
         self._create = create
         self._store: StoreOfRecord | None = None
         self._embedder: Embedder | None = None

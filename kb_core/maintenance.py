@@ -9,6 +9,7 @@ import attrs
 from kb_core.app import KnowledgeBase
 from kb_core.crashes import last_crash, probe_generation
 from kb_core.errors import KbError, NotFoundError
+from kb_core.extend.options import summaries
 from kb_core.ingest.index_sync import index_problems
 from kb_core.ingest.language_fit import mismatch_problem
 from kb_core.types import Citation, Problem
@@ -119,4 +120,5 @@ def doctor_report(kb: KnowledgeBase, *, generate: bool = True) -> DoctorReport:
         check, found = _component_check(component, probe)
         checks.append(check)
         problems.extend(found)
+    checks += [Check(table, True, detail) for table, detail in summaries(kb.config, kb.registry.options)]
     return DoctorReport(str(kb.directory), checks, problems, healthy=not problems)

@@ -12,6 +12,8 @@ what is documented exists.
 - commands: every command and subcommand of ``kb`` is an entry of README's "Using it" block (built-in)
   or named in its plugin's README (a plugin's, when the plugin is installed), and every ``kb X`` the
   block names exists;
+- plugin options: every option a plugin declares for its ``[backends.NAME]`` table (``register_options``)
+  is named in that plugin's README, as is the table;
 - distributions: kb-core and every ``plugins/*`` and ``examples/*`` distribution are rows of
   docs/architecture.md's distributions table (with their folder), the plugins items of README's
   "Plugins" list (linking their README), with the kb-core range README states, and nothing listed
@@ -45,7 +47,8 @@ import kb_core
 from kb_core.cli.main import _register_builtin_commands, cli
 from kb_core.config_schema import RULES
 from kb_core.extend import hookspecs
-from kb_core.extend.registry import CORE_DISTRIBUTION, load_registry
+from kb_core.extend.options import Option
+from kb_core.extend.registry import CORE_DISTRIBUTION, Registry, load_registry
 from kb_core.extend.surface import PUBLIC_MODULES
 
 KB_CORE = REPO / "kb_core"
@@ -268,6 +271,41 @@ def test_every_plugin_command_is_in_its_plugins_readme() -> None:
             if not re.search(rf"(?<![\w-])kb (?:--\S+ \S+ )*{' '.join(path)}(?![\w-])", readme):
                 missing.append(f"kb {' '.join(path)} ({distribution}/README.md)")
     assert missing == []
+
+
+def _undocumented_options(registry: Registry) -> list[str]:
+    """Each declared ``[backends.NAME]`` option its plugin's README does not name (in backticks, or ``key =`` in a
+    code block)."""
+    distributions = {plugin.name: plugin.distribution for plugin in registry.plugins}
+    folders = _distributions()
+    missing = []
+    for table, declared in registry.options.items():
+        distribution = distributions[registry.options_plugins[table]]
+        if distribution not in folders:  # a plugin loaded from KB_PLUGIN_MODULES or in process: no README
+            continue
+        readme = _page(str((folders[distribution] / "README.md").relative_to(REPO)))
+        if f"[backends.{table}]" not in readme:
+            missing.append(f"[backends.{table}] ({distribution}/README.md)")
+        spans = re.findall(r"`([^`\n]+)`", _prose(readme)) + re.findall(r"^\s*(\w+) =", readme, flags=re.M)
+        for key in declared:
+            if not any(re.search(rf"(?<![\w.]){key}(?!\w)", span) for span in spans):
+                missing.append(f"[backends.{table}] {key} ({distribution}/README.md)")
+    return missing
+
+
+def test_every_plugin_option_is_in_its_plugins_readme() -> None:
+    registry = load_registry()
+    assert {"documents", "tesseract", "openai"} <= set(registry.options) or not registry.plugins
+    assert _undocumented_options(registry) == []
+
+
+def test_an_undocumented_option_fails_the_docs_check() -> None:
+    registry = load_registry()
+    if "tantivy" not in registry.options:
+        pytest.skip("kb-tantivy is not installed")
+    undeclared = Option.flag(True, "an option no README names")
+    registry.options["tantivy"] = {**registry.options["tantivy"], "zz_not_in_the_readme": undeclared}
+    assert _undocumented_options(registry) == ["[backends.tantivy] zz_not_in_the_readme (kb-tantivy/README.md)"]
 
 
 # -- 4. distributions ---------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ import click
 from kb_core.app import KnowledgeBase
 from kb_core.config import Config, load_config
 from kb_core.errors import KbError
+from kb_core.extend.options import check_declared
+from kb_core.extend.registry import registry
 from kb_core.output import dumps
 from kb_core.terminal import raw_stream, shown
 from kb_core.types import Progress
@@ -40,7 +42,9 @@ class Session:
     def config(self) -> Config:
         """The effective configuration (loaded once)."""
         if self._config is None:
-            self._config = load_config(self.config_path, self.kb_dir, self.overrides)
+            config = load_config(self.config_path, self.kb_dir, self.overrides)
+            check_declared(config, registry().options)  # the plugins' [backends.NAME] tables, at start
+            self._config = config
         return self._config
 
     def kb(self, *, create: bool = False) -> KnowledgeBase:

@@ -10,6 +10,7 @@ import click
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.config import effective_values
 from kb_core.errors import EXIT_NO_RESULT, EXIT_PARTIAL, EXIT_UNHEALTHY
+from kb_core.extend.options import listed
 from kb_core.extend.registry import registry
 from kb_core.ingest.index_sync import rebuild_index
 from kb_core.ingest.language_fit import ingest_notice
@@ -207,7 +208,8 @@ def plugins_command(as_json: bool) -> None:
 @pass_session
 def config_show_command(session: Session, as_json: bool) -> None:
     """Print the effective configuration and where each value came from."""
-    values = [{"key": k, "value": v, "source": s} for k, v, s in effective_values(session.config)]
+    rows = listed(effective_values(session.config), session.config, registry().options)  # plugins' options too
+    values = [{"key": k, "value": v, "source": s} for k, v, s in rows]
 
     def human() -> None:
         for item in values:

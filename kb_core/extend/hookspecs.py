@@ -1,4 +1,4 @@
-"""The extension surface of kb: six hooks, each receiving a typed ``register`` callable.
+"""The extension surface of kb: seven hooks, each receiving a typed ``register`` callable.
 
 A plugin is a module with functions marked ``@hookimpl`` and named like the specs below (both
 ``hookimpl`` and the ``Register*`` protocols are public as :mod:`kb_core.plugin`'s); it is found
@@ -19,7 +19,7 @@ stop kb with one line naming the plugin and the mistake.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import pluggy
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         Parser,
         ParserContext,
     )
+    from kb_core.extend.options import Option
 
 hookspec = pluggy.HookspecMarker("kb")
 hookimpl = pluggy.HookimplMarker("kb")
@@ -118,6 +119,12 @@ class RegisterOcrEngine(Protocol):
     ) -> None: ...
 
 
+class RegisterOptions(Protocol):
+    """``register(table, {"name": Option.whole(1, 100, 10, "what it is")})``: the options of ``[backends.<table>]``."""
+
+    def __call__(self, table: str, options: Mapping[str, Option]) -> None: ...
+
+
 class RegisterCommand(Protocol):
     """``register(name, command)`` with a ``click.Command`` (or group)."""
 
@@ -168,6 +175,18 @@ def register_ocr_engines(register: RegisterOcrEngine) -> None:
     ``factory(FactoryContext)`` returns an :class:`~kb_core.extend.contracts.OcrEngine`; it is
     made on the first page an ingest needs read, and ``ctx.options`` holds its
     ``[backends.<name>]`` table.
+    """
+
+
+@hookspec
+def register_options(register: RegisterOptions) -> None:
+    """Declare the options of a ``[backends.<table>]`` table: ``register(table, {name: Option, ...})``.
+
+    Each :class:`~kb_core.extend.options.Option` gives a key's type and range or choices, its default and
+    a line of help. Every command that loads the configuration checks the table against them first (an
+    unknown key or a bad value is one line, exit 2), ``kb config show`` and ``kb doctor`` list them, and
+    the factory reads the table with ``checked_options`` (the defaults filled in). A table is declared by
+    one plugin; it need not be the name of anything the plugin registers (``[backends.documents]``).
     """
 
 

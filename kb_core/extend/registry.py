@@ -22,6 +22,7 @@ import pluggy
 
 from kb_core.errors import KbError, NotFoundError
 from kb_core.extend import hookspecs
+from kb_core.extend.options import Declared, declaration_problem
 
 if TYPE_CHECKING:
     from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, SearchIndex
@@ -122,6 +123,9 @@ class Registry:
 
     plugins: list[PluginInfo] = attrs.field(factory=list)
     items: dict[str, dict[str, Registration]] = attrs.field(factory=lambda: {k: {} for k in KINDS})
+    #: The declared options of each ``[backends.<table>]`` table (``register_options``), and who declared them.
+    options: dict[str, Declared] = attrs.field(factory=dict)
+    options_plugins: dict[str, str] = attrs.field(factory=dict)
 
     def get(self, kind: Kind, name: str) -> Registration:
         """The registration ``name`` of ``kind``, or a NotFoundError naming what exists."""
@@ -196,6 +200,22 @@ def _collect(pm: pluggy.PluginManager, registry: Registry) -> dict[str, dict[str
                 provides.setdefault(_plugin, {}).setdefault(_kind, []).append(name)
 
             impl.function(register=register)
+    for impl in pm.hook.register_options.get_hookimpls():
+
+        def declare(table: str, options: Declared, _plugin: str = impl.plugin_name) -> None:
+            problem = declaration_problem(table, options)
+            earlier = registry.options_plugins.get(table) if isinstance(table, str) else None
+            if not problem and earlier is not None and earlier != _plugin:
+                problem = f"the options of [backends.{table}] are declared by plugin {earlier!r} already"
+            if problem:
+                raise PluginError(
+                    f"plugin {_plugin!r}: {problem}", hint="fix or uninstall the plugin; 'kb plugins' lists them"
+                )
+            registry.options[table] = dict(options)
+            registry.options_plugins[table] = _plugin
+            provides.setdefault(_plugin, {}).setdefault("options", []).append(table)
+
+        impl.function(register=declare)
     return provides
 
 

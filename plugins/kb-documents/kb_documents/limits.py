@@ -23,39 +23,46 @@ from typing import Any
 
 import attrs
 
-from kb_core import ConfigError
+from kb_core.plugin.options import Option, checked_options
 
 SECTION = "documents"
+#: The most any limit may be set to: 2^40 (a terabyte, a trillion pixels; far above what a machine reads).
+MOST = 2**40
+
+#: The options of ``[backends.documents]``, declared to kb (``register_options``): kb checks them at start.
+OPTIONS: dict[str, Option] = {
+    "max_bytes": Option.whole(1, MOST, 100_000_000, "a PDF or DOCX larger than this many bytes is refused"),
+    "max_pages": Option.whole(1, MOST, 2000, "a PDF or TIFF with more pages is refused"),
+    "max_chars_per_page": Option.whole(
+        1, MOST, 200_000, "characters read per page; the rest is dropped with a warning"
+    ),
+    "max_docx_inflated_bytes": Option.whole(1, MOST, 50_000_000, "total uncompressed size of the .docx parts kb reads"),
+    "max_docx_ratio": Option.whole(
+        1, MOST, 200, "uncompressed/compressed size of any part read; more looks like a zip bomb"
+    ),
+    "max_docx_entries": Option.whole(1, MOST, 5000, "members in the .docx archive"),
+    "max_ocr_pixels": Option.whole(
+        1, MOST, 40_000_000, "pixels of a page image read by OCR (scans rendered and JPEGs decoded smaller)"
+    ),
+}
 
 
 @attrs.frozen
 class Limits:
-    """What kb-documents reads at most (see the module docstring for the configuration keys)."""
+    """What kb-documents reads at most (:data:`OPTIONS` says what each is)."""
 
-    max_bytes: int = 100_000_000
-    max_pages: int = 2000
-    max_chars_per_page: int = 200_000
-    max_docx_inflated_bytes: int = 50_000_000
-    max_docx_ratio: int = 200
-    max_docx_entries: int = 5000
-    max_ocr_pixels: int = 40_000_000
+    max_bytes: int = OPTIONS["max_bytes"].default
+    max_pages: int = OPTIONS["max_pages"].default
+    max_chars_per_page: int = OPTIONS["max_chars_per_page"].default
+    max_docx_inflated_bytes: int = OPTIONS["max_docx_inflated_bytes"].default
+    max_docx_ratio: int = OPTIONS["max_docx_ratio"].default
+    max_docx_entries: int = OPTIONS["max_docx_entries"].default
+    max_ocr_pixels: int = OPTIONS["max_ocr_pixels"].default
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Limits:
-        """Limits from the ``[backends.documents]`` table; unknown keys or bad values are a ConfigError."""
-        known = {f.name for f in attrs.fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown key(s) in [backends.{SECTION}]: {', '.join(unknown)}",
-                hint=f"known keys: {', '.join(sorted(known))}",
-            )
-        values: dict[str, int] = {}
-        for key, value in options.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"[backends.{SECTION}] {key} must be a positive integer, not {value!r}")
-            values[key] = value
-        return cls(**values)
+        """Limits from the ``[backends.documents]`` table; an unknown key or a bad value is a one-line ConfigError."""
+        return cls(**checked_options(SECTION, OPTIONS, options))
 
     @classmethod
     def from_config(cls, config: object) -> Limits:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb_core.plugin import ParserContext, RegisterCommand, RegisterParser, hookimpl
+from kb_core.plugin.options import RegisterOptions
 from kb_documents.cli import pages_command
-from kb_documents.limits import Limits
+from kb_documents.limits import OPTIONS, SECTION, Limits
 
 if TYPE_CHECKING:
     from kb_documents.docx import DocxParser
@@ -64,6 +65,12 @@ def register_parsers(register: RegisterParser) -> None:
         licence="MIT-CMU",
         needs="an OCR engine (pip install kb-tesseract)",
     )
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The limits of ``[backends.documents]``, checked by kb at start."""
+    register(SECTION, OPTIONS)
 
 
 @hookimpl

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kb_core.plugin import FactoryContext, RegisterLanguageModel, hookimpl
-from kb_llamacpp.loading import weight_repacking
+from kb_core.plugin.options import RegisterOptions, checked_options
+from kb_llamacpp.loading import OPTIONS, weight_repacking
 from kb_llamacpp.model import LlamaCppModel, LlamaSettings
 from kb_llamacpp.packaged import PackagedModel, materialize, target_path
 
@@ -37,8 +38,9 @@ def default_model_path() -> Path:
 def make_model(ctx: FactoryContext) -> LlamaCppModel:
     """The llama.cpp language model the configuration asks for."""
     llm = ctx.config.models.llm
-    chosen = llm.model or str(ctx.options.get("model", "") or "")
-    repacking = weight_repacking(ctx.options.get("weight_repacking", "auto"))
+    options = checked_options("llamacpp", OPTIONS, ctx.options, ctx.config.sources)
+    chosen = llm.model or str(options["model"])
+    repacking = weight_repacking(options["weight_repacking"])
     if chosen:
         path = Path(chosen).expanduser()
         return LlamaCppModel(
@@ -68,3 +70,9 @@ def make_model(ctx: FactoryContext) -> LlamaCppModel:
 def register_language_models(register: RegisterLanguageModel) -> None:
     """Register the ``llamacpp`` backend."""
     register("llamacpp", make_model, licence=DEFAULT_MODEL.licence, default_model=DEFAULT_MODEL.id)
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.llamacpp]``, checked by kb at start."""
+    register("llamacpp", OPTIONS)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any, Literal, cast
 
 from kb_core import KbError
+from kb_core.plugin.options import Option
 
 WeightRepacking = Literal["auto", "on", "off"]
 WEIGHT_REPACKING: tuple[WeightRepacking, ...] = ("auto", "on", "off")
@@ -29,6 +30,16 @@ CRASH_HINT = (
     " or rebuild llama.cpp for any x86-64 CPU with AVX2:"
     " CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --force-reinstall --no-cache-dir llama-cpp-python"
 )
+
+#: The options of ``[backends.llamacpp]``, declared to kb (``register_options``): checked at start.
+OPTIONS: dict[str, Option] = {
+    "model": Option.path("", "a GGUF file to use when [models.llm] model is not set ('': the embedded model)"),
+    "weight_repacking": Option.text(
+        "auto",
+        "auto: off where the build uses AMX (whose repacked weights crash); on or off force it",
+        choices=WEIGHT_REPACKING,
+    ),
+}
 
 _loading = threading.Lock()
 

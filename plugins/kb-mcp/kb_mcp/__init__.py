@@ -11,8 +11,9 @@ question is asked in a thread, and the ``thread_id`` it returns asks a follow-up
 from __future__ import annotations
 
 from kb_core.plugin import RegisterCommand, hookimpl
+from kb_core.plugin.options import RegisterOptions
 
-__all__ = ["register_commands"]
+__all__ = ["register_commands", "register_options"]
 
 
 @hookimpl
@@ -21,3 +22,11 @@ def register_commands(register: RegisterCommand) -> None:
     from kb_mcp.command import mcp_command
 
     register("mcp", mcp_command)
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.mcp]`` (the folders ``ingest`` may read), checked by kb at start."""
+    from kb_mcp.folders import BACKEND, OPTIONS
+
+    register(BACKEND, OPTIONS)

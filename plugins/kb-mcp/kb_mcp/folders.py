@@ -22,28 +22,30 @@ from pathlib import Path
 import attrs
 
 import kb_core
+from kb_core.plugin.options import Option, checked_options
 
 BACKEND = "mcp"  # the plugin's table: [backends.mcp]
 KEY = "ingest_folders"
 PATH_MAX = 4096  # Linux's PATH_MAX: no usable path given to `ingest` is longer
+#: The options of ``[backends.mcp]``, declared to kb (``register_options``): checked at start.
+OPTIONS: dict[str, Option] = {
+    KEY: Option.texts(
+        [],
+        "folders whose files the ingest tool may read (also kb mcp --ingest-folder DIR)",
+        pattern="[/~][^\x00]*",
+        shape="an absolute folder (starting with / or ~)",
+    ),
+}
 HOW_TO_ALLOW = f'allow a folder with kb mcp --ingest-folder DIR, or {KEY} = ["DIR"] in [backends.{BACKEND}]'
 
 
 def configured_folders(config: kb_core.Config) -> list[Path]:
     """The folders of ``[backends.mcp] ingest_folders`` (absolute, ``~`` expanded); a ConfigError if malformed."""
-    raw = config.backend_options(BACKEND).get(KEY, [])
-    example = f'e.g. {KEY} = ["~/notes"] in [backends.{BACKEND}]'
-    if not isinstance(raw, list) or not all(isinstance(entry, str) for entry in raw):
-        raise kb_core.ConfigError(f"[backends.{BACKEND}] {KEY} must be a list of folders", hint=example)
-    folders = []
-    for entry in raw:
-        folder = Path(entry).expanduser()
-        if not folder.is_absolute():
-            raise kb_core.ConfigError(
-                f"[backends.{BACKEND}] {KEY}: {entry!r} is not an absolute path", hint="start it with / or ~"
-            )
-        folders.append(folder)
-    return folders
+    values = checked_options(BACKEND, OPTIONS, config.backend_options(BACKEND), config.sources)
+    try:
+        return [Path(entry).expanduser() for entry in values[KEY]]
+    except RuntimeError as exc:  # ~nobody: no such user
+        raise kb_core.ConfigError(f"[backends.{BACKEND}] {KEY}: {exc}", hint="start each folder with / or ~/") from None
 
 
 @attrs.frozen

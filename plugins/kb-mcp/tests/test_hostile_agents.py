@@ -179,7 +179,8 @@ def test_ingest_folders_from_the_config_file(tree: dict[str, Path]) -> None:
     bad = run_kb(tree["kb"], "--config", str(tree["config"]), "mcp")
     assert (bad.returncode, bad.stderr) == (
         2,
-        "kb: error: [backends.mcp] ingest_folders: 'notes' is not an absolute path (start it with / or ~)\n",
+        f"kb: error: invalid configuration: backends.mcp.ingest_folders = ['notes'] (file:{tree['config']}) is not"
+        " a list of text, each an absolute folder (starting with / or ~) (remove it for the default, [])\n",
     )
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 from importlib import metadata
 
 from kb_core.plugin import FactoryContext, RegisterLanguageModel, hookimpl
+from kb_core.plugin.options import RegisterOptions
 from kb_ollama.model import OllamaModel, make_model
+from kb_ollama.options import OPTIONS
 
-__all__ = ["OllamaModel", "register_language_models"]
+__all__ = ["OllamaModel", "register_language_models", "register_options"]
 __version__ = metadata.version("kb-ollama")
 
 
@@ -25,3 +27,9 @@ def _factory(ctx: FactoryContext) -> OllamaModel:
 def register_language_models(register: RegisterLanguageModel) -> None:
     """The ``ollama`` backend."""
     register("ollama", _factory, needs="a running Ollama server (https://ollama.com)")
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.ollama]``, checked by kb at start."""
+    register("ollama", OPTIONS)

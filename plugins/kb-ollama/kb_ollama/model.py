@@ -11,8 +11,10 @@ import attrs
 
 from kb_core import Config, ConfigError, KbError, ModelUnavailableError
 from kb_core.plugin import Done, GenerateRequest, ModelRef, Problem, StreamEvent, Token
+from kb_core.plugin.options import checked_options
 from kb_core.plugin.remote import ApiError, Timeouts, first_or_done, upper_bound_tokens
 from kb_ollama.client import BaseUrl, OllamaClient
+from kb_ollama.options import DEFAULT_URL, OPTIONS
 from kb_ollama.protocol import (
     OLLAMA,
     MalformedResponse,
@@ -24,7 +26,6 @@ from kb_ollama.protocol import (
     parse_tags,
 )
 
-DEFAULT_URL = "http://127.0.0.1:11434"
 URL_ENV = OLLAMA.url_env
 COUNT_CACHE_SIZE = 4096
 COMPONENT = "ollama"
@@ -44,8 +45,9 @@ class OllamaSettings:
     def resolve(cls, config: Config, options: Mapping[str, object], environ: Mapping[str, str]) -> OllamaSettings:
         """Settings for one invocation; ConfigError when no model is named or the URL is invalid."""
         llm = config.models.llm
-        url = OLLAMA.configured_url(options, environ, DEFAULT_URL)
-        model = str(options.get("model") or llm.model or "").strip()
+        values = checked_options("ollama", OPTIONS, options, config.sources)
+        url = OLLAMA.configured_url(values, environ, DEFAULT_URL)
+        model = str(values["model"] or llm.model or "").strip()
         if not model:
             raise ConfigError(
                 "no Ollama model is configured",

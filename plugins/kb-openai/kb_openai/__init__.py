@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb_core.plugin import FactoryContext, RegisterLanguageModel, hookimpl
+from kb_core.plugin.options import RegisterOptions
+from kb_openai.settings import OPTIONS
 
 if TYPE_CHECKING:
     from kb_openai.model import OpenAIModel
 
-__all__ = ["register_language_models"]
+__all__ = ["register_language_models", "register_options"]
 
 
 def _factory(ctx: FactoryContext) -> OpenAIModel:
@@ -28,3 +30,9 @@ def _factory(ctx: FactoryContext) -> OpenAIModel:
 def register_language_models(register: RegisterLanguageModel) -> None:
     """The ``openai`` backend."""
     register("openai", _factory, needs="an OpenAI-compatible server you run or choose ([backends.openai] url)")
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.openai]``, checked by kb at start."""
+    register("openai", OPTIONS)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import attrs
 
 from kb_core import Config, ConfigError
+from kb_core.plugin.options import Option, checked_options
 from kb_core.plugin.remote import RemoteServer, Timeouts
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
@@ -19,6 +20,25 @@ URL_ENV = "KB_OPENAI_URL"
 KEY_ENV = "KB_OPENAI_API_KEY"
 MODEL_ENV = "KB_OPENAI_MODEL"
 TOKENIZE_MODES = ("auto", "off")
+#: The options of ``[backends.openai]``, declared to kb (``register_options``): checked at start.
+OPTIONS: dict[str, Option] = {
+    "url": Option.text(
+        DEFAULT_URL, f"the base URL (host:port alone means http://host:port/v1); {URL_ENV} overrides", nonempty=True
+    ),
+    "model": Option.text("", f"the model id sent ('': [models.llm] model, else the server's only one); {MODEL_ENV}"),
+    "api_key": Option.text("", f"the API key itself (prefer the environment, {KEY_ENV})", secret=True),
+    "api_key_env": Option.text(
+        KEY_ENV,
+        "the environment variable that holds the API key",
+        pattern=r"[A-Za-z_][A-Za-z0-9_]{0,127}",
+        shape="an environment variable's name",
+    ),
+    "tokenize": Option.text(
+        "auto",
+        "auto: count tokens with the server's tokenize endpoint when it has one; off: never ask",
+        choices=TOKENIZE_MODES,
+    ),
+}
 #: How messages name the server, and where its URL is set.
 OPENAI = RemoteServer(
     backend="openai",
@@ -100,16 +120,11 @@ class OpenAISettings:
         ``api_key_env`` (default ``KB_OPENAI_API_KEY``). ``KB_OPENAI_URL`` overrides ``url``.
         """
         llm = config.models.llm
-        url = OPENAI.configured_url(options, environ, DEFAULT_URL)
-        model = str(environ.get(MODEL_ENV) or options.get("model") or llm.model or "").strip()
-        key_env = str(options.get("api_key_env") or KEY_ENV)
-        key = str(options.get("api_key") or environ.get(key_env) or "")
-        tokenize = str(options.get("tokenize") or "auto")
-        if tokenize not in TOKENIZE_MODES:
-            raise ConfigError(
-                f"[backends.openai] tokenize = {tokenize!r} is not one of {', '.join(TOKENIZE_MODES)}",
-                hint="use 'auto' (ask the server's tokenize endpoint when it has one) or 'off'",
-            )
+        values = checked_options("openai", OPTIONS, options, config.sources)
+        url = OPENAI.configured_url(values, environ, DEFAULT_URL)
+        model = str(environ.get(MODEL_ENV) or values["model"] or llm.model or "").strip()
+        key = str(values["api_key"] or environ.get(str(values["api_key_env"])) or "")
+        tokenize = str(values["tokenize"])
         return cls(parse_base_url(url), model, Secret(key), llm.context_tokens, llm.seed, Timeouts.of(llm), tokenize)
 
     @property

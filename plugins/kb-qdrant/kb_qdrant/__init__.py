@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 
 from kb_core import KbError
 from kb_core.plugin import IndexContext, RegisterIndex, hookimpl
-from kb_qdrant.settings import QdrantSettings
+from kb_core.plugin.options import RegisterOptions
+from kb_qdrant.settings import OPTIONS, QdrantSettings
 
 if TYPE_CHECKING:
     from kb_qdrant.index import QdrantIndex
 
-__all__ = ["QdrantSettings", "make_index", "register_indexes"]
+__all__ = ["QdrantSettings", "make_index", "register_indexes", "register_options"]
 
 
 def make_index(ctx: IndexContext) -> QdrantIndex:
@@ -38,3 +39,9 @@ def make_index(ctx: IndexContext) -> QdrantIndex:
 def register_indexes(register: RegisterIndex) -> None:
     """The vector index ``qdrant``."""
     register("qdrant", make_index, mode="vector")
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.qdrant]``, checked by kb at start."""
+    register("qdrant", OPTIONS)

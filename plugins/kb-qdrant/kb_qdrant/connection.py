@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from kb_core import KbError, ModelUnavailableError
 from kb_qdrant.settings import KEY_ENV, URL_ENV, QdrantSettings
+
+NO_LIMIT_S = 86_400  # what timeout_s = 0 (no limit) asks of the client, which takes whole seconds
 
 
 class QdrantUnavailable(ModelUnavailableError):
@@ -22,7 +25,7 @@ def open_client(settings: QdrantSettings) -> Any:
         return QdrantClient(
             url=settings.url,
             api_key=settings.api_key or None,
-            timeout=int(max(1, settings.timeout_s)),
+            timeout=math.ceil(settings.timeout_s) if settings.timeout_s > 0 else NO_LIMIT_S,
             check_compatibility=False,  # no request at construction: kb only talks to the server when it must
         )
     assert settings.path is not None

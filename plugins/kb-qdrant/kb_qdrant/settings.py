@@ -13,18 +13,43 @@ Read from ``[backends.qdrant]``:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
 from kb_core import ConfigError
+from kb_core.plugin.options import Option, checked_options
 
 URL_ENV = "KB_QDRANT_URL"
 KEY_ENV = "KB_QDRANT_API_KEY"
 LOCAL_FOLDER = "local"
-_PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+URL_PATTERN = r"https?://\S+"
+
+#: The options of ``[backends.qdrant]``, declared to kb (``register_options``): checked at start.
+OPTIONS: dict[str, Option] = {
+    "url": Option.text(
+        "",
+        f"a Qdrant server or cluster, http://127.0.0.1:6333 ('': local mode); {URL_ENV} overrides",
+        pattern=f"({URL_PATTERN})?",
+        shape="an http:// or https:// URL, or '' for local mode",
+    ),
+    "api_key": Option.text("", f"the key for url (prefer the environment, {KEY_ENV})", secret=True),
+    "api_key_env": Option.text(
+        KEY_ENV,
+        "the environment variable that holds the key",
+        pattern=r"[A-Za-z_][A-Za-z0-9_]{0,127}",
+        shape="an environment variable's name",
+    ),
+    "path": Option.path("", "local mode's folder ('': <kb>/indexes/qdrant/local)"),
+    "collection_prefix": Option.text(
+        "kb",
+        "collections are <prefix>_<model>_<dims>: one prefix per knowledge base on a server",
+        pattern=r"[A-Za-z0-9_-]{1,32}",
+        shape="1-32 letters, digits, '_' or '-'",
+    ),
+    "timeout_s": Option.timeout(30.0, "seconds one request to a server may take (0: no limit)"),
+}
 
 
 @attrs.frozen
@@ -40,27 +65,18 @@ class QdrantSettings:
     @classmethod
     def resolve(cls, directory: Path, options: Mapping[str, object], environ: Mapping[str, str]) -> QdrantSettings:
         """Settings for an index whose own folder is ``directory``; ConfigError for invalid values."""
-        url = str(environ.get(URL_ENV) or options.get("url") or "").strip().rstrip("/")
-        prefix = str(options.get("collection_prefix") or "kb")
-        if not _PREFIX_RE.match(prefix):
-            raise ConfigError(
-                f"[backends.qdrant] collection_prefix = {prefix!r} is not 1-32 letters, digits, '_' or '-'",
-                hint="set it to a short name such as 'kb' or 'notes'",
-            )
-        try:
-            timeout = float(options.get("timeout_s", 30.0))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise ConfigError("[backends.qdrant] timeout_s must be a number of seconds") from None
+        values = checked_options("qdrant", OPTIONS, options)
+        url = str(environ.get(URL_ENV) or values["url"]).strip().rstrip("/")
+        prefix, timeout = str(values["collection_prefix"]), float(values["timeout_s"])
         if url:
             if not url.startswith(("http://", "https://")):
                 raise ConfigError(
                     f"invalid Qdrant URL {url!r}",
                     hint=f"set [backends.qdrant] url (or {URL_ENV}) like http://127.0.0.1:6333",
                 )
-            key_env = str(options.get("api_key_env") or KEY_ENV)
-            key = str(options.get("api_key") or environ.get(key_env) or "")
+            key = str(values["api_key"] or environ.get(str(values["api_key_env"])) or "")
             return cls(url=url, path=None, api_key=key, collection_prefix=prefix, timeout_s=timeout)
-        path = Path(str(options["path"])).expanduser() if options.get("path") else directory / LOCAL_FOLDER
+        path = Path(str(values["path"])).expanduser() if values["path"] else directory / LOCAL_FOLDER
         return cls(url=None, path=path, collection_prefix=prefix, timeout_s=timeout)
 
     @property

@@ -94,11 +94,18 @@ def test_server_mode_url_key_and_environment(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"url": "ftp://x"}, "invalid Qdrant URL"),
-        ({"collection_prefix": "my kb!"}, "collection_prefix"),
-        ({"timeout_s": "soon"}, "timeout_s"),
+        ({"url": "ftp://x"}, "url = 'ftp://x' .* is not an http:// or https:// URL"),
+        ({"collection_prefix": "my kb!"}, "collection_prefix = 'my kb!' .* is not 1-32 letters"),
+        ({"timeout_s": "soon"}, "timeout_s = 'soon' .* is not a number from 0 to 86,400"),
+        ({"api_key": ["sk-q-77"]}, r"api_key = \*\*\* .* is not text"),
     ],
 )
 def test_invalid_settings_are_config_errors(tmp_path: Path, options: dict[str, object], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as raised:
         QdrantSettings.resolve(tmp_path, options, {})
+    assert "sk-q-77" not in str(raised.value)
+
+
+def test_an_invalid_url_in_the_environment_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="invalid Qdrant URL 'ftp://x'"):
+        QdrantSettings.resolve(tmp_path, {}, {"KB_QDRANT_URL": "ftp://x"})

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 
 from kb_core import KbError
 from kb_core.plugin import IndexContext, RegisterIndex, hookimpl
+from kb_core.plugin.options import RegisterOptions
+from kb_sqlitevec.options import OPTIONS
 
 if TYPE_CHECKING:
     from kb_sqlitevec.index import SqliteVecIndex
 
-__all__ = ["make_index", "register_indexes"]
+__all__ = ["make_index", "register_indexes", "register_options"]
 
 
 def make_index(ctx: IndexContext) -> SqliteVecIndex:
@@ -42,3 +44,9 @@ def make_index(ctx: IndexContext) -> SqliteVecIndex:
 def register_indexes(register: RegisterIndex) -> None:
     """The vector index ``sqlitevec``."""
     register("sqlitevec", make_index, mode="vector")
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.sqlitevec]`` (the HNSW graph's), checked by kb at start."""
+    register("sqlitevec", OPTIONS)

@@ -26,7 +26,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from kb_core import KbError
+from kb_core.plugin.options import checked_options
+from kb_sqlitevec.options import OPTIONS
 
 MAX_CANDIDATES = 4096  # the most candidates one filtered ANN search asks the graph for
 SUBSET_LIMIT = 20_000  # a filter matching at most this many chunks is ranked exactly from the graph's vectors
@@ -51,32 +52,17 @@ def usearch_index() -> Any:
 
 @attrs.frozen
 class AnnOptions:
-    """``[backends.sqlitevec]`` options (see the README, "Large indexes")."""
+    """``[backends.sqlitevec]`` options (:data:`OPTIONS` says what each is)."""
 
-    exact_threshold: int = 20_000  # below this many chunks, search scans every vector exactly
-    expansion: int = 512  # HNSW search breadth (ef); more = better recall, slower (see the README's figures)
-    oversample: int = 4  # filtered searches ask the graph for k * oversample * (chunks / matching chunks)
-    connectivity: int = 32  # HNSW links per node (M): 16 tops out near 0.95 recall@10 at 1M chunks; (re)builds only
+    exact_threshold: int = OPTIONS["exact_threshold"].default
+    expansion: int = OPTIONS["expansion"].default
+    oversample: int = OPTIONS["oversample"].default
+    connectivity: int = OPTIONS["connectivity"].default
 
     @classmethod
     def from_config(cls, options: Mapping[str, Any]) -> AnnOptions:
-        """Options from the plugin's ``[backends.sqlitevec]`` table; one clear error for a bad value."""
-        known = {f.name for f in attrs.fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise KbError(
-                f"unknown option(s) in [backends.sqlitevec]: {', '.join(unknown)}",
-                hint=f"use only {', '.join(sorted(known))}",
-            )
-        values: dict[str, int] = {}
-        for name, value in options.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "exact_threshold" else 1):
-                raise KbError(
-                    f"[backends.sqlitevec] {name} must be a positive whole number, got {value!r}",
-                    hint=f"for example {name} = {getattr(cls(), name)}",
-                )
-            values[name] = value
-        return cls(**values)
+        """Options from the plugin's ``[backends.sqlitevec]`` table; kb's one-line ConfigError for a bad one."""
+        return cls(**checked_options("sqlitevec", OPTIONS, options))
 
 
 @attrs.define

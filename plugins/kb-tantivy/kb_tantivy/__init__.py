@@ -8,9 +8,11 @@ by query evidence coverage (see :mod:`kb_tantivy.scoring`).
 from __future__ import annotations
 
 from kb_core.plugin import IndexContext, RegisterIndex, hookimpl
+from kb_core.plugin.options import RegisterOptions
 from kb_tantivy.index import FINGERPRINT, TantivyIndex
+from kb_tantivy.options import OPTIONS
 
-__all__ = ["FINGERPRINT", "TantivyIndex", "make_index", "register_indexes"]
+__all__ = ["FINGERPRINT", "TantivyIndex", "make_index", "register_indexes", "register_options"]
 
 
 def make_index(ctx: IndexContext) -> TantivyIndex:
@@ -22,3 +24,9 @@ def make_index(ctx: IndexContext) -> TantivyIndex:
 def register_indexes(register: RegisterIndex) -> None:
     """Register the Tantivy lexical index."""
     register("tantivy", make_index, mode="lexical")
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.tantivy]`` (boosts, the writer's wait), checked by kb at start."""
+    register("tantivy", OPTIONS)

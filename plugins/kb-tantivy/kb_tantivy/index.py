@@ -24,7 +24,9 @@ from tantivy import Occur, Query
 
 from kb_core import Chunk, Citation, Hit, KbError, SearchQuery
 from kb_core.plugin import IndexContext, Problem
+from kb_core.plugin.options import checked_options
 from kb_tantivy import analysis, scoring
+from kb_tantivy.options import OPTIONS
 
 SCHEMA_VERSION = 1
 FINGERPRINT = f"tantivy-schema{SCHEMA_VERSION}:{analysis.ANALYZER_VERSION}"
@@ -32,9 +34,6 @@ FIX = "kb reindex --store tantivy"
 META_FILE = "kb-tantivy.json"
 WRITER_HEAP_BYTES = 64_000_000
 WRITER_THREADS = 1
-DEFAULT_HEADING_BOOST = 0.3
-DEFAULT_TITLE_BOOST = 0.3
-DEFAULT_LOCK_TIMEOUT_S = 30.0
 REGEX_META = set("\\.+*?()|[]{}^$#&-~")
 
 
@@ -78,14 +77,14 @@ class TantivyIndex:
     fingerprint = FINGERPRINT
 
     def __init__(self, ctx: IndexContext) -> None:
-        options = ctx.config.backend_options("tantivy")
+        options = checked_options("tantivy", OPTIONS, ctx.config.backend_options("tantivy"), ctx.config.sources)
         self.name = ctx.name
         self.directory = Path(ctx.directory)
         self.index_dir = self.directory / "index"
         self.store = ctx.store
-        self.heading_boost = float(options.get("heading_boost", DEFAULT_HEADING_BOOST))
-        self.title_boost = float(options.get("title_boost", DEFAULT_TITLE_BOOST))
-        self.lock_timeout_s = float(options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S))
+        self.heading_boost = float(options["heading_boost"])
+        self.title_boost = float(options["title_boost"])
+        self.lock_timeout_s = float(options["lock_timeout_s"])
         self.schema = build_schema()
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from kb_core import ModelUnavailableError
 from kb_core.plugin import FactoryContext, RegisterOcrEngine, hookimpl
-from kb_tesseract.settings import INSTALL, Settings
+from kb_core.plugin.options import RegisterOptions
+from kb_tesseract.settings import INSTALL, OPTIONS, SECTION, Settings
 
 if TYPE_CHECKING:
     from kb_tesseract.engine import TesseractEngine
 
-__all__ = ["INSTALL", "Settings", "make_engine", "register_ocr_engines"]
+__all__ = ["INSTALL", "Settings", "make_engine", "register_ocr_engines", "register_options"]
 __version__ = metadata.version("kb-tesseract")
 
 
@@ -52,3 +53,9 @@ def register_ocr_engines(register: RegisterOcrEngine) -> None:
         licence="Apache-2.0",
         needs="Debian tesseract-ocr-* data",
     )
+
+
+@hookimpl
+def register_options(register: RegisterOptions) -> None:
+    """The options of ``[backends.tesseract]``, checked by kb at start."""
+    register(SECTION, OPTIONS)

@@ -7,16 +7,16 @@ engine loads.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from kb_core import ConfigError, ModelUnavailableError
+from kb_core import ModelUnavailableError
+from kb_core.plugin.options import Option, checked_options
 
 SECTION = "tesseract"
-OPTIONS = ("tessdata", "models", "osd", "split_cells")
 #: The Debian packages of the default models (each ``<name>.traineddata`` in the tessdata folder).
 PACKAGES = {
     "eng": "tesseract-ocr-eng",
@@ -42,6 +42,20 @@ SCRIPT_MODELS: dict[str, tuple[str, ...]] = {
     "Han": ("HanS", "chi_sim", "HanT", "chi_tra"),
     "Japanese": ("jpn", "Japanese", "HanS", "chi_sim"),
 }
+#: The options of ``[backends.tesseract]``, declared to kb (``register_options``): checked at start.
+OPTIONS: dict[str, Option] = {
+    "tessdata": Option.path("", "the folder of the .traineddata files ('': $TESSDATA_PREFIX, else Debian's folder)"),
+    "models": Option.texts(
+        list(DEFAULT_MODELS),
+        "the models to use, in order; listed but not installed ones are left out",
+        pattern=r"(?!osd$)[A-Za-z0-9_./-]{1,64}",
+        shape="a Tesseract model name (eng, Hangul, HanS; not osd, which is the osd option)",
+        least=1,
+    ),
+    "osd": Option.flag(True, "detect script and orientation per page; false reads every page with all models"),
+    "split_cells": Option.flag(True, "cut a line into cells at wide gaps between its words"),
+}
+
 #: Human names of common models (``languages()``); any other model is shown by its own name.
 LANGUAGE_NAMES = {
     "eng": "English",
@@ -83,17 +97,10 @@ class Settings:
     def from_options(cls, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from ``[backends.tesseract]``; a ConfigError for a bad option, a
         ModelUnavailableError (naming the apt command) when the data is not installed."""
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise ConfigError(
-                f"[backends.{SECTION}] has no option {', '.join(unknown)}", hint=f"valid: {', '.join(OPTIONS)}"
-            )
-        osd, split_cells = (options.get(name, True) for name in ("osd", "split_cells"))
-        for name, value in (("osd", osd), ("split_cells", split_cells)):
-            if not isinstance(value, bool):
-                raise ConfigError(f"[backends.{SECTION}] {name} must be true or false, not {value!r}")
-        models = _models(options.get("models", DEFAULT_MODELS))
-        folder = _tessdata(options.get("tessdata"), os.environ if environ is None else environ)
+        values = checked_options(SECTION, OPTIONS, options)
+        osd, split_cells = bool(values["osd"]), bool(values["split_cells"])
+        models = tuple(dict.fromkeys(values["models"]))
+        folder = _tessdata(values["tessdata"] or None, os.environ if environ is None else environ)
         if not folder.is_dir():
             raise ModelUnavailableError(
                 f"Tesseract's data folder {folder} does not exist", hint=f"install it: {INSTALL}"
@@ -129,24 +136,8 @@ class Settings:
         return tuple(dict.fromkeys(LANGUAGE_NAMES.get(m, m) for m in self.models))
 
 
-def _models(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = value.split("+")
-    if not isinstance(value, Sequence) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(
-            f"[backends.{SECTION}] models must be a list of Tesseract model names, not {value!r}",
-            hint='e.g. models = ["eng", "Hangul", "HanS"]',
-        )
-    names = [v.strip() for v in value]
-    if "osd" in names:
-        raise ConfigError(f"[backends.{SECTION}] models must not list osd", hint="it is the osd option")
-    return tuple(dict.fromkeys(names))
-
-
-def _tessdata(value: Any, environ: Mapping[str, str]) -> Path:
-    if value is not None:
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"[backends.{SECTION}] tessdata must be a folder, not {value!r}")
+def _tessdata(value: str | None, environ: Mapping[str, str]) -> Path:
+    if value is not None and value.strip():
         return Path(value).expanduser()
     prefix = environ.get("TESSDATA_PREFIX", "").strip()
     if prefix:
