@@ -24,6 +24,26 @@ import attrs
 
 from kb_core.errors import KbError
 
+__all__ = [
+    "FILE_BYTES",
+    "LINE",
+    "LIST_LIMIT",
+    "PAGE",
+    "PORT",
+    "QUERY_CACHE",
+    "QUEUE",
+    "SEED",
+    "TEMPERATURE",
+    "THREADS",
+    "TIMEOUT_S",
+    "WAIT_S",
+    "WORKERS",
+    "Bound",
+    "K",
+    "number",
+    "whole",
+]
+
 MAX_SHOWN_CHARS = 40  # of a bad value in a message
 
 
@@ -100,6 +120,8 @@ LIST_LIMIT = whole("limit", 1, 1_000_000)
 LINE = whole("line", 1, 1_000_000_000)
 #: A page number in a citation (``#page=3``) or a page image's URL.
 PAGE = whole("page", 1, 1_000_000)
+#: A coordinate of a region's box in a citation (``xywh=72,140,300,40``), in the page's units (points, pixels).
+BOX = whole("xywh", 0, 1_000_000_000)
 #: A timeout in seconds (0 = no limit): a day at most.
 TIMEOUT_S = number("timeout", 0, 86_400, note="0 = no limit")
 #: A wait in seconds that must end (kb serve's --ask-wait, --search-timeout): above 0, a day at most.
@@ -110,3 +132,15 @@ THREADS = whole("threads", 0, 1024, note="0 = automatic")
 WORKERS = whole("workers", 1, 256)
 #: A TCP port.
 PORT = whole("port", 0, 65_535)
+#: Questions ``kb serve`` lets wait for the language model while one is generated (0 = none wait).
+QUEUE = whole("queue", 0, 256, note="0 = none wait")
+#: Bytes of one file, or of one upload request (kb serve's --max-file-bytes, --max-upload-bytes): 4 GB at most.
+FILE_BYTES = whole("bytes", 1, 4_000_000_000)
+#: Query vectors ``kb serve`` keeps for repeated searches (each a few kilobytes; 0 = none).
+QUERY_CACHE = whole("cached queries", 0, 100_000, note="0 = none")
+#: Rules one ignore list may hold (a folder's ``.kbignore``, ``[ingest] ignore``): each is tried on every file.
+IGNORE_RULES = whole("ignore rules", 0, 1000)
+#: Bytes of a folder's ``.kbignore`` that ingest reads (a thousand rules of a thousand characters).
+IGNORE_FILE_BYTES = whole(".kbignore bytes", 0, 1_000_000)
+#: Wildcards (runs of '*') in one ignore rule: each more multiplies the time a long name may take to match.
+IGNORE_WILDCARDS = whole("wildcards in an ignore rule", 0, 3)

@@ -167,22 +167,75 @@ def default_kb_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP)) / "default"
 
 
+#: The deepest a setting's value may nest tables and arrays (a ``[backends.NAME]`` table in a table is 2).
+MAX_DEPTH = 16
+#: The dotted names of the configuration's tables (``search``, ``models.llm``, ``rag.score_gates``): what a
+#: file's table fills key by key, the rest keeping their defaults.
+_TABLES = frozenset(".".join(key.split(".")[:n]) for key in RULES for n in range(1, key.count(".") + 1)) | {
+    key for key, rule in RULES.items() if rule.kind == "gates"
+}
+
+
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``data``'s settings by dotted key: a table of the configuration is entered, any other value (a table
+    given where a setting is, a plugin's ``[backends]`` tables) is one setting, checked as a whole."""
     flat: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and key != "backends" and not prefix.startswith("backends."):
+        if isinstance(value, dict) and dotted in _TABLES:
             flat.update(_flatten(value, dotted + "."))
         else:
             flat[dotted] = value
     return flat
 
 
-def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+def _set(data: dict[str, Any], dotted: str, value: Any, source: str) -> None:
+    """Set ``dotted`` in ``data``; a ConfigError when a part of its name is a setting, not a table
+    (``KB_SEARCH__FANOUT__X`` while ``search.fanout`` is a number)."""
     *parents, leaf = dotted.split(".")
-    for part in parents:
-        data = data.setdefault(part, {})
+    for depth, part in enumerate(parents):
+        node = data.setdefault(part, {})
+        if not isinstance(node, dict):
+            parent = ".".join(parents[: depth + 1])
+            raise ConfigError(
+                f"invalid configuration: {dotted[:80]} ({source}) names a key inside {parent}, which is a setting, "
+                "not a table",
+                hint=f"set {parent} itself",
+            )
+        data = node
     data[leaf] = value
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests tables and arrays deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _parsed(text: str, what: str) -> dict[str, Any]:
+    """``text`` as TOML, within :data:`MAX_DEPTH`; a ConfigError naming ``what`` (the file) when it is not."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what} is not valid TOML: {exc}", hint="fix it and run again") from None
+    except (RecursionError, MemoryError):  # arrays nested thousands deep
+        raise ConfigError(f"{what} nests arrays or tables too deep", hint=_DEPTH_HINT) from None
+    except ValueError as exc:  # an integer past Python's 4,300 digits
+        raise ConfigError(
+            f"{what} holds a value kb cannot read: {str(exc)[:80]}", hint="fix it and run again"
+        ) from None
+    if _too_deep(data):
+        raise ConfigError(f"{what} nests arrays or tables too deep", hint=_DEPTH_HINT)
+    return data
+
+
+_DEPTH_HINT = f"no setting needs more than {MAX_DEPTH} levels"
 
 
 def _record(sources: dict[str, str], key: str, source: str) -> None:
@@ -199,8 +252,8 @@ def parse_value(raw: str) -> Any:
     (3, ['a'], 'hybrid')
     """
     try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+        return _parsed(f"v = {raw}", "the value")["v"]
+    except ConfigError:
         return raw
 
 
@@ -214,12 +267,12 @@ def _is_file(path: Path) -> bool:
 
 def _read_file(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return _parsed(path.read_text(encoding="utf-8"), f"config file {path}")
     except FileNotFoundError:
         raise ConfigError(
             f"config file not found: {path}", hint="check the path given to --config or KB_CONFIG"
         ) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}", hint="fix the file and run again") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
@@ -241,7 +294,7 @@ def load_config(
     path = Path(explicit).expanduser() if explicit else default_config_path()
     if explicit or _is_file(path):
         for key, value in _flatten(_read_file(path)).items():
-            _set(data, key, value)
+            _set(data, key, value, f"file:{path}")
             _record(sources, key, f"file:{path}")
 
     texts = text_keys()
@@ -249,14 +302,15 @@ def load_config(
         if name.startswith("KB_") and "__" in name:
             key = name[3:].lower().replace("__", ".")
             value = parse_value(raw)
-            _set(data, key, raw if key in texts and not isinstance(value, str) else value)  # MODEL=7 is the text 7
+            text = key in texts and not isinstance(value, str)  # MODEL=7 is the text 7
+            _set(data, key, raw if text else value, f"env:{name}")
             _record(sources, key, f"env:{name}")
     if env.get("KB_HOME"):
         data["kb_dir"], sources["kb_dir"] = env["KB_HOME"], "env:KB_HOME"
 
     for key, value in (overrides or {}).items():
         if value is not None:
-            _set(data, key, value)
+            _set(data, key, value, "flag")
             _record(sources, key, "flag")
     if kb_dir is not None:
         data["kb_dir"], sources["kb_dir"] = str(kb_dir), "flag:--kb"

@@ -23,17 +23,16 @@ import attrs
 
 from kb_core.answers.prompts import AUTO, TEMPLATES
 from kb_core.answers.validation import UNSUPPORTED_POLICIES
+from kb_core.bounds import FILE_BYTES, SEED, TEMPERATURE, Bound, K, shown
+from kb_core.bounds import THREADS as THREAD_COUNT
+from kb_core.bounds import TIMEOUT_S as TIMEOUT_SECONDS
 from kb_core.errors import ConfigError
-from kb_core.limits import LIMITS
 from kb_core.types import SEARCH_MODES, STANDALONE_METHODS
 
 #: The fewest tokens a chunk may have (``kb_core.ingest.chunker.ChunkLimits``), and the most a chunk may be set to.
 MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS = 8, 8192
 #: The largest context window (and so token budget) a setting may name: 2^20 tokens.
 MAX_CONTEXT_TOKENS = 1_048_576
-MAX_THREADS = 1024
-MAX_TIMEOUT_S = 86_400.0  # a day
-MAX_SHOWN_CHARS = 40  # of a bad value in the message
 
 Kind = Literal["whole", "number", "flag", "text", "path", "texts", "gates", "tables"]
 
@@ -130,15 +129,20 @@ def text(choices: tuple[str, ...] = (), *, nonempty: bool = False) -> Rule:
     return Rule("text", choices=tuple(choices), nonempty=nonempty)
 
 
+def bounded(bound: Bound) -> Rule:
+    """The rule of a key whose range is a shared :class:`kb_core.bounds.Bound` (the CLI's and HTTP's too)."""
+    return Rule(bound.kind, bound.low, bound.high, note=bound.note)
+
+
 FLAG, PATH = Rule("flag"), Rule("path")
 SHARE = number(0, 1)
-TIMEOUT = number(0, MAX_TIMEOUT_S, note="0 = no limit")
-THREADS = whole(0, MAX_THREADS, note="0 = automatic")
+TIMEOUT = bounded(TIMEOUT_SECONDS)
+THREADS = bounded(THREAD_COUNT)
 
 #: Every key of the configuration, dotted, with what it accepts.
 RULES: dict[str, Rule] = {
     "kb_dir": PATH,
-    "ingest.max_file_bytes": whole(1, 4_000_000_000),
+    "ingest.max_file_bytes": bounded(FILE_BYTES),
     "ingest.chunk_target_tokens": whole(MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS),
     "ingest.chunk_max_tokens": whole(MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS),
     "ingest.chunk_overlap_tokens": whole(0, MAX_CHUNK_TOKENS - 1),
@@ -152,24 +156,24 @@ RULES: dict[str, Rule] = {
     "models.embedding.batch_size": whole(1, 4096),
     "models.llm.backend": text(nonempty=True),
     "models.llm.model": PATH,
-    "models.llm.temperature": number(0, 2),
-    "models.llm.seed": whole(0, 2**32 - 1),
+    "models.llm.temperature": bounded(TEMPERATURE),
+    "models.llm.seed": bounded(SEED),
     "models.llm.context_tokens": whole(256, MAX_CONTEXT_TOKENS),
     "models.llm.max_tokens": whole(1, 65_536),
     "models.llm.threads": THREADS,
     "models.llm.connect_timeout_s": TIMEOUT,
     "models.llm.read_timeout_s": TIMEOUT,
     "models.llm.total_timeout_s": TIMEOUT,
-    "search.default_k": whole(1, LIMITS.k),
+    "search.default_k": bounded(K),
     "search.mode": text(SEARCH_MODES),
     "search.rrf_k": whole(0, 10_000),
-    "search.fanout": whole(1, LIMITS.k),  # hits asked of each fused retriever: bounded like k
+    "search.fanout": bounded(K),  # hits asked of each fused retriever: bounded like k
     "rag.score_gate": number(0, 1, optional=True),
     "rag.score_gates": Rule("gates", 0, 1),
     "rag.max_context_tokens": whole(64, MAX_CONTEXT_TOKENS),
     "rag.prompt_template_version": text((AUTO, *TEMPLATES)),
     "rag.constrained": FLAG,
-    "rag.max_chunks": whole(1, LIMITS.k),
+    "rag.max_chunks": bounded(K),
     "rag.min_relative_score": SHARE,
     "rag.answer_check": number(0, 1, note="0 = off"),
     "rag.verdict_no_share": SHARE,
@@ -294,6 +298,5 @@ class _Hidden:
 
 
 def _shown(value: Any) -> str:
-    """``value`` as a setting is written, cut to :data:`MAX_SHOWN_CHARS` characters."""
-    shown = ("true" if value else "false") if isinstance(value, bool) else repr(value)
-    return shown if len(shown) <= MAX_SHOWN_CHARS else shown[: MAX_SHOWN_CHARS - 1] + "…"
+    """``value`` as a setting is written, cut (:func:`kb_core.bounds.shown`)."""
+    return shown(value)

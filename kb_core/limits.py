@@ -20,6 +20,7 @@ from typing import Any, NewType, TypeVar
 
 import attrs
 
+from kb_core.bounds import K
 from kb_core.errors import KbError
 from kb_core.types import SEARCH_MODES
 
@@ -36,7 +37,7 @@ class Limits:
     one of its parts (a folder or file name).
     """
 
-    k: int = 1000
+    k: int = int(K.high)
     query_chars: int = 4000
     json_body_bytes: int = 1_000_000
     upload_bytes: int = 64_000_000

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from kb_core.answers.again import AskedAgain, changes_since
+from kb_core.bounds import SEED, TEMPERATURE
 from kb_core.cli.asking import (
     chosen_thread,
     dim,
@@ -18,7 +19,7 @@ from kb_core.cli.asking import (
 )
 from kb_core.cli.base import Session, emit, json_option, pass_session, terminal_progress
 from kb_core.cli.checks import K_RANGE
-from kb_core.cli.options import backend_option, constrained_option, input_file, mode_option, out_option
+from kb_core.cli.options import Bounded, backend_option, constrained_option, input_file, mode_option, out_option
 from kb_core.crashes import last_crash
 from kb_core.errors import EXIT_NO_RESULT, KbError
 from kb_core.storage.answers import stored_answer
@@ -32,8 +33,8 @@ from kb_core.storage.answers import stored_answer
 @backend_option("Language model backend for this question (default: [models.llm] backend).")
 @click.option("--k", "k", type=K_RANGE, help="Chunks to retrieve (at least [search] default_k).")
 @mode_option("Retrieval mode (default: [search] mode, normally hybrid).")
-@click.option("--temperature", type=click.FloatRange(min=0.0), help="Sampling temperature (default: config, 0).")
-@click.option("--seed", type=int, help="Sampling seed (default: [models.llm] seed).")
+@click.option("--temperature", type=Bounded(TEMPERATURE), help="Sampling temperature (default: config, 0).")
+@click.option("--seed", type=Bounded(SEED), help="Sampling seed (default: [models.llm] seed).")
 @click.option("--explain", is_flag=True, help="Show the retrieval trace and the exact prompt; keep the packed chunks.")
 @constrained_option("Let the model cite only markers that exist (GBNF grammar; llamacpp). Default: [rag] constrained.")
 @json_option

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import click
 
-from kb_core.limits import LIMITS, check_path_glob
+from kb_core.bounds import K
+from kb_core.cli.options import Bounded
+from kb_core.limits import check_path_glob
 
 #: ``--k``: a whole number from 1 to ``LIMITS.k`` (a larger one is a usage error, exit 2).
-K_RANGE = click.IntRange(min=1, max=LIMITS.k)
+K_RANGE = Bounded(K)
 
 
 def check_glob(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

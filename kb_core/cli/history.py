@@ -6,7 +6,9 @@ import datetime
 
 import click
 
+from kb_core.bounds import LIST_LIMIT
 from kb_core.cli.base import Session, emit, json_option, pass_session
+from kb_core.cli.options import Bounded
 from kb_core.errors import EXIT_NO_RESULT, KbError
 from kb_core.ingest.pipeline import writer_lock
 from kb_core.storage.answers import list_answers, purge_answers, stored_answer
@@ -20,7 +22,7 @@ def answers_group() -> None:
 
 
 @answers_group.command("list")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the newest N.")
+@click.option("--limit", type=Bounded(LIST_LIMIT), help="Only the newest N.")
 @click.option("--stale", is_flag=True, help="Only the answers whose citations no longer hold.")
 @json_option
 @pass_session

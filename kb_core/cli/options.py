@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kb_core.bounds import Bound
 from kb_core.types import SEARCH_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,3 +48,36 @@ def mode_option(help: str, *, multiple: bool = False) -> Callable[[F], F]:
 def constrained_option(help: str) -> Callable[[F], F]:
     """``--constrained/--unconstrained``: constrained generation, in ``constrained`` (None: the configured one)."""
     return click.option("--constrained/--unconstrained", default=None, help=help)
+
+
+class Bounded(click.ParamType):
+    """A number within a :class:`kb_core.bounds.Bound`: the CLI's ranges are the config's and HTTP's.
+
+    A value outside it is a usage error (exit 2) naming the value and what is allowed; NaN, infinity and
+    integers too large for any range are outside every bound.
+    """
+
+    def __init__(self, bound: Bound) -> None:
+        self.bound = bound
+        self.name = "integer" if bound.kind == "whole" else "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` (text from the command line, or a default) as an int or float within the bound."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number: int | float = value
+        else:
+            try:
+                number = int(value, 10) if self.bound.kind == "whole" else float(value)
+            except ValueError:  # not a number, or an integer past Python's 4,300 digits
+                self.fail(f"{str(value)[:40]!r} is not {self.bound.allowed}", param, ctx)
+        if not self.bound.holds(number):
+            self.fail(f"{str(value)[:40]} is not {self.bound.allowed}", param, ctx)
+        return number
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        """``[LOW..HIGH]`` in the help."""
+        low, high = (
+            f"{v:g}" if isinstance(v, float) and not v.is_integer() else f"{int(v)}"
+            for v in (self.bound.low, self.bound.high)
+        )
+        return f"{'INTEGER' if self.bound.kind == 'whole' else 'FLOAT'} [{low}..{high}]"

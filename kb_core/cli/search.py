@@ -93,7 +93,7 @@ def search_command(
 @input_file("--queries", "queries_file", 'BEIR queries.jsonl ({"id", "text"} per line).')
 @input_file("--qrels", "qrels_file", "BEIR qrels.tsv (query-id, doc-id, score).")
 @mode_option("Mode to evaluate; repeat for several (default: all three).", multiple=True)
-@click.option("--k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="Cut-off for the metrics.")
+@click.option("--k", "k", type=K_RANGE, default=10, show_default=True, help="Cut-off for the metrics.")
 @out_option("Write run.<mode>.trec and report.json here.")
 @json_option
 @pass_session

@@ -13,9 +13,10 @@ import click
 
 from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
+from kb_core.bounds import LIST_LIMIT
 from kb_core.cli.asking import chosen_thread, echoing, print_outcome, print_sources, searched_printer, streamed_text
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
-from kb_core.cli.options import backend_option, input_file, out_option
+from kb_core.cli.options import Bounded, backend_option, input_file, out_option
 from kb_core.conversations import METHODS, StandaloneMethod, ask_in_thread
 from kb_core.errors import EXIT_NO_RESULT, KbError, NotFoundError
 from kb_core.storage.threads import delete_thread, list_threads, stored_thread
@@ -111,7 +112,7 @@ def threads_group() -> None:
 
 
 @threads_group.command("list")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the N most recent.")
+@click.option("--limit", type=Bounded(LIST_LIMIT), help="Only the N most recent.")
 @json_option
 @pass_session
 def threads_list_command(session: Session, limit: int | None, as_json: bool) -> int:
@@ -175,7 +176,7 @@ COMMANDS = (chat_command, threads_group)
     help="Ask only these turns (the others are made standalone and searched).",
 )
 @click.option("--method", type=click.Choice(list(METHODS)), help="How follow-ups are made standalone.")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the first N conversations.")
+@click.option("--limit", type=Bounded(LIST_LIMIT), help="Only the first N conversations.")
 @backend_option()
 @json_option
 @pass_session
