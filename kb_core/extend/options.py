@@ -191,7 +191,8 @@ def checked_options(
         allowed = option.fault(value)
         if allowed is not None:
             shown = MASKED if option.secret else value
-            raise _refused(dotted, shown, sources, allowed, f"remove it for the default, {_shown(option.default)}")
+            default = "" if option.default in (None, "") else f"remove it for the default, {_shown(option.default)}"
+            raise _refused(dotted, shown, sources, allowed, default)  # (the core's wording: no hint for "")
     return {key: options.get(key, option.default) for key, option in declared.items()}
 
 
