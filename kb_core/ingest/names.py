@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from kb_core.errors import KbError
-from kb_core.ingest.source import folders_of, ignore_groups, ignore_spec, normalise
+from kb_core.ingest.source import ignore_rules
 from kb_core.limits import LIMITS
 
 #: A file or folder name's limit on common file systems (NAME_MAX), in bytes of UTF-8.
@@ -98,29 +98,17 @@ def clean_name(name: str, extensions: Iterable[str]) -> str:
     return clean
 
 
-def _origin(groups: list[tuple[str, list[str]]], index: int) -> str:
-    """Where the ``index``-th pattern of the spec made of ``groups`` comes from (a spec drops blank lines)."""
-    for origin, lines in groups:
-        count = len(ignore_spec([(origin, lines)]).patterns)
-        if index < count:
-            return origin
-        index -= count
-    return "the ignore rules"
-
-
 def ignore_rule(folder: Path, relative: str, extra_ignores: Sequence[str] = ()) -> tuple[str, str, str] | None:
     """What of ``relative`` ingesting ``folder`` skips, as (the folder or file skipped, the rule, where the
-    rule comes from), or None. The walk's own rules, read as it reads them (:mod:`kb_core.ingest.source`)."""
-    groups = ignore_groups(folder, extra_ignores)
-    spec = ignore_spec(groups)
-    for candidate in [*folders_of(relative), normalise(relative)]:
-        result = spec.check_file(candidate)
-        if result.include:
-            if result.index is None:
-                return candidate, "?", "the ignore rules"
-            rule = str(getattr(spec.patterns[result.index], "pattern", "?"))
-            return candidate, rule, _origin(groups, result.index)
-    return None
+    rule comes from), or None. The walk's own rules, read as it reads them (:mod:`kb_core.ingest.source`):
+    a line of ``.kbignore`` that kb cannot use skips nothing here either."""
+    rules = ignore_rules(folder, extra_ignores)
+    skipped = rules.skipped_part(relative)
+    if skipped is None:
+        return None
+    part, index = skipped
+    origin, rule = rules.origins[index] if 0 <= index < len(rules.origins) else ("the ignore rules", "?")
+    return part, rule, origin
 
 
 def _clash(folder: Path, relative: str) -> str | None:

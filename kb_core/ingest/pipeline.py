@@ -30,7 +30,7 @@ from kb_core.extend.contracts import BytesParser, ParserContext, TokenStartsEmbe
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
-from kb_core.ingest.source import SourceFile, SourceProblem, normalise, single_file, walk
+from kb_core.ingest.source import IGNORE_FILE, IgnoreProblem, SourceFile, SourceProblem, normalise, single_file, walk
 from kb_core.storage.cited import FreshnessReport, recheck_documents
 from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import now_iso
@@ -155,6 +155,7 @@ class Ingester:
         self.removed: list[str] = []
         self.failed: list[IngestWarning] = []
         self.warnings: list[IngestWarning] = []
+        self._ignore_lines: set[tuple[str, str, str]] = set()  # (folder, file, reason): each reported once
 
     def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes, stored: bool) -> _Prepared | None:
         parser_name, parser = self.parsers.for_path(file.path)
@@ -286,7 +287,9 @@ class Ingester:
         if root.single:
             if root.given.suffix.lower() not in extensions:
                 raise KbError(f"no parser for {root.given.name}", hint=f"supported: {', '.join(sorted(extensions))}")
-            items = list(single_file(root.base, root.start, root.given, follow_symlinks=self.follow_symlinks))
+            items: list[SourceFile | SourceProblem | IgnoreProblem] = list(
+                single_file(root.base, root.start, root.given, follow_symlinks=self.follow_symlinks)
+            )
         else:
             items = list(
                 walk(
@@ -298,6 +301,11 @@ class Ingester:
                     start=root.start,
                 )
             )
+        for bad in (i for i in items if isinstance(i, IgnoreProblem)):  # skipped; the walk went on without it
+            folder = str(root.base) if bad.origin == IGNORE_FILE else ""
+            if (folder, bad.path, bad.reason) not in self._ignore_lines:
+                self._ignore_lines.add((folder, bad.path, bad.reason))
+                self.warnings.append(IngestWarning(bad.path, bad.reason))
         problems = [i for i in items if isinstance(i, SourceProblem)]
         self.failed.extend(IngestWarning(p.path or ".", p.reason) for p in problems)
         chosen: dict[str, SourceFile] = {}

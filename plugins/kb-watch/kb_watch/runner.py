@@ -61,6 +61,7 @@ class Watcher:
         self.chunks = 0
         self._lost: set[Path] = set()
         self._failing: dict[str, str] = {}  # stored path -> reason, as last reported
+        self._warned: set[tuple[str, str]] = set()  # (path, reason) of the warnings reported
 
     def watched(self) -> list[Path]:
         """What watchfiles watches: the folders, and the parent folder of each single file (editors replace files)."""
@@ -138,7 +139,7 @@ class Watcher:
             removed=sorted([*removed, *(report.removed if report else [])]),
             unchanged=report.unchanged if report else 0,
             failed=self._new_failures(report, touched or set()),
-            warnings=report.warnings if report else [],
+            warnings=self._new_warnings(report, touched or set()),
             documents=self.documents,
             chunks=self.chunks,
             took_ms=round((time.perf_counter() - started) * 1000, 1),
@@ -160,6 +161,20 @@ class Watcher:
             if saved or self._failing.get(problem.path) != problem.reason:
                 fresh.append(problem)
             self._failing[problem.path] = problem.reason
+        return fresh
+
+    def _new_warnings(self, report: kb_core.IngestReport | None, touched: set[str]) -> list[kb_core.IngestWarning]:
+        """Warnings to report: new ones, and those of files saved again; not the same one every update (a bad
+        line of a folder's ``.kbignore`` is met again by every walk of the folder)."""
+        if report is None:
+            return []
+        roots = [Path(r) for r in self.kb.store.source_roots()] + self.folder_roots
+        fresh = []
+        for note in report.warnings:
+            saved = any(str(root / note.path) in touched for root in roots)
+            if saved or (note.path, note.reason) not in self._warned:
+                fresh.append(note)
+            self._warned.add((note.path, note.reason))
         return fresh
 
     def _remove_gone(self, gone: Sequence[Path]) -> list[str]:
