@@ -28,6 +28,11 @@ A golden set is JSONL, one question per line::
                            the same without the tokens reused from the model's prefix cache
 ``check_curve``            for answer-check thresholds 0.0 .. 0.9, the grounded-with-expected rate
                            and the correct-refusal rate the same answers would give
+``number_right_rate``      over rows with a numeric ``answer`` and ``scale`` (a number worked out from
+                           the documents): grounded answers citing an expected document that state
+                           the gold number (:mod:`kb_core.evaluation.numbers`) / such rows
+``grounded_wrong_number_rate`` grounded answers to such rows that do not state the gold number (a
+                           wrong number with kb's backing) / such rows
 ``verdicts``               for sets with ``expected_verdict``: the verdicts stated, right and withheld,
                            their precision and coverage, and the risk-coverage curve over the
                            verdict confidence (:mod:`kb_core.evaluation.verdicts`; ``verdicts.png``
@@ -46,6 +51,7 @@ import attrs
 
 from kb_core.answers.pipeline import AskOptions, ask
 from kb_core.evaluation.golden import GoldenQuestion
+from kb_core.evaluation.numbers import states_number
 from kb_core.evaluation.reports import write_report
 from kb_core.evaluation.stats import percentile
 from kb_core.evaluation.verdicts import VerdictFigures, plot_curve, verdict_figures
@@ -86,6 +92,9 @@ class QuestionResult:
     claims: int = 0
     claims_supported: int = 0
     violation: bool = False
+    number_right: bool | None = None  # rows with a numeric gold: grounded, expected document cited, number stated
+    wrong_number: bool | None = None  # rows with a numeric gold: grounded without the gold number
+    expected_packed: bool | None = None  # an expected document among the passages packed (None: not explained)
 
 
 @attrs.frozen
@@ -123,6 +132,8 @@ class AnswerMetrics:
     claims_supported: int = 0
     check_curve: tuple[CheckPoint, ...] = ()
     verdicts: VerdictFigures = VerdictFigures()
+    number_right_rate: float | None = None
+    grounded_wrong_number_rate: float | None = None
 
     def rates(self) -> dict[str, float | None]:
         """The headline rates by name, in display order."""
@@ -134,6 +145,8 @@ class AnswerMetrics:
             "accuracy": self.accuracy,
             "grounded_expected_rate": self.grounded_expected_rate,
             "verdict_rate": self.verdict_rate,
+            "number_right_rate": self.number_right_rate,
+            "grounded_wrong_number_rate": self.grounded_wrong_number_rate,
         }
 
 
@@ -188,7 +201,11 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
     missing = (
         tuple(s for s in golden.must_contain if s.casefold() not in text) if answer.grounded else golden.must_contain
     )
-    if golden.answerable:
+    stated = None if golden.answer_number is None else states_number(answer.answer, golden.answer_number, golden.scale)
+    number_right = None if stated is None else answer.grounded and expected > 0 and stated
+    if number_right is not None:
+        correct = number_right
+    elif golden.answerable:
         citations_ok = not golden.expected_docs or expected == len(cited_paths)
         correct = answer.grounded and citations_ok and not missing
     else:
@@ -221,7 +238,18 @@ def score_answer(golden: GoldenQuestion, answer: Answer) -> QuestionResult:
         claims=sum(s.kind == "claim" for s in answer.sentences),
         claims_supported=sum(s.kind == "claim" and s.supported for s in answer.sentences),
         violation=_violation(answer),
+        number_right=number_right,
+        wrong_number=None if stated is None else answer.grounded and not stated,
+        expected_packed=_expected_packed(golden, answer),
     )
+
+
+def _expected_packed(golden: GoldenQuestion, answer: Answer) -> bool | None:
+    """Was an expected document among the passages packed for the model (None: not recorded or none expected)?"""
+    if not answer.packed or not golden.expected_docs:
+        return None
+    paths = {p.ref.rsplit("#", 1)[0] for p in answer.packed}
+    return any(doc_matches(p, e) for p in paths for e in golden.expected_docs)
 
 
 def _rate(numerator: int, denominator: int) -> float | None:
@@ -259,6 +287,7 @@ def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult
     asked = [r for r in results if r.prompt_tokens > 0]
     with_docs = [r for r in answerable if by_id[r.id].expected_docs]
     with_verdict = [r for r in results if r.verdict_right is not None]
+    with_number = [r for r in results if r.number_right is not None]
     return AnswerMetrics(
         questions=len(results),
         answerable=len(answerable),
@@ -286,6 +315,8 @@ def summarize(golden: Sequence[GoldenQuestion], results: Sequence[QuestionResult
         claims_supported=sum(r.claims_supported for r in results),
         check_curve=check_curve(golden, results),
         verdicts=verdict_figures(results),
+        number_right_rate=_rate(sum(bool(r.number_right) for r in with_number), len(with_number)),
+        grounded_wrong_number_rate=_rate(sum(bool(r.wrong_number) for r in with_number), len(with_number)),
     )
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from kb_core.errors import KbError
+from kb_core.evaluation.numbers import SCALE_FACTORS
 
 #: The verdicts a golden question may expect (``maybe`` is read as ``mixed``).
 VERDICTS = ("yes", "no", "maybe", "mixed")
@@ -24,6 +26,8 @@ class GoldenQuestion:
     expected_docs: tuple[str, ...] = ()
     must_contain: tuple[str, ...] = ()
     expected_verdict: str | None = None
+    answer_number: float | None = None  # a number worked out from the documents (scored by kb_core.evaluation.numbers)
+    scale: str = ""
 
 
 def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
@@ -59,6 +63,7 @@ def parse_golden_line(line: str, number: int, source: str = "golden set") -> Gol
     verdict = data.get("expected_verdict")
     if verdict is not None and verdict not in VERDICTS:
         raise KbError(f"{where}: expected_verdict must be one of {', '.join(VERDICTS)}")
+    gold_number, scale = _number(data, where)
     return GoldenQuestion(
         str(qid),
         question,
@@ -66,7 +71,20 @@ def parse_golden_line(line: str, number: int, source: str = "golden set") -> Gol
         _strings(data.get("expected_docs"), "expected_docs", where),
         _strings(data.get("must_contain"), "must_contain", where),
         "mixed" if verdict == "maybe" else verdict,
+        gold_number,
+        scale,
     )
+
+
+def _number(data: dict[str, Any], where: str) -> tuple[float | None, str]:
+    """The numeric gold ``answer`` and its ``scale`` of a row (None when ``answer`` is not a number)."""
+    answer, scale = data.get("answer"), data.get("scale", "")
+    if not isinstance(answer, int | float) or isinstance(answer, bool) or not math.isfinite(answer):
+        return None, ""
+    if scale not in SCALE_FACTORS:
+        names = ", ".join(repr(s) for s in SCALE_FACTORS)
+        raise KbError(f"{where}: scale must be one of {names}", hint="the scale of the numeric answer")
+    return float(answer), scale
 
 
 def load_golden(path: Path) -> list[GoldenQuestion]:
