@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from kb_core.evaluation.numbers import SCALE_FACTORS
 
 #: The verdicts a golden question may expect (``maybe`` is read as ``mixed``).
 VERDICTS = ("yes", "no", "maybe", "mixed")
+
+_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 @attrs.frozen
@@ -77,8 +80,10 @@ def parse_golden_line(line: str, number: int, source: str = "golden set") -> Gol
 
 
 def _number(data: dict[str, Any], where: str) -> tuple[float | None, str]:
-    """The numeric gold ``answer`` and its ``scale`` of a row (None when ``answer`` is not a number)."""
+    """The numeric gold ``answer`` (a number, or a string of one beside a ``scale``) and its ``scale``; None, "" otherwise."""
     answer, scale = data.get("answer"), data.get("scale", "")
+    if isinstance(answer, str) and "scale" in data and _DECIMAL.fullmatch(answer.strip()):
+        answer = float(answer)  # a count is written "2"
     if not isinstance(answer, int | float) or isinstance(answer, bool) or not math.isfinite(answer):
         return None, ""
     if scale not in SCALE_FACTORS:
