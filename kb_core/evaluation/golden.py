@@ -80,7 +80,7 @@ def parse_golden_line(line: str, number: int, source: str = "golden set") -> Gol
 
 
 def _number(data: dict[str, Any], where: str) -> tuple[float | None, str]:
-    """The numeric gold ``answer`` (a number, or a string of one beside a ``scale``) and its ``scale``; None, "" otherwise."""
+    """The numeric gold ``answer`` (a number, or a numeric string beside a ``scale``) and its ``scale``."""
     answer, scale = data.get("answer"), data.get("scale", "")
     if isinstance(answer, str) and "scale" in data and _DECIMAL.fullmatch(answer.strip()):
         answer = float(answer)  # a count is written "2"
