@@ -15,7 +15,7 @@ A golden set is JSONL, one question per line::
                            ``must_contain`` string (any case) / answerable questions that list some
 ``accuracy``               questions handled right: answerable ones grounded with every
                            citation from an expected document and every must-contain string;
-                           unanswerable ones refused
+                           unanswerable ones refused; rows with a numeric gold: the number right
 ``grounded_expected_rate`` answerable questions answered grounded with at least one citation of
                            an expected document / answerable questions that list some
 ``verdict_rate``           grounded answers whose opening verdict (yes / no / mixed) is the
