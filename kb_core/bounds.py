@@ -144,3 +144,9 @@ IGNORE_RULES = whole("ignore rules", 0, 1000)
 IGNORE_FILE_BYTES = whole(".kbignore bytes", 0, 1_000_000)
 #: Wildcards (runs of '*') in one ignore rule: each more multiplies the time a long name may take to match.
 IGNORE_WILDCARDS = whole("wildcards in an ignore rule", 0, 3)
+#: A computation the model writes (kb_core.answers.computation): its tokens, its nesting (brackets, functions and
+#: signs) and its characters; reports write no number of more digits than NUMBER_DIGITS.
+COMPUTATION_TOKENS = whole("tokens in a computation", 1, 200)
+COMPUTATION_NESTING = whole("nesting of a computation", 0, 20)
+COMPUTATION_CHARS = whole("characters of a computation", 1, 2000)
+NUMBER_DIGITS = whole("digits of a number", 1, 30)
