@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw, ImageFont
 
-from kb_core import KbError, NotFoundError, load_config
+from kb_core import KbError, load_config
 from kb_core.plugin import FactoryContext, OcrImage, OcrLine, ParsedDocument, ParserContext
 from kb_core.testing import BytesParserContract, ScriptedOcr, check_blocks, load_registry
 from kb_documents.assemble import page_of_line, parsed_text
@@ -24,7 +24,6 @@ from kb_documents.pdf import PdfParser
 from kb_documents.plugin import IMAGE_EXTENSIONS, _image
 
 INSTALL = "OCR is not installed (install it: apt-get install -y tesseract-ocr-eng && pip install kb-tesseract)"
-TESSDATA = Path("/usr/share/tesseract-ocr/5/tessdata")
 
 
 def one_line(image: OcrImage) -> list[OcrLine]:
@@ -342,12 +341,7 @@ class TestImageParserContract(BytesParserContract):
 
 
 def _tesseract(config_file: Path) -> Any:
-    try:
-        registration = load_registry().get("ocr_engines", "tesseract")
-    except NotFoundError:
-        pytest.skip("no OCR engine 'tesseract' is registered (pip install kb-tesseract)")
-    if not (TESSDATA / "eng.traineddata").exists():
-        pytest.skip(f"Tesseract's English data is not installed ({TESSDATA}/eng.traineddata)")
+    registration = load_registry().get("ocr_engines", "tesseract")  # (the test is marked needs_ocr_data)
     return registration.factory(FactoryContext(load_config(config_file)))
 
 
@@ -363,6 +357,7 @@ def _english_page() -> Image.Image:
     return page
 
 
+@pytest.mark.needs_ocr_data
 def test_the_real_engine_reads_a_scanned_english_page(config_file: Path) -> None:
     engine = _tesseract(config_file)
     data = encode(_english_page(), "PDF", resolution=200)

@@ -102,12 +102,8 @@ def test_ingest_without_ocr_names_the_install_command_for_each_scan_and_photo(tm
 
 
 @pytest.mark.slow
+@pytest.mark.needs_ocr_data
 def test_ingest_with_the_real_engine(tmp_path: Path) -> None:
-    registry = load_registry()
-    if "tesseract" not in registry.names("ocr_engines"):
-        pytest.skip("no OCR engine 'tesseract' is registered (pip install kb-tesseract)")
-    if not Path("/usr/share/tesseract-ocr/5/tessdata/eng.traineddata").exists():
-        pytest.skip("Tesseract's English data is not installed")
     folder = tmp_path / "docs"
     folder.mkdir()
     page = Image.new("RGB", (1700, 2200), "white")

@@ -1,4 +1,5 @@
-"""Test pages of known text, rendered with Pillow, and whether Tesseract's data is installed here.
+"""Test pages of known text, rendered with Pillow. (A test that reads them with the real engine is marked
+``needs_ocr_data``: the repository's conftest.py skips it when Tesseract's data is not installed.)
 
 Each page is a 150-dpi letter page (1275 x 1650 px) with body text at 11 pt (23 px); it remembers
 where each line was drawn, so tests can check the boxes the engine returns.
@@ -9,12 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from kb_core import KbError
 from kb_core.plugin import OcrImage
-from kb_tesseract import INSTALL, Settings
 
 DPI = 150
 PAGE = (1275, 1650)
@@ -24,18 +22,6 @@ NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 #: Faces of NotoSansCJK-Regular.ttc: 0 JP, 1 KR, 2 SC, 3 TC, 4 HK.
 NOTO_FACE = {"ko": 1, "zh": 2}
 Box = tuple[int, int, int, int]
-
-
-def _data_installed() -> bool:
-    try:
-        return not Settings.from_options({}).missing
-    except KbError:
-        return False
-
-
-HAVE_DATA = _data_installed()
-#: Skips a test that reads pages when the default models (eng, osd, Hangul, HanS) are not installed.
-needs_data = pytest.mark.skipif(not HAVE_DATA, reason=f"Tesseract's data is not installed ({INSTALL})")
 
 
 @attrs.frozen

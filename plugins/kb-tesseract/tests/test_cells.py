@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tesseract_pages import CELLS_TABLE, JUSTIFIED, Box, Page, cells_page, inside, needs_data
+from tesseract_pages import CELLS_TABLE, JUSTIFIED, Box, Page, cells_page, inside
 
 from kb_core.plugin import OcrLine
 from kb_tesseract.cells import GAP, Word, is_justified, line_height, segment, split_words
@@ -137,7 +137,7 @@ def _in_band(lines: list[OcrLine], boxes: list[Box]) -> list[OcrLine]:
     return [line for line in lines if top <= line.box[1] + line.box[3] / 2 <= bottom]
 
 
-@needs_data
+@pytest.mark.needs_ocr_data
 def test_a_table_row_comes_out_as_cells_left_to_right(shared_engine: TesseractEngine) -> None:
     page = cells_page()
     lines = shared_engine.read(page.ocr_image())
@@ -152,7 +152,7 @@ def test_a_table_row_comes_out_as_cells_left_to_right(shared_engine: TesseractEn
             assert 0.8 <= cell.confidence <= 1.0
 
 
-@needs_data
+@pytest.mark.needs_ocr_data
 def test_the_lines_of_a_justified_paragraph_stay_whole(shared_engine: TesseractEngine) -> None:
     page = cells_page()
     lines = shared_engine.read(page.ocr_image())
@@ -162,7 +162,7 @@ def test_the_lines_of_a_justified_paragraph_stay_whole(shared_engine: TesseractE
         assert inside(read[0].box, page.lines[drawn])
 
 
-@needs_data
+@pytest.mark.needs_ocr_data
 def test_without_split_cells_each_row_is_one_line(unsplit_engine: TesseractEngine) -> None:
     page = cells_page()
     lines = unsplit_engine.read(page.ocr_image())
@@ -172,7 +172,7 @@ def test_without_split_cells_each_row_is_one_line(unsplit_engine: TesseractEngin
     assert [line.text for line in lines][: len(JUSTIFIED)] == JUSTIFIED
 
 
-@needs_data
+@pytest.mark.needs_ocr_data
 def test_cells_of_a_turned_page_are_boxed_on_the_page_as_given(shared_engine: TesseractEngine) -> None:
     upright = cells_page()
     page: Page = upright.turned(90)

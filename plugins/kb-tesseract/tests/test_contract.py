@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from tesseract_pages import ENGLISH_TABLE, english_page, needs_data
+from tesseract_pages import ENGLISH_TABLE, english_page
 
 from kb_core.plugin import OcrEngine, OcrImage
 from kb_core.testing import OcrEngineContract
 from kb_tesseract.engine import TesseractEngine
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_ocr_data
 
 
 class TestTesseractContract(OcrEngineContract):

@@ -23,14 +23,13 @@ from tesseract_pages import (
     english_page,
     inside,
     korean_page,
-    needs_data,
 )
 
 from kb_core.plugin import OcrImage, OcrLine
 from kb_tesseract.engine import TesseractEngine
 from kb_tesseract.pixels import join_cjk
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_ocr_data
 
 
 def _squeeze(text: str) -> str:

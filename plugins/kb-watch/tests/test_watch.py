@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from watch_helpers import WatchProcess, listed, run_kb, search_paths
+from gate_parser import GATE_ENV
+from watch_helpers import WAIT_S, WatchProcess, frozen, listed, run_kb, search_paths, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +25,7 @@ def notes(tmp_path: Path) -> Path:
 @pytest.fixture
 def watching(tmp_path: Path, notes: Path) -> Iterator[WatchProcess]:
     process = WatchProcess(tmp_path / "kb", notes)
-    first = process.event(timeout=120)
+    first = process.event()
     assert (first["kind"], first["trigger"], sorted(first["added"])) == (
         "update",
         "initial",
@@ -66,14 +65,16 @@ def test_create_modify_rename_delete(tmp_path: Path, notes: Path, watching: Watc
 
 def test_a_burst_of_saves_is_one_update(tmp_path: Path, notes: Path, watching: WatchProcess) -> None:
     target = notes / "draft.md"
-    for n in range(20):
-        target.write_text(f"# Draft\n\nVersion {n} of the draft mentions the narwhal{n}.\n", encoding="utf-8")
-        time.sleep(0.01)
+    with frozen(watching):  # the 20 saves reach the watcher together, however slowly this machine makes them
+        for n in range(20):
+            target.write_text(f"# Draft\n\nVersion {n} of the draft mentions the narwhal{n}.\n", encoding="utf-8")
     update = watching.event()
-    assert update["added"] == ["draft.md"] and update["changes"] >= 1
-    assert watching.quiet(2.0), "a burst of 20 saves produced more than one update"
+    assert (update["added"], update["updated"]) == (["draft.md"], []) and update["changes"] >= 1
     assert search_paths(tmp_path / "kb", "narwhal19") == ["draft.md"]
     assert search_paths(tmp_path / "kb", "narwhal3") == []
+    (notes / "after.md").write_text("# After\n\nThe okapi comes after the burst.\n", encoding="utf-8")
+    after = watching.event()  # the next update is this file's: the burst left no second update behind
+    assert (after["added"], after["updated"], after["removed"]) == (["after.md"], [], [])
 
 
 def test_a_bad_file_is_one_line_and_watching_continues(tmp_path: Path, notes: Path, watching: WatchProcess) -> None:
@@ -103,13 +104,13 @@ def test_sigint_ends_cleanly_with_130(tmp_path: Path, notes: Path, watching: Wat
 def test_sigterm_ends_with_0_and_status_lines_go_to_stderr(tmp_path: Path, notes: Path) -> None:
     process = WatchProcess(tmp_path / "kb", notes, json_lines=False)
     try:
-        time.sleep(0.5)
-        deadline = time.monotonic() + 120
-        while "watching" not in process.stderr and time.monotonic() < deadline:
-            assert process.process.stderr is not None
-            process.stderr += process.process.stderr.readline()
+        assert process.process.stderr is not None
+        while "watching" not in process.stderr:  # the initial ingest is done (a line, or the end of stderr)
+            line = process.process.stderr.readline()
+            assert line, f"kb watch ended before watching: {process.stderr}"
+            process.stderr += line
         assert process.interrupt(signal.SIGTERM) == 0
-        assert process.lines.get(timeout=5) is None  # nothing on stdout
+        assert process.lines.get(timeout=WAIT_S) is None  # nothing on stdout
         assert "ingested: added 2, updated 0, removed 0, failed 0" in process.stderr
         assert "stopped (2 documents)" in process.stderr
     finally:
@@ -122,29 +123,25 @@ def test_a_missing_path_is_one_line(tmp_path: Path) -> None:
     assert done.stderr == f"kb: error: no such file or folder: {tmp_path / 'absent'} (check the path)\n"
 
 
-def writer_busy(kb_dir: Path) -> bool:
-    """Whether some process holds the knowledge base's writer lock (an update is running)."""
-    with open(kb_dir / "writer.lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
-def test_sigint_during_an_update_lets_it_finish(tmp_path: Path, notes: Path, watching: WatchProcess) -> None:
-    kb_dir = tmp_path / "kb"
-    for n in range(120):
+def test_sigint_during_an_update_lets_it_finish(tmp_path: Path, notes: Path) -> None:
+    kb_dir, gate, staged = tmp_path / "kb", tmp_path / "gate", tmp_path / "staged"
+    gate.mkdir()
+    staged.mkdir()
+    for n in range(40):
         text = f"# Bulk {n}\n\nEvery bulk note names the capybara {n}.\n\n" + "More words about rodents. " * 40
-        (notes / f"bulk{n:03d}.md").write_text(text, encoding="utf-8")
-    deadline = time.monotonic() + 30
-    while not writer_busy(kb_dir):  # wait until the update holds the writer lock
-        assert time.monotonic() < deadline, "the update never started"
-        time.sleep(0.005)
-    assert watching.interrupt(signal.SIGINT) == 130
-    update, stopped = watching.event(), watching.event()
-    assert len(update["added"]) == 120  # the update in progress finished
-    assert (stopped["kind"], stopped["documents"]) == ("stopped", 122)
-    assert len([p for p in listed(kb_dir) if p.startswith("bulk")]) == 120
+        (staged / f"bulk{n:03d}.md").write_text(text, encoding="utf-8")
+    (staged / "hold.gate").write_text("The gate holds the update until the watcher has its SIGINT.\n")
+    env = {"KB_PLUGIN_MODULES": "gate_parser", "PYTHONPATH": str(Path(__file__).parent), GATE_ENV: str(gate)}
+    watching = WatchProcess(kb_dir, notes, env=env)
+    try:
+        assert watching.event()["trigger"] == "initial"
+        staged.rename(notes / "bulk")  # one change: a folder of 41 files moved in
+        wait_until((gate / "started").exists, "the update reached the gate")  # the update is running
+        assert watching.interrupt(signal.SIGINT) == 130  # the gate lets the update go on once kb has the signal
+        update, stopped = watching.event(), watching.event()
+    finally:
+        watching.close()
+    assert len(update["added"]) == 41  # the update in progress finished
+    assert (stopped["kind"], stopped["documents"]) == ("stopped", 43)
+    assert len([p for p in listed(kb_dir) if p.startswith("bulk/")]) == 41
     assert len(search_paths(kb_dir, "capybara")) == 10  # the indexes were brought up to date too (k=10)
