@@ -73,8 +73,8 @@ def _number_pattern(signed: bool) -> re.Pattern[str]:
     minus = rf"(?:(?<![\w.)\]%])[{MINUS_SIGNS}][ \t]?)?" if signed else ""  # not 12%-15%
     return re.compile(
         r"(?<![\w.])"  # not inside a word or a number
-        rf"(?P<prefix>{minus}(?:[{CURRENCY_SIGNS}][ \t]?)?{minus})"  # -$12, $-12, $ 12
-        rf"(?P<open>\()?(?P<inner>[{CURRENCY_SIGNS}][ \t]?)?"  # (12), ($12)
+        rf"(?P<prefix>{minus}(?:[{CURRENCY_SIGNS}][ \t]{{0,3}})?{minus})"  # -$12, $-12, $ 12
+        rf"(?P<open>\()?(?P<inner>[{CURRENCY_SIGNS}][ \t]{{0,3}})?"  # (12), ($12)
         rf"{_BODY}(?P<inner_percent>{_PERCENT})?"
         rf"(?(open)\))(?P<percent>{_PERCENT})?{_SCALE}?"
     )
@@ -287,6 +287,8 @@ class Parser:
         if not self.tokens:
             raise ExpressionError("expression_unparsed", "the computation is empty")
         node = self.sum()
+        if self.peek()[0] == "cmp":
+            raise ExpressionError("expression_unparsed", "a comparison is allowed only inside count(...)")
         if self.at < len(self.tokens):
             raise ExpressionError(
                 "expression_unparsed", f"unexpected {self.shown(self.peek()[1])} after a whole expression"
