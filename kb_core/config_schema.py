@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -27,6 +27,7 @@ from kb_core.bounds import FILE_BYTES, SEED, TEMPERATURE, Bound, K, shown
 from kb_core.bounds import THREADS as THREAD_COUNT
 from kb_core.bounds import TIMEOUT_S as TIMEOUT_SECONDS
 from kb_core.errors import ConfigError
+from kb_core.ingest.ignores import ignore_line_problem
 from kb_core.types import SEARCH_MODES, STANDALONE_METHODS
 
 #: The fewest tokens a chunk may have (``kb_core.ingest.chunker.ChunkLimits``), and the most a chunk may be set to.
@@ -54,6 +55,7 @@ class Rule:
     nonempty: bool = False
     optional: bool = False
     note: str = ""  # what a special value means ("0 = off"), said after what is allowed
+    item_problem: Callable[[str], str] | None = None  # of ``texts``: why one item is not usable ('' when it is)
 
     @property
     def allowed(self) -> str:
@@ -88,7 +90,14 @@ class Rule:
                 return "", _Hidden(type(value).__name__), self.allowed
             bad = next((name for name, table in value.items() if not isinstance(table, dict)), None)
             return None if bad is None else (_part(bad), _Hidden(type(value[bad]).__name__), "a table")
-        return None if self._accepts(value) else ("", value, self.allowed)
+        if not self._accepts(value):
+            return "", value, self.allowed
+        if self.kind == "texts" and self.item_problem is not None:
+            for index, item in enumerate(value):
+                problem = self.item_problem(item)
+                if problem:
+                    return f"[{index}]", item, f"a usable pattern: {problem}"
+        return None
 
     def _accepts(self, value: Any) -> bool:
         if self.kind in ("whole", "number"):
@@ -146,7 +155,7 @@ RULES: dict[str, Rule] = {
     "ingest.chunk_target_tokens": whole(MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS),
     "ingest.chunk_max_tokens": whole(MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS),
     "ingest.chunk_overlap_tokens": whole(0, MAX_CHUNK_TOKENS - 1),
-    "ingest.ignore": Rule("texts"),
+    "ingest.ignore": Rule("texts", item_problem=ignore_line_problem),
     "ingest.batch_documents": whole(1, 100_000),
     "ingest.follow_symlinks": FLAG,
     "ingest.ocr": text(nonempty=True),
@@ -226,7 +235,7 @@ def check(
     defaults = defaults or {}
 
     def source(key: str) -> str:
-        return next((sources[k] for k in _prefixes(key) if k in sources), fallback)
+        return next((sources[k] for k in _prefixes(key.split("[")[0]) if k in sources), fallback)
 
     def refuse(key: str, value: Any, allowed: str, hint: str = "") -> ConfigError:
         if not hint and defaults.get(key) not in (None, ""):

@@ -119,3 +119,13 @@ def test_any_value_at_any_key_is_a_setting_or_one_line(tmp_path: Path, key: str,
         load_config(config_file, environ={"KB_HOME": str(tmp_path)})
     except ConfigError as exc:
         assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("line", ["!", "\\"])
+def test_an_ignore_line_kb_cannot_use_is_refused_in_the_configuration(tmp_path: Path, line: str) -> None:
+    config_file = tmp_path / "c.toml"
+    config_file.write_text(f'[ingest]\nignore = ["drafts/", {_toml(line)}]\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(config_file, environ={})
+    message = str(caught.value)
+    assert "ingest.ignore[1] = " in message and "(file:" in message and "\n" not in message
