@@ -66,6 +66,10 @@ class Gate:
         register("gated", lambda _config: GatedParser(self), extensions=(".gated",))
 
 
+#: The longest a paced model waits for a test to open ``hold`` or ``resume`` (a limit against hangs: tests open them).
+HOLD_S = 120.0
+
+
 class PacedModel(ScriptedLanguageModel):
     """A model that yields its tokens one at a time, ``pace_s`` apart, once ``hold`` is open.
 
@@ -85,12 +89,12 @@ class PacedModel(ScriptedLanguageModel):
         plugin.started.set()
         words = plugin.script(request) if plugin.script is not None else None
         try:
-            plugin.hold.wait(30)
+            plugin.hold.wait(HOLD_S)
             count = plugin.tokens if words is None else len(words)
             for i in range(count):
                 if i == plugin.pause_after:
                     plugin.paused.set()
-                    plugin.resume.wait(30)
+                    plugin.resume.wait(HOLD_S)
                 time.sleep(plugin.pace_s)
                 plugin.yielded += 1
                 yield Token(words[i] if words is not None else " wind" if i else "Wind")

@@ -306,19 +306,18 @@ def test_a_client_that_leaves_mid_body_is_one_info_line(start_server: Callable[.
 def test_an_abandoned_stream_stops_its_generation_and_stores_nothing(
     start_server: Callable[..., Any], paced_llm: Any, server_log: Any
 ) -> None:
-    llm = paced_llm(tokens=400, pace_s=0.025)  # 10 s of answer, unless it is stopped
+    llm = paced_llm(tokens=4000, pace_s=0.025)  # 100 s of answer, unless it is stopped
     server = start_server(llm=llm)
     records = server_log()
     answers = answer_count(server)
     with server.client() as http:
         with http.stream("POST", "/ask/stream", json={"question": QUESTION}) as reply:
             assert next(iter_sse(reply.iter_lines()))[0] == "token"
-        left = time.monotonic()  # the client has closed the connection
-        assert llm.closed.wait(10)
-        assert time.monotonic() - left < 1.0, "the generation went on after the client left"
+        assert llm.closed.wait(60)  # the client has closed the connection: the generation ends ...
         stopped_at = llm.yielded
+        assert stopped_at < llm.tokens, "the generation went on after the client left"  # ... long before its end
         time.sleep(0.3)
-        assert stopped_at == llm.yielded < llm.tokens
+        assert stopped_at == llm.yielded
         wait_for(lambda: http.get("/health").json()["generation"] == {"busy": False, "waiting": 0, "queue": 4})
         assert answer_count(server) == answers  # nothing stored for the abandoned question
         llm.tokens = 3
@@ -337,10 +336,10 @@ def test_a_question_abandoned_while_it_waits_never_generates(start_server: Calla
         with http.stream("POST", "/ask/stream", json={"question": QUESTION}) as reply:
             assert next(reply.iter_lines()).startswith(":")  # the stream is open, waiting for the model
             wait_for(lambda: http.get("/health").json()["generation"]["waiting"] == 1)
-        wait_for(lambda: http.get("/health").json()["generation"]["waiting"] == 0, timeout=2)
+        wait_for(lambda: http.get("/health").json()["generation"]["waiting"] == 0)
         with pytest.raises(httpx.ReadTimeout):  # a whole-answer client that gives up
             httpx.post(f"{server.url}/ask", json={"question": QUESTION}, timeout=1.0)
-        wait_for(lambda: http.get("/health").json()["generation"]["waiting"] == 0, timeout=2)
+        wait_for(lambda: http.get("/health").json()["generation"]["waiting"] == 0)
         llm.hold.set()
         assert first.result(30).status_code == 200
         time.sleep(0.5)
@@ -376,7 +375,7 @@ def answer_count(server: Any) -> int:
         return int(conn.execute("SELECT count(*) FROM answers").fetchone()[0])
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+def wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"

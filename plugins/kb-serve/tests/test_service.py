@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from kb_core import Cancelled
 from kb_serve.service import CachingEmbedder, GenerationGate
 from kb_serve.settings import ApiError
+
+#: The longest a test waits for an event it expects (a limit against hangs, not a measure of speed).
+WAIT_S = 60.0
+
+
+class AskedEvent(threading.Event):
+    """An event that records, in ``asked``, that someone has asked whether it is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+
+    def is_set(self) -> bool:
+        self.asked.set()
+        return super().is_set()
 
 
 class Counting:
@@ -46,18 +60,18 @@ def test_the_gate_lets_one_through_queues_the_limit_and_refuses_the_rest() -> No
     def hold() -> None:
         with gate.turn():
             inside.set()
-            release.wait(5)
+            release.wait(WAIT_S)
 
     gate.admit()
     holder = threading.Thread(target=hold)
     holder.start()
-    assert inside.wait(5) and gate.busy
+    assert inside.wait(WAIT_S) and gate.busy
     gate.admit()  # one may wait
     with pytest.raises(ApiError) as refused:
         gate.admit()
     assert refused.value.status == 503
     release.set()
-    holder.join(5)
+    holder.join(WAIT_S)
     assert gate.waiting == 1 and not gate.busy  # the admitted one has not taken its turn yet
     with gate.turn():
         assert gate.busy and gate.waiting == 0
@@ -65,18 +79,18 @@ def test_the_gate_lets_one_through_queues_the_limit_and_refuses_the_rest() -> No
 
 
 def test_a_waiter_whose_client_left_gives_its_place_back() -> None:
-    gate = GenerationGate(waiting=1, wait_s=30)
-    inside, release, gone = threading.Event(), threading.Event(), threading.Event()
+    gate = GenerationGate(waiting=1, wait_s=WAIT_S)
+    inside, release, gone = threading.Event(), threading.Event(), AskedEvent()
 
     def hold() -> None:
         with gate.turn():
             inside.set()
-            release.wait(10)
+            release.wait(WAIT_S)
 
     gate.admit()
     holder = threading.Thread(target=hold)
     holder.start()
-    assert inside.wait(5)
+    assert inside.wait(WAIT_S)
     gate.admit()
     errors: list[BaseException] = []
 
@@ -89,11 +103,11 @@ def test_a_waiter_whose_client_left_gives_its_place_back() -> None:
 
     waiter = threading.Thread(target=wait)
     waiter.start()
-    time.sleep(0.2)
+    assert gone.asked.wait(WAIT_S)  # the waiter is in its turn, asking whether its client left
     assert gate.waiting == 1
     gone.set()
-    waiter.join(2)
+    waiter.join(WAIT_S)
     assert not waiter.is_alive() and isinstance(errors[0], Cancelled) and gate.waiting == 0
     release.set()
-    holder.join(5)
+    holder.join(WAIT_S)
     assert not gate.busy
