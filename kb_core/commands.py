@@ -29,6 +29,7 @@ A command is a ``click`` command registered with the ``register_commands`` hook 
 - :func:`check_new_file` (with :func:`clean_name`, :func:`clash_between` and :class:`NameRefused`):
   whether a command that writes a client's file into a folder and ingests it (``kb serve``'s uploads,
   ``kb mcp``'s inbox) may use the client's name, checked before anything is written.
+- :class:`Bounded`: the click type of an option whose range is a :mod:`kb_core.bounds` bound.
 - :func:`check_unicode`: the one check of text a command takes in (arguments, lines, request bodies,
   messages) that is not valid Unicode, a one-line :class:`kb_core.KbError`; queries and questions get it
   from :func:`kb_core.check_text` too.
@@ -42,6 +43,7 @@ A command is a ``click`` command registered with the ``register_commands`` hook 
 
 from kb_core.builtin.parsers import TEXT_PARSERS
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
+from kb_core.cli.options import Bounded
 from kb_core.ingest.names import NameRefused, check_new_file, clash_between, clean_name
 from kb_core.limits import check_unicode
 from kb_core.output import dumps, envelope
@@ -55,6 +57,7 @@ __all__ = [
     "LOW_CONFIDENCE",
     "NameRefused",
     "TEXT_PARSERS",
+    "Bounded",
     "Session",
     "check_new_file",
     "check_unicode",

@@ -1,5 +1,6 @@
 """Opening SQLite files safely: owner-only creation, read-only fallbacks, and storage errors
-(disk full, read-only) as one-line :class:`~kb_core.errors.KbError` values."""
+(disk full, read-only, busy) as one-line :class:`~kb_core.errors.KbError` values: a busy database is a
+:class:`~kb_core.errors.WriterBusyError` (try again later), never the disk-full or read-only error."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ import os
 import urllib.parse
 from pathlib import Path
 
+import sqlite3 as stdlib_sqlite3
+
 try:
     from pysqlite3 import dbapi2 as sqlite3
 except ImportError:  # pragma: no cover - the interpreter's own module is a fallback
     import sqlite3
 
-from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
+
+#: SQLite's primary result codes of a write that could not happen: the lock is held, the disk is full, the
+#: database is read-only (https://sqlite.org/rescode.html).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_FULL = 5, 6, 8, 13
 
 
 def writable(path: Path) -> bool:
@@ -60,7 +67,8 @@ def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None
     """A full disk or read-only storage, met anywhere (SQLite, an index engine, a plain write), as a
     one-line :class:`KbError`; None for anything else."""
     text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and any(w in text for w in ("full", "readonly", "read-only")):
+    sqlite_errors = (sqlite3.OperationalError, stdlib_sqlite3.OperationalError)  # (kb's, or an engine's own)
+    if isinstance(exc, sqlite_errors) and sqlite_kind(exc) is not None:
         return storage_error_for(kb_dir, exc)
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return storage_error_for(kb_dir, sqlite3.OperationalError("disk is full"))
@@ -71,21 +79,43 @@ def storage_error(exc: BaseException, kb_dir: Path | str = "") -> KbError | None
     return None
 
 
+def sqlite_kind(exc: BaseException) -> str | None:
+    """``"busy"``, ``"full"`` or ``"read-only"`` for an SQLite error of that kind, by its result code (its text
+    when the driver gives none); None for any other."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        primary = code & 0xFF  # (an extended code's low byte is its primary code)
+        kinds = {SQLITE_BUSY: "busy", SQLITE_LOCKED: "busy", SQLITE_FULL: "full", SQLITE_READONLY: "read-only"}
+        return kinds.get(primary)
+    text = str(exc)
+    if text.startswith("database is locked") or "table is locked" in text or "database is busy" in text:
+        return "busy"
+    if "disk is full" in text:
+        return "full"
+    if "readonly" in text or "read-only" in text:
+        return "read-only"
+    return None
+
+
 def storage_error_for(kb_dir: Path | str, exc: Exception) -> KbError:
-    """The one-line error for an SQLite failure to write (disk full, read-only, busy, other)."""
+    """The one-line error for an SQLite failure to write (disk full, read-only, busy, other); busy is a
+    :class:`WriterBusyError`, exit code 5 as the others."""
     text, where = str(exc), f" at {kb_dir}" if kb_dir else ""
-    if "full" in text:
+    kind = sqlite_kind(exc)
+    if kind == "busy":
+        return WriterBusyError(
+            f"the knowledge base{where} is busy: another process holds its write lock ({text})",
+            hint="wait for the other kb process to finish, then try again",
+            exit_code=EXIT_STORAGE,
+        )
+    if kind == "full":
         return KbError(
             f"the disk is full: kb stopped writing the knowledge base{where}; what was stored before is intact",
             hint="free some space and run the command again; the next 'kb ingest' completes an interrupted one",
             exit_code=EXIT_STORAGE,
         )
-    if "readonly" in text or "read-only" in text:
+    if kind == "read-only":
         return KbError(
             f"the knowledge base{where} is read-only", hint="copy it somewhere writable", exit_code=EXIT_STORAGE
-        )
-    if "locked" in text or "busy" in text:
-        return KbError(
-            f"the knowledge base{where} is busy ({text})", hint="wait for the other kb process", exit_code=EXIT_STORAGE
         )
     return KbError(f"cannot write the knowledge base{where}: {text}", exit_code=EXIT_STORAGE)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 import kb_core
-from kb_core.commands import Session, pass_session
+from kb_core.bounds import PORT
+from kb_core.commands import Bounded, Session, pass_session
 
 if TYPE_CHECKING:
     from kb_mcp.tools import KbTools
@@ -34,10 +35,10 @@ EXIT_TERMINATED = 0  # SIGTERM: a stop that was asked for (as kb watch)
 )
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=Bounded(PORT),
     default=8765,
     show_default=True,
-    help="Port for --transport http (bound to 127.0.0.1 only).",
+    help="Port for --transport http (bound to 127.0.0.1 only; 0: any free one).",
 )
 @click.option(
     "--ingest-folder",
@@ -71,7 +72,7 @@ def mcp_command(session: Session, transport: str, port: int, ingest_folders: tup
         stop_at_once_on_signals(tools)
         anyio.run(server.run_stdio_async)
         return
-    _check_port(port)
+    port = _check_port(port)
     click.echo(f"kb mcp: serving {session.config.kb_path} on http://{LOOPBACK}:{port}{HTTP_PATH}", err=True)
     sys.stderr.flush()
     anyio.run(lambda: server.run_streamable_http_async(host=LOOPBACK, port=port, streamable_http_path=HTTP_PATH))
@@ -100,8 +101,9 @@ def stop_at_once_on_signals(tools: KbTools) -> None:
             signal.signal(sig, stop)
 
 
-def _check_port(port: int) -> None:
-    """Refuse a port that cannot be bound on loopback with one line (uvicorn would log and exit 1)."""
+def _check_port(port: int) -> int:
+    """``port``, or for 0 a free one, once it is known to bind on loopback; a port that cannot is one line
+    (uvicorn would log and exit 1)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -110,3 +112,4 @@ def _check_port(port: int) -> None:
             raise kb_core.KbError(
                 f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}", hint="choose another --port"
             ) from None
+        return int(probe.getsockname()[1])

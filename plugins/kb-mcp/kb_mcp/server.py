@@ -22,15 +22,26 @@ from pydantic import Field, ValidationError
 from starlette.applications import Starlette
 
 import kb_core
+from kb_core.bounds import LIST_LIMIT, Bound, K
 from kb_core.commands import error_line, storage_error
 from kb_mcp.folders import PATH_MAX
 from kb_mcp.messages import CheckedBodies, answered
 from kb_mcp.tools import TARGET_CHARS, THREAD_ID_CHARS, KbTools, Reply
 
 LIMITS = kb_core.LIMITS
-# The bounds each argument's JSON Schema states. kb_core's checks enforce them, not pydantic, so that a
-# call out of bounds gets kb_core's own line, as the library and kb serve give it (`k must be at most 1000 (got ...)`).
-K_BOUNDS = {"minimum": 1, "maximum": LIMITS.k}
+
+
+def schema_bounds(bound: Bound) -> dict[str, int | float]:
+    """The ``minimum`` and ``maximum`` an argument's JSON Schema states: ``bound``'s (kb_core.bounds). kb_core's
+    check enforces them, not pydantic, so that a call out of bounds gets the one line the CLI, the config and
+    kb serve give (``k = 5000 is not a whole number from 1 to 1,000``)."""
+    low, high = (int(v) if float(v).is_integer() else v for v in (bound.low, bound.high))
+    return {"minimum": low, "maximum": high}
+
+
+K_BOUNDS = schema_bounds(K)
+K_WORDS = K.allowed.removeprefix("a whole number ")  # "from 1 to 1,000"
+LIMIT_BOUNDS = schema_bounds(LIST_LIMIT)
 TEXT_BOUNDS = {"minLength": 1, "maxLength": LIMITS.query_chars}
 THREAD_ID_BOUNDS = {"minLength": 1, "maxLength": THREAD_ID_CHARS}
 INSTRUCTIONS = (
@@ -132,7 +143,7 @@ def build_server(tools: KbTools) -> MCPServer:
         k: Annotated[
             int | None,
             Field(
-                description=f"How many hits, 1 to {LIMITS.k} (default: [search] default_k).",
+                description=f"How many hits, {K_WORDS} (default: [search] default_k).",
                 json_schema_extra=K_BOUNDS,
             ),
         ] = None,
@@ -160,7 +171,11 @@ def build_server(tools: KbTools) -> MCPServer:
             ),
         ] = None,
         k: Annotated[
-            int | None, Field(description=f"Chunks to retrieve, 1 to {LIMITS.k}.", json_schema_extra=K_BOUNDS)
+            int | None,
+            Field(
+                description=f"Chunks to retrieve, {K_WORDS}.",
+                json_schema_extra=K_BOUNDS,
+            ),
         ] = None,
         thread_id: Annotated[
             str | None,
@@ -202,7 +217,9 @@ def build_server(tools: KbTools) -> MCPServer:
             Field(description="A stored answer's id (ans_...): that answer, with its citations as they stand now."),
         ] = None,
         stale: Annotated[bool, Field(description="Only the answers whose citations no longer hold.")] = False,
-        limit: Annotated[int, Field(description="At most this many (newest first).", ge=1, le=1000)] = 20,
+        limit: Annotated[
+            int, Field(description="At most this many (newest first).", json_schema_extra=LIMIT_BOUNDS)
+        ] = 20,
     ) -> CallToolResult:
         """Stored answers and whether they still hold: a cited passage that changed or vanished makes one stale."""
         return _result(lambda: tools.answers(answer_id, stale, limit))
@@ -216,7 +233,10 @@ def build_server(tools: KbTools) -> MCPServer:
             ),
         ] = None,
         limit: Annotated[
-            int, Field(description="At most this many threads (most recently continued first).", ge=1, le=1000)
+            int,
+            Field(
+                description="At most this many threads (most recently continued first).", json_schema_extra=LIMIT_BOUNDS
+            ),
         ] = 20,
     ) -> CallToolResult:
         """Threads of follow-up questions (thread_list.v1: id, times, turns, first question), or one thread's

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 import kb_core
+from kb_core.bounds import LIST_LIMIT, K
 from kb_core.commands import TEXT_PARSERS, dumps, envelope, stored_file, stored_lines
 from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
@@ -50,6 +51,12 @@ def _check_length(value: str, what: str, limit: int) -> str:
     if len(value) > limit:
         raise kb_core.KbError(f"the {what} is {len(value)} characters long; at most {limit} are accepted")
     return value
+
+
+def _check_k(k: int | None) -> None:
+    """A ``k`` within ``kb_core.bounds.K`` (None: not given), else its one line."""
+    if k is not None:
+        K.check(k, "k")
 
 
 def _thread_id(value: str) -> str:
@@ -97,7 +104,7 @@ class KbTools:
         """Hits with citations and scores in [0, 1] (``search_response.v1``)."""
         kb_core.check_text(query, "query")
         kb_core.check_mode(mode)
-        kb_core.check_k(k)
+        _check_k(k)
         if path is not None:
             kb_core.check_path_glob(path)
         cfg = self.kb.config.search
@@ -116,7 +123,7 @@ class KbTools:
         """
         kb_core.check_text(question, "question")
         kb_core.check_mode(mode)
-        kb_core.check_k(k)
+        _check_k(k)
         wanted = None if thread_id is None else _thread_id(thread_id)
         options = kb_core.AskOptions(k=k, mode=mode, backend=self.backend)
         with self._lock:
@@ -130,7 +137,7 @@ class KbTools:
         with self._lock:
             if thread_id is not None:
                 return Reply("thread.v1", self._stored_thread(_thread_id(thread_id)))
-            threads = kb_core.list_threads(self.kb.store, max(1, min(limit, 1000)))
+            threads = kb_core.list_threads(self.kb.store, LIST_LIMIT.check(limit, "limit"))
         return Reply("thread_list.v1", {"threads": threads})
 
     def _stored_thread(self, thread_id: str) -> Any:
@@ -158,7 +165,7 @@ class KbTools:
             if answer_id:
                 _check_length(answer_id, "answer_id", 64)
                 return Reply("stored_answer.v1", kb_core.stored_answer(self.kb.store, answer_id.strip()))
-            found, total = kb_core.list_answers(self.kb.store, max(1, min(limit, 1000)), stale_only=stale)
+            found, total = kb_core.list_answers(self.kb.store, LIST_LIMIT.check(limit, "limit"), stale_only=stale)
         return Reply("answer_history.v1", {"answers": found, "total": total})
 
     def fetch(self, target: str) -> Reply:

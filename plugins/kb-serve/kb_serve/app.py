@@ -24,6 +24,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 import kb_core
 from kb_core import Config, KbError, SearchQuery
+from kb_core.bounds import LIST_LIMIT, K
+from kb_core.commands import storage_error
 from kb_serve import openapi, reading
 from kb_serve.asking import CLIENT_LEFT, ask_options, ask_response
 from kb_serve.bodies import (
@@ -34,9 +36,10 @@ from kb_serve.bodies import (
     off_loop,
     path_param,
     read_json,
+    strict_form,
     too_large,
 )
-from kb_serve.errors import ApiError, OpenAIErrors, error_response, status_of
+from kb_serve.errors import ApiError, OpenAIErrors, error_response, headers_of, status_of
 from kb_serve.guards import HostPolicy, RequestGuard
 from kb_serve.openai_api import OpenAIApi
 from kb_serve.page_images import PageImages
@@ -110,8 +113,7 @@ class Api:
         params = request.query_params
         text = kb_core.check_text(params.get("q", ""), "query")  # 400 when empty or too long
         cfg = self.service.config.search
-        k = int_param(request, "k")
-        kb_core.check_k(k)  # 400 outside 1..LIMITS.k (a huge k once made the index allocate k x 16 bytes)
+        k = int_param(request, "k", K)  # 400 outside K (a huge k once made the index allocate k x 16 bytes)
         mode = params.get("mode") or cfg.mode
         kb_core.check_mode(mode)
         glob = path_param(params.get("path") or "", "the path glob") or None
@@ -129,7 +131,7 @@ class Api:
             )
         limited = bounded(request, self.settings.max_upload_bytes, "the upload", UPLOAD_HINT)
         files: list[tuple[str, bytes]] = []
-        async with limited.form(max_files=MAX_FILES, max_fields=MAX_FILES) as form:
+        async with strict_form(limited, MAX_FILES) as form:  # (a file name that is not UTF-8: a 400)
             for _field, value in form.multi_items():
                 if not isinstance(value, UploadFile):
                     continue
@@ -153,9 +155,7 @@ class Api:
 
     async def answers(self, request: Request) -> Response:
         """``GET /answers?limit=``: the stored questions, newest first (as ``kb answers list --json``)."""
-        limit = int_param(request, "limit")
-        if limit is not None and not 1 <= limit <= reading.MAX_ANSWERS:
-            raise ApiError(400, f"limit must be between 1 and {reading.MAX_ANSWERS} (got {limit})")
+        limit = int_param(request, "limit", LIST_LIMIT)
         chosen = reading.DEFAULT_ANSWERS if limit is None else limit
         history = await self._read(lambda: self.service.read(lambda kb: reading.answer_history(kb, chosen)))
         return json_response("answer_history.v1", history)
@@ -188,7 +188,7 @@ class Api:
 
 async def _kb_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, KbError)
-    return error_response(status_of(exc), exc.message, exc.hint)
+    return error_response(status_of(exc), exc.message, exc.hint, headers_of(exc))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -204,6 +204,9 @@ async def _client_left(request: Request, exc: Exception) -> Response:
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
+    storage = storage_error(exc)  # SQLite's lock held (503), a full disk or read-only storage (507), met in a read
+    if storage is not None:
+        return await _kb_error(request, storage)
     log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal error", hint="see the server log; rerun with KB_DEBUG=1 and report it")
 

@@ -31,17 +31,16 @@ from starlette.types import Receive
 
 import kb_core
 from kb_core import AskOptions, Cancelled, KbError
-from kb_core.commands import dumps, envelope
+from kb_core.bounds import SEED, TEMPERATURE, K
+from kb_core.commands import dumps, envelope, storage_error
+from kb_serve.bodies import checked, field_within
 from kb_serve.errors import ApiError, error_body
 from kb_serve.service import KbService
 
 _FIELDS = {"question", "k", "mode", "temperature", "seed", "explain", "constrained", "backend"}
 _END = object()
-#: Characters of a ``backend`` name; the largest seed (every model library takes 32 bits).
+#: Characters of a ``backend`` name (the numbers' ranges are kb_core.bounds': K, TEMPERATURE, SEED).
 MAX_NAME_CHARS = 100
-MAX_SEED = 2**32 - 1
-#: The highest temperature taken (OpenAI's is 2; beyond it no model samples anything but noise).
-MAX_TEMPERATURE = 100.0
 #: The status logged for a request whose client left before its answer (nginx's "client closed request").
 CLIENT_LEFT = 499
 log = logging.getLogger("kb_serve")
@@ -72,17 +71,12 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
             f"unknown field(s): {', '.join(json.dumps(u)[:40] for u in unknown[:5])}",
             hint=f"known: {', '.join(sorted(_FIELDS))}",
         )
-    question = _checked(lambda: kb_core.check_text(_typed(body, "question", str, "a string") or "", "question"))
-    k = _typed(body, "k", int, "a whole number")
-    _checked(lambda: kb_core.check_k(k))
-    temperature = _typed(body, "temperature", (int, float), "a number")
-    if temperature is not None and not 0 <= temperature <= MAX_TEMPERATURE:  # NaN too; a huge integer is no float
-        raise ApiError(400, f"temperature must be a number from 0 to {MAX_TEMPERATURE:g}")
+    question = checked(lambda: kb_core.check_text(_typed(body, "question", str, "a string") or "", "question"))
+    k = field_within(body, "k", K)
+    temperature = field_within(body, "temperature", TEMPERATURE)
     mode = _typed(body, "mode", str, "a string")
-    _checked(lambda: kb_core.check_mode(mode))
-    seed = _typed(body, "seed", int, "a whole number")
-    if seed is not None and not 0 <= seed <= MAX_SEED:
-        raise ApiError(400, f"seed must be between 0 and {MAX_SEED}")
+    checked(lambda: kb_core.check_mode(mode))
+    seed = field_within(body, "seed", SEED)
     backend = _typed(body, "backend", str, "a string")
     if backend is not None and len(backend) > MAX_NAME_CHARS:
         raise ApiError(400, f"backend is longer than {MAX_NAME_CHARS} characters")
@@ -96,14 +90,6 @@ def ask_options(body: Any) -> tuple[str, AskOptions]:
         backend=backend,
     )
     return question, options
-
-
-def _checked(check: Callable[[], T]) -> T:
-    """``check()``, its KbError (a limit of kb_core's) as the 400 ``ask_options`` promises."""
-    try:
-        return check()
-    except KbError as exc:
-        raise ApiError(400, exc.message, hint=exc.hint) from None
 
 
 def sse(event: str, data: Any) -> bytes:
@@ -136,8 +122,19 @@ async def ask_response(
     )
 
 
+def kb_error_data(exc: KbError) -> dict[str, str]:
+    """The data of a stream's ``error`` event for ``exc``: the error body every failure uses."""
+    return error_body(exc.message, exc.hint)
+
+
 async def respond(
-    service: KbService, work: Work[Any], schema: str, stream: bool, receive: Receive, label: str
+    service: KbService,
+    work: Work[Any],
+    schema: str,
+    stream: bool,
+    receive: Receive,
+    label: str,
+    error_data: Callable[[KbError], Any] = kb_error_data,
 ) -> Response:
     """What ``work`` makes (it asks the model) as ``schema`` JSON, or as an event stream; 503 at once when the
     queue is full.
@@ -145,7 +142,8 @@ async def respond(
     ``work`` sends the events before the final one (``token``, ``standalone``) through the ``Emit`` it is given;
     the stream's final event is named by the schema (``answer`` for ``answer.v1``, ``turn`` for ``turn.v1``).
     ``receive``: the request's, whose body has been read (it then reports only the client leaving);
-    ``label``: the question, for the log.
+    ``label``: the question, for the log; ``error_data``: the data of the ``error`` event a failure in the
+    stream sends (``/v1``'s is OpenAI's error object).
     """
     service.gate.admit()  # from here on, work must run: the service gives the place in the queue back
     gone = threading.Event()
@@ -166,10 +164,12 @@ async def respond(
         except Cancelled:
             log.info("the client left; its answer was stopped")
         except KbError as exc:
-            put(("error", error_body(exc.message, exc.hint)))
-        except Exception:
-            log.exception("internal error while answering %r", label[:80])
-            put(("error", error_body("internal error", "see the server log")))
+            put(("error", error_data(exc)))
+        except Exception as exc:
+            storage = storage_error(exc)  # SQLite's lock held, a full disk: said as such, not as a bug
+            if storage is None:
+                log.exception("internal error while answering %r", label[:80])
+            put(("error", error_data(storage or ApiError(500, "internal error", hint="see the server log"))))
         finally:
             put(_END)
 

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
+from python_multipart.multipart import parse_options_header
+from starlette.datastructures import FormData
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive
 
-from kb_core import LIMITS
+from kb_core import LIMITS, KbError
+from kb_core.bounds import Bound
 from kb_core.commands import check_unicode, dumps
 from kb_serve.errors import ApiError
 from kb_serve.guards import is_json_media_type
@@ -60,16 +65,77 @@ def bounded(request: Request, limit: int, what: str, hint: str) -> Request:
     return Request(request.scope, _limited(request.receive, limit, what, hint))
 
 
-def int_param(request: Request, name: str) -> int | None:
-    """The query parameter ``name`` as a whole number (None when absent), or a 400."""
+def int_param(request: Request, name: str, bound: Bound) -> int | None:
+    """The query parameter ``name`` as a whole number within ``bound`` (None when absent), or a 400 naming the
+    value and what is allowed."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
-    if not _WHOLE_NUMBER.fullmatch(raw):
-        raise ApiError(400, f"{name} must be a whole number (got {raw[:40]!r})")
-    if len(raw) > MAX_DIGITS:
-        raise ApiError(400, f"{name} is out of range (got {raw[:24]}...)")
-    return int(raw)
+    if not _WHOLE_NUMBER.fullmatch(raw) or len(raw) > MAX_DIGITS:
+        shown = raw if len(raw) <= MAX_DIGITS else raw[: MAX_DIGITS - 1] + "…"
+        raise ApiError(400, f"{name} = {shown!r} is not {bound.allowed}")
+    return int(checked(lambda: bound.check(int(raw), name)))
+
+
+def field_within(body: dict[str, Any], name: str, bound: Bound) -> Any:
+    """The JSON body's field ``name`` within ``bound`` (None: absent or null; 5.0 is the whole number 5), or a
+    400 naming the value and what is allowed (a string, a bool, NaN, a huge number never are)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if bound.kind == "whole" and isinstance(value, float) and value.is_integer():
+        value = int(value)  # (JSON Schema's integer: the OpenAPI document says "integer")
+    return checked(lambda: bound.check(value, name))
+
+
+def checked(check: Callable[[], T]) -> T:
+    """``check()``, a KbError it raises (a bound, a limit of kb_core's) as a 400 with its line."""
+    try:
+        return check()
+    except KbError as exc:
+        raise ApiError(400, exc.message, hint=exc.hint) from None
+
+
+class NameNotUtf8(MultiPartException):
+    """A multipart file or field name that is not UTF-8."""
+
+
+#: What to do about a file name that is not UTF-8.
+RENAME_HINT = "rename the file so that its name is UTF-8 text (or send the name as UTF-8), then upload it again"
+
+
+class StrictNames(MultiPartParser):
+    """Starlette's multipart parser, but a file or field name that is not UTF-8 is refused (Starlette would read
+    its bytes as Latin-1, and the file would be stored under that mojibake)."""
+
+    def on_headers_finished(self) -> None:
+        """Check the part's names as sent, then parse its headers as Starlette does."""
+        _, options = parse_options_header(self._current_part.content_disposition)
+        for key, what in ((b"filename", "file name"), (b"name", "form field name")):
+            raw = options.get(key, b"")
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                shown = raw.decode("utf-8", "backslashreplace")[:80]
+                raise NameNotUtf8(f"the {what} {shown!r} is not UTF-8 text") from None
+        super().on_headers_finished()
+
+
+@asynccontextmanager
+async def strict_form(request: Request, max_files: int) -> AsyncIterator[FormData]:
+    """The multipart form of ``request`` (its files closed after the block); a malformed body, or a name that
+    is not UTF-8 (:class:`StrictNames`), is a 400."""
+    try:
+        async with aclosing(request.stream()) as stream:
+            form = await StrictNames(request.headers, stream, max_files=max_files, max_fields=max_files).parse()
+    except NameNotUtf8 as exc:
+        raise ApiError(400, exc.message, hint=RENAME_HINT) from None
+    except MultiPartException as exc:
+        raise ApiError(400, exc.message, hint="send files as form parts: -F file=@notes.md") from None
+    try:
+        yield form
+    finally:
+        await form.close()
 
 
 def path_param(value: str, what: str) -> str:

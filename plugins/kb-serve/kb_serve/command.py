@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from kb_core import LIMITS
-from kb_core.commands import Session, json_option, pass_session
+from kb_core.bounds import FILE_BYTES, PORT, QUERY_CACHE, QUEUE, WAIT_S, WORKERS
+from kb_core.commands import Bounded, Session, json_option, pass_session
 from kb_serve.settings import ServeSettings
 
 
@@ -13,7 +14,7 @@ from kb_serve.settings import ServeSettings
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind. Anything but loopback requires --token."
 )
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
+@click.option("--port", default=8765, show_default=True, type=Bounded(PORT), help="Port (0: any free one).")
 @click.option("--token", envvar="KB_SERVE_TOKEN", help="Bearer token every request must carry (or KB_SERVE_TOKEN).")
 @click.option(
     "--allow-host",
@@ -23,46 +24,46 @@ from kb_serve.settings import ServeSettings
     help="Another host name the server answers to (repeatable; besides its address and localhost).",
 )
 @click.option(
-    "--max-file-bytes", type=click.IntRange(min=1), help="Largest uploaded file (default: [ingest] max_file_bytes)."
+    "--max-file-bytes", type=Bounded(FILE_BYTES), help="Largest uploaded file (default: [ingest] max_file_bytes)."
 )
 @click.option(
     "--max-upload-bytes",
-    type=click.IntRange(min=1),
+    type=Bounded(FILE_BYTES),
     default=LIMITS.upload_bytes,
     show_default=True,
     help="Largest upload request (all its files together).",
 )
 @click.option(
     "--readers",
-    type=click.IntRange(min=1),
+    type=Bounded(WORKERS),
     default=4,
     show_default=True,
     help="Searches served at once (each keeps its own connections).",
 )
 @click.option(
     "--ask-queue",
-    type=click.IntRange(min=0),
+    type=Bounded(QUEUE),
     default=4,
     show_default=True,
     help="Questions that may wait while one is generated; more get 503.",
 )
 @click.option(
     "--ask-wait",
-    type=click.FloatRange(min=0.1),
+    type=Bounded(WAIT_S),
     default=300.0,
     show_default=True,
     help="Seconds a question waits for the language model before a 503.",
 )
 @click.option(
     "--search-timeout",
-    type=click.FloatRange(min=0.1),
+    type=Bounded(WAIT_S),
     default=30.0,
     show_default=True,
     help="Seconds a search or listing may take before a 504.",
 )
 @click.option(
     "--query-cache",
-    type=click.IntRange(min=0),
+    type=Bounded(QUERY_CACHE),
     default=2048,
     show_default=True,
     help="Query vectors kept for repeated searches (0: none).",

@@ -16,9 +16,11 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kb_core import KbError, ModelUnavailableError, NotFoundError
+from kb_core import KbError, ModelUnavailableError, NotFoundError, WriterBusyError
 
 EXIT_STORAGE = 5
+#: Seconds a client is told to wait (``Retry-After``) before asking a busy server again.
+RETRY_AFTER_S = 5
 #: Characters of an error message or hint kept in a response (a client's input may be echoed in it).
 MAX_TEXT_CHARS = 400
 # An absolute path of two or more parts (POSIX, or a Windows drive): a slash that does not follow a
@@ -28,24 +30,33 @@ _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"`]+\\)+(?=[^\s\\'\"`]+)")
 
 
 class ApiError(KbError):
-    """A KbError that names its HTTP status (413 too large, 415 unsupported, 503 busy, ...)."""
+    """A KbError that names its HTTP status (413 too large, 415 unsupported, 503 busy, ...); ``busy``: a 503 a
+    client may retry (it carries ``Retry-After``)."""
 
-    def __init__(self, status: int, message: str, *, hint: str = "") -> None:
+    def __init__(self, status: int, message: str, *, hint: str = "", busy: bool = False) -> None:
         super().__init__(message, hint=hint)
         self.status = status
+        self.busy = busy
 
 
 def status_of(exc: KbError) -> int:
-    """The HTTP status of a kb error."""
+    """The HTTP status of a kb error: a busy knowledge base (another process writing, SQLite's lock held) is
+    503, a full disk or read-only storage 507, a missing thing 404, an unavailable model 503."""
     if isinstance(exc, ApiError):
         return exc.status
     if isinstance(exc, NotFoundError):
         return 404
-    if isinstance(exc, ModelUnavailableError):
+    if isinstance(exc, WriterBusyError | ModelUnavailableError):
         return 503
     if exc.exit_code == EXIT_STORAGE:
         return 507
     return 400
+
+
+def headers_of(exc: KbError) -> dict[str, str]:
+    """The headers a kb error's response carries: ``Retry-After`` when the server is busy, not broken."""
+    busy = isinstance(exc, WriterBusyError) or (isinstance(exc, ApiError) and exc.busy)
+    return {"Retry-After": str(RETRY_AFTER_S)} if busy else {}
 
 
 def cut_paths(text: str) -> str:
@@ -78,7 +89,7 @@ def error_response(status: int, message: str, hint: str = "", headers: dict[str,
 
 # -- OpenAI's error shape, under /v1/ ---------------------------------------------------------------------
 
-#: The ``code`` of an OpenAI-shaped error, by status (a route may give a more precise one).
+#: The ``code`` of an OpenAI-shaped error, by status (a route, or the error's kind, may give a more precise one).
 OPENAI_CODES = {
     400: "invalid_request",
     401: "invalid_api_key",
@@ -109,24 +120,38 @@ class OpenAIError(ApiError):
 
 
 def openai_error_body(
-    status: int | None, message: str, hint: str = "", param: str | None = None, code: str | None = None
+    status: int, message: str, hint: str = "", param: str | None = None, code: str | None = None
 ) -> dict[str, Any]:
-    """OpenAI's error object: ``type`` ``invalid_request_error`` for a 4xx, ``server_error`` otherwise
-    (``status`` None: an error in a stream already under way); the hint joins the message in brackets."""
+    """OpenAI's error object: ``type`` ``invalid_request_error`` for a 4xx, ``server_error`` otherwise, ``code``
+    the given one or the status's; the hint joins the message in brackets."""
     said = error_body(message, hint)
     text = f"{said['error']} ({said['hint']})" if said["hint"] else said["error"]
-    kind = "invalid_request_error" if status is not None and status < 500 else "server_error"
-    chosen = code or (OPENAI_CODES.get(status) if status is not None else None)
-    return {"error": {"message": text, "type": kind, "param": param, "code": chosen}}
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"message": text, "type": kind, "param": param, "code": code or OPENAI_CODES.get(status)}}
+
+
+def openai_code(exc: KbError) -> str | None:
+    """The ``code`` of a kb error under ``/v1``: an OpenAIError's own, else by its kind (None: the status's)."""
+    if isinstance(exc, OpenAIError) and exc.code:
+        return exc.code
+    if isinstance(exc, WriterBusyError):
+        return "knowledge_base_busy"
+    if isinstance(exc, ModelUnavailableError):
+        return "model_unavailable"
+    return None
+
+
+def openai_error_of(exc: KbError, param: str | None = None) -> dict[str, Any]:
+    """The OpenAI-shaped error object of a kb error (``param``: the request's field it is about, if known)."""
+    param = exc.param if isinstance(exc, OpenAIError) and exc.param else param
+    return openai_error_body(status_of(exc), exc.message, exc.hint, param, openai_code(exc))
 
 
 def openai_error_response(exc: KbError) -> JSONResponse:
     """The OpenAI-shaped response of a kb error (with its ``param`` and ``code`` when it is an OpenAIError)."""
     status = status_of(exc)
-    param = exc.param if isinstance(exc, OpenAIError) else None
-    code = exc.code if isinstance(exc, OpenAIError) else None
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(openai_error_body(status, exc.message, exc.hint, param, code), status, headers=headers)
+    headers = {**headers_of(exc), **({"WWW-Authenticate": "Bearer"} if status == 401 else {})}
+    return JSONResponse(openai_error_of(exc), status, headers=headers or None)
 
 
 def is_openai_path(path: str) -> bool:

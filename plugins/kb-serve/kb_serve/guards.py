@@ -9,6 +9,9 @@
   ``Sec-Fetch-Site: cross-site`` is refused; otherwise 403. This stops a page on another site
   from posting forms or fetches that plant or delete notes. Requests without ``Origin`` (curl,
   scripts) pass; a page served by kb serve itself is same-origin and passes.
+* **UTF-8**: a path or query string whose %-escapes (or raw bytes) are not UTF-8 (``/documents/%FF``,
+  ``?q=%ED%A0%80``, an escaped surrogate) is a 400 for every route, before any route decodes it (Starlette
+  would make each bad byte U+FFFD and look up, or search for, another text).
 
 The parsers take untrusted header values and answer None for anything that is not exactly a host.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from urllib.parse import unquote_to_bytes
 
 import attrs
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -177,6 +181,9 @@ class RequestGuard:
                 f"this server does not answer to the host {raw_host[:80]!r}",
                 hint="use the address kb serve printed, or start it with --allow-host NAME",
             )
+        target = undecodable_target(scope)
+        if target is not None:
+            return target
         if scope.get("method", "GET") in SAFE_METHODS:
             return None
         if any(v.strip().lower() == b"cross-site" for v in headers.get(b"sec-fetch-site", [])):
@@ -193,3 +200,28 @@ class RequestGuard:
 
 
 _ORIGIN_HINT = "call the API from a page kb serve itself serves, or from a script (no Origin header)"
+UTF8_HINT = "%-escape UTF-8 bytes only (a path or parameter of any text is its UTF-8, each byte as %XX)"
+
+
+def utf8_error(raw: bytes, what: str) -> ApiError | None:
+    """A 400 naming the first %-escape (or byte) of ``raw`` (a path or query string as sent) that is not part of
+    UTF-8 text once unescaped, or None when it decodes."""
+    data = unquote_to_bytes(raw)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : max(exc.end, exc.start + 1)]
+        escaped = "".join(f"%{byte:02X}" for byte in bad[:4])
+        return ApiError(400, f"the request's {what} holds {escaped}, which is not UTF-8 text", hint=UTF8_HINT)
+    return None
+
+
+def undecodable_target(scope: Scope) -> ApiError | None:
+    """The 400 of a request whose path or query string is not UTF-8 once %-unescaped, or None."""
+    raw_path = scope.get("raw_path")
+    if isinstance(raw_path, bytes | bytearray):
+        refusal = utf8_error(bytes(raw_path).partition(b"?")[0], "path")
+        if refusal is not None:
+            return refusal
+    query = scope.get("query_string") or b""
+    return utf8_error(bytes(query).replace(b"+", b" "), "query string") if query else None

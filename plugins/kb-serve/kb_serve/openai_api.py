@@ -38,11 +38,12 @@ from starlette.routing import Route
 
 import kb_core
 from kb_core import AskOptions, KbError, KnowledgeBase
+from kb_core.bounds import SEED, TEMPERATURE, Bound
 from kb_serve import openai_format as fmt
-from kb_serve.asking import MAX_SEED, MAX_TEMPERATURE, Emit, respond, tokens
-from kb_serve.bodies import off_loop, path_param, read_json
+from kb_serve.asking import Emit, respond, tokens
+from kb_serve.bodies import field_within, off_loop, path_param, read_json
 from kb_serve.client import parse_sse
-from kb_serve.errors import OpenAIError, openai_error_body, openai_error_response
+from kb_serve.errors import OpenAIError, openai_error_of, openai_error_response
 from kb_serve.service import KbService
 from kb_serve.threads import ThreadsInUse, public_answer
 
@@ -146,13 +147,12 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         raise _unsupported("kb answers in text only", "modalities" if body.get("audio") is None else "audio")
 
 
-def _number(body: dict[str, Any], name: str) -> float | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_TEMPERATURE:
-        raise _bad(f"{name} must be a number from 0 to {MAX_TEMPERATURE:g}", name)
-    return float(value)
+def _within(body: dict[str, Any], name: str, bound: Bound) -> Any:
+    """The body's ``name`` within ``bound`` (None: not given), or a 400 naming it, its value and what is allowed."""
+    try:
+        return field_within(body, name, bound)
+    except KbError as exc:
+        raise _bad(exc.message, name) from None
 
 
 def chat_request(body: Any, header_thread: str | None, backends: list[str]) -> ChatRequest:
@@ -168,18 +168,14 @@ def chat_request(body: Any, header_thread: str | None, backends: list[str]) -> C
         raise OpenAIError(404, f"no model {model[:80]!r} (available: {listed})", param="model", code="model_not_found")
     _refuse_unsupported(body)
     question, earlier = _conversation(body.get("messages"))
-    seed = body.get("seed")
-    whole = isinstance(seed, int) or (isinstance(seed, float) and seed.is_integer())  # (not NaN or Infinity)
-    if seed is not None and (isinstance(seed, bool) or not whole):
-        raise _bad("seed must be a whole number", "seed")
-    if seed is not None and not 0 <= seed <= MAX_SEED:
-        raise _bad(f"seed must be between 0 and {MAX_SEED}", "seed")
+    seed = _within(body, "seed", SEED)
+    temperature = _within(body, "temperature", TEMPERATURE)
     stream, options_ = body.get("stream"), body.get("stream_options")
     if stream is not None and not isinstance(stream, bool):
         raise _bad("stream must be true or false", "stream")
     usage = options_.get("include_usage") if isinstance(options_, dict) else None
     options = AskOptions(
-        temperature=_number(body, "temperature"), seed=None if seed is None else int(seed), backend=backend or None
+        temperature=None if temperature is None else float(temperature), seed=seed, backend=backend or None
     )
     named = _thread_named(body, header_thread)
     return ChatRequest(model, question, earlier, options, stream is True, usage is True, named)
@@ -244,17 +240,25 @@ class OpenAIApi:
 
     async def chat(self, request: Request) -> Response:
         """``POST /v1/chat/completions``: the last user message asked in its kb thread, whole or streamed."""
-        try:
-            chat = chat_request(await read_json(request), request.headers.get("x-kb-thread"), self.backends())
-            thread_id = await self._thread(chat)
-        except OpenAIError as exc:
-            return openai_error_response(exc)
 
         def work(emit: Emit, gone: threading.Event) -> kb_core.Turn:
             with self.in_use.asking(thread_id):
                 return self.service.ask_in_thread(chat.question, thread_id, chat.options, tokens(emit), gone)
 
-        reply = await respond(self.service, work, "turn.v1", chat.stream, request.receive, label=chat.question)
+        def error_data(exc: KbError) -> dict[str, Any]:
+            """An error in the stream, as OpenAI's error object (a thread deleted under the answer: its 404)."""
+            if isinstance(exc, kb_core.NotFoundError) and thread_id is not None:
+                exc = OpenAIError(404, exc.message, param="kb_thread", code="thread_not_found")
+            return openai_error_of(exc)
+
+        try:
+            chat = chat_request(await read_json(request), request.headers.get("x-kb-thread"), self.backends())
+            thread_id = await self._thread(chat)
+            reply = await respond(
+                self.service, work, "turn.v1", chat.stream, request.receive, label=chat.question, error_data=error_data
+            )
+        except KbError as exc:  # (here, not in the app's handler: a /v1 error's code says what kind it is)
+            return openai_error_response(exc)
         made = Made(f"chatcmpl-{secrets.token_hex(12)}", int(time.time()), chat.model, _base(request))
         if not chat.stream:
             if reply.status_code != 200:
@@ -318,8 +322,8 @@ class Made:
                     elif name == "turn":
                         for item in self._last(linked, data, include_usage):
                             yield _data(item)
-                    elif name == "error":
-                        yield _data(openai_error_body(None, data["error"], data.get("hint", "")))
+                    elif name == "error":  # (its data is OpenAI's error object: the chat's error_data)
+                        yield _data(data)
             yield b"data: [DONE]\n\n"
         finally:  # the client left: closing kb's stream stops the generation
             close = getattr(events, "aclose", None)

@@ -12,6 +12,7 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
+from kb_core.bounds import LIST_LIMIT, SEED, TEMPERATURE
 from kb_serve.openapi_parts import (
     ASK_BODY,
     ASK_BODY_DESCRIPTION,
@@ -30,6 +31,7 @@ from kb_serve.openapi_parts import (
     UPLOAD_DESCRIPTION,
     WRITE,
     K,
+    bounded,
     error_responses,
     json_content,
     kb_schema,
@@ -40,8 +42,8 @@ from kb_serve.openapi_parts import (
     sse_response,
     standalone_event,
 )
-from kb_serve.reading import DEFAULT_ANSWERS, MAX_ANSWERS
-from kb_serve.threads import DEFAULT_THREADS, MAX_THREADS
+from kb_serve.reading import DEFAULT_ANSWERS
+from kb_serve.threads import DEFAULT_THREADS
 
 
 def _paths() -> dict[str, Any]:
@@ -132,7 +134,7 @@ def _thread_paths(ask_body: dict[str, Any]) -> dict[str, Any]:
                     query_param(
                         "limit",
                         f"how many (default {DEFAULT_THREADS})",
-                        {"type": "integer", "minimum": 1, "maximum": MAX_THREADS},
+                        bounded(LIST_LIMIT),
                     )
                 ],
                 "responses": {"200": json_content("thread_list.v1", "the threads"), **error_responses(504)},
@@ -233,7 +235,7 @@ def _main_paths(ask_body: dict[str, Any], upload_schema: dict[str, Any]) -> dict
                     query_param(
                         "limit",
                         f"how many (default {DEFAULT_ANSWERS})",
-                        {"type": "integer", "minimum": 1, "maximum": MAX_ANSWERS},
+                        bounded(LIST_LIMIT),
                     )
                 ],
                 "responses": {"200": json_content("answer_history.v1", "the stored questions"), **error_responses(504)},
@@ -296,6 +298,9 @@ def document() -> dict[str, Any]:
     """The OpenAPI document (built once)."""
     schemas: dict[str, Any] = {name: kb_schema(name) for name in KB_SCHEMAS}
     schemas.update({name: own_schema(name) for name in (*OWN_SCHEMAS, *OPENAI_SCHEMAS)})
+    chat = schemas["openai_chat_request"]["properties"]  # its numbers' ranges are kb_core.bounds', as /ask's
+    for name, bound in (("temperature", TEMPERATURE), ("seed", SEED)):
+        chat[name] = {**chat[name], **{k: v for k, v in bounded(bound).items() if k != "type"}}
     schemas["openai_chunk_event"] = CHUNK_EVENT
     schemas["ask_request"] = ASK_BODY
     schemas["answer_event"] = sse_event("answer")  # the stream of sse_response(..., "answer")

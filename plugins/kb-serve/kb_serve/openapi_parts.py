@@ -8,7 +8,9 @@ from importlib import resources
 from typing import Any
 
 from kb_core import LIMITS, SEARCH_MODES
-from kb_serve.asking import MAX_NAME_CHARS, MAX_SEED, MAX_TEMPERATURE
+from kb_core.bounds import PAGE, SEED, TEMPERATURE, Bound
+from kb_core.bounds import K as K_BOUND
+from kb_serve.asking import MAX_NAME_CHARS
 
 KB_SCHEMAS = (
     "document_list.v1",
@@ -64,7 +66,7 @@ def error_responses(*codes: int, schema: str = "error") -> dict[str, Any]:
         403: "a write from another origin (Origin not allowed, or Sec-Fetch-Site: cross-site)",
         404: "no such document, stored answer or thread (for a question: no such language-model backend)",
         409: (
-            "another writer, a name taken by another folder, an uploaded name that clashes with a file or"
+            "a name taken by another folder, an uploaded name that clashes with a file or"
             " folder of the uploads (a.md, then a.md/b.md), a thread a question is being answered in, or"
             " (a page image) a file changed since it was ingested or now outside its folder"
         ),
@@ -72,9 +74,12 @@ def error_responses(*codes: int, schema: str = "error") -> dict[str, Any]:
         415: "wrong Content-Type (or no parser for the file type)",
         421: "the Host header names a host this server does not answer to",
         422: "the page cannot be rendered (damaged, over kb-documents' max_ocr_pixels, no renderer installed)",
-        503: "the language model is busy or unavailable",
+        503: (
+            "busy, with Retry-After (another process writing the knowledge base, or the language model answering"
+            " others), or the language model is unavailable"
+        ),
         504: "took longer than the timeout",
-        507: "the knowledge base cannot be written (disk full)",
+        507: "the knowledge base cannot be written (disk full, or read-only storage)",
     }
     return {str(code): json_content(schema, reasons[code]) for code in sorted({400, 401, 421, *codes})}
 
@@ -84,7 +89,19 @@ WRITE = (403,)
 #: The errors of a request with a JSON body.
 JSON_BODY = (403, 413, 415)
 TEXT = {"type": "string", "minLength": 1, "maxLength": LIMITS.query_chars, "pattern": "\\S"}
-K = {"type": "integer", "minimum": 1, "maximum": LIMITS.k}
+
+
+def bounded(bound: Bound) -> dict[str, Any]:
+    """The JSON Schema of a number within ``bound`` (kb_core.bounds: the range the server enforces)."""
+
+    def plain(value: float) -> float:
+        return int(value) if float(value).is_integer() else value
+
+    kind = "integer" if bound.kind == "whole" else "number"
+    return {"type": kind, "minimum": plain(bound.low), "maximum": plain(bound.high)}
+
+
+K = bounded(K_BOUND)
 PATH = {"type": "string", "maxLength": LIMITS.path_chars}
 MODES = {"enum": list(SEARCH_MODES)}
 
@@ -95,7 +112,7 @@ PAGE_IMAGE = {
     "operationId": "pageImage",
     "parameters": [
         {"name": "path", "in": "path", "required": True, "schema": PATH},
-        {"name": "page", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}},
+        {"name": "page", "in": "path", "required": True, "schema": bounded(PAGE)},
     ],
     "responses": {
         "200": {"description": "the page; a document of that whole path: its text", "content": PNG | TEXT_JSON},
@@ -116,8 +133,8 @@ ASK_BODY = {
         "question": {**TEXT, "description": "not only blanks"},
         "k": K,
         "mode": MODES,
-        "temperature": {"type": "number", "minimum": 0, "maximum": MAX_TEMPERATURE},
-        "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+        "temperature": bounded(TEMPERATURE),
+        "seed": bounded(SEED),
         "explain": {"type": "boolean"},
         "constrained": {"type": "boolean"},
         "backend": {"type": "string", "maxLength": MAX_NAME_CHARS},

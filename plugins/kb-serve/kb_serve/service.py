@@ -40,7 +40,6 @@ from kb_core import (
     SearchQuery,
     SearchResponse,
     Turn,
-    WriterBusyError,
 )
 from kb_core.plugin import Preloadable
 from kb_serve import uploads
@@ -149,6 +148,7 @@ class GenerationGate:
                     503,
                     f"the language model is busy and {self.waiting} question(s) are waiting",
                     hint="retry in a moment (the server answers one question at a time)",
+                    busy=True,
                 )
             self.waiting += 1
 
@@ -170,7 +170,7 @@ class GenerationGate:
         if not acquired:
             if gone is not None and gone.is_set():
                 raise Cancelled("the client left while waiting for the language model")
-            raise ApiError(503, f"waited {self.wait_s:g} s for the language model", hint="retry later")
+            raise ApiError(503, f"waited {self.wait_s:g} s for the language model", hint="retry later", busy=True)
         try:
             yield
         finally:
@@ -304,11 +304,10 @@ class KbService:
 
     @contextmanager
     def _writing(self) -> Iterator[KnowledgeBase]:
+        """The writer handle, one write at a time; another process writing (kb's writer lock, or SQLite's lock held
+        past its timeout) is a :class:`kb_core.WriterBusyError`, which the API answers with 503 and ``Retry-After``."""
         with self._write_lock:
-            try:
-                yield self._writer
-            except WriterBusyError as exc:
-                raise ApiError(409, exc.message, hint="another kb command is writing; retry when it is done") from None
+            yield self._writer
 
     def upload(self, files: Sequence[tuple[str, bytes]]) -> IngestReport:
         """Write the files into the uploads folder and ingest them; a file that fails keeps what was there."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
 
 from kb_core import LIMITS, KbError
+from kb_core.bounds import FILE_BYTES, PORT, QUERY_CACHE, QUEUE, WAIT_S, WORKERS, Bound
 from kb_serve.errors import ApiError
 from kb_serve.guards import parse_authority
 
@@ -28,9 +29,13 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve to anything
 
 
-def _positive(_instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if value <= 0:
-        raise KbError(f"{attribute.name.replace('_', '-')} must be positive (got {value})")
+def _within(bound: Bound, flag: str) -> Callable[[object, attrs.Attribute[Any], Any], None]:
+    """An attrs validator: ``bound.check`` naming the value as ``kb serve``'s option ``flag``."""
+
+    def check(_instance: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+        bound.check(value, flag)
+
+    return check
 
 
 def _names(values: Iterable[str]) -> tuple[str, ...]:
@@ -39,7 +44,8 @@ def _names(values: Iterable[str]) -> tuple[str, ...]:
 
 @attrs.frozen
 class ServeSettings:
-    """The server's settings (command-line options of `kb serve`).
+    """The server's settings (command-line options of `kb serve`), each number within its
+    :mod:`kb_core.bounds` bound (the one its option's type takes), or a one-line KbError naming it.
 
     ``token``: the bearer token every request must carry (required off loopback).
     ``readers``: knowledge-base handles kept open for searches and listings (one per concurrent search).
@@ -52,15 +58,17 @@ class ServeSettings:
     """
 
     host: str = "127.0.0.1"
-    port: int = 8765
+    port: int = attrs.field(default=8765, validator=_within(PORT, "--port"))
     token: str | None = None
-    max_file_bytes: int = attrs.field(default=DEFAULT_MAX_FILE_BYTES, validator=_positive)
-    max_upload_bytes: int = attrs.field(default=LIMITS.upload_bytes, validator=_positive)
-    readers: int = attrs.field(default=4, validator=_positive)
-    ask_queue: int = attrs.field(default=4, validator=attrs.validators.ge(0))
-    ask_wait_s: float = attrs.field(default=300.0, validator=_positive)
-    search_timeout_s: float = attrs.field(default=30.0, validator=_positive)
-    query_cache: int = attrs.field(default=2048, validator=attrs.validators.ge(0))
+    max_file_bytes: int = attrs.field(default=DEFAULT_MAX_FILE_BYTES, validator=_within(FILE_BYTES, "--max-file-bytes"))
+    max_upload_bytes: int = attrs.field(
+        default=LIMITS.upload_bytes, validator=_within(FILE_BYTES, "--max-upload-bytes")
+    )
+    readers: int = attrs.field(default=4, validator=_within(WORKERS, "--readers"))
+    ask_queue: int = attrs.field(default=4, validator=_within(QUEUE, "--ask-queue"))
+    ask_wait_s: float = attrs.field(default=300.0, validator=_within(WAIT_S, "--ask-wait"))
+    search_timeout_s: float = attrs.field(default=30.0, validator=_within(WAIT_S, "--search-timeout"))
+    query_cache: int = attrs.field(default=2048, validator=_within(QUERY_CACHE, "--query-cache"))
     allow_hosts: tuple[str, ...] = attrs.field(default=(), converter=_names)
 
     def check(self) -> None:

@@ -34,13 +34,13 @@ from starlette.routing import Route
 
 import kb_core
 from kb_core import NotFoundError
+from kb_core.bounds import LIST_LIMIT
 from kb_serve.asking import Emit, ask_options, respond, tokens
 from kb_serve.bodies import int_param, json_response, off_loop, path_param, read_json
 from kb_serve.errors import ApiError, cut_paths
 from kb_serve.service import KbService
 
-#: Threads one ``GET /threads`` lists at most, and by default.
-MAX_THREADS = 1000
+#: Threads one ``GET /threads`` lists by default (at most: ``kb_core.bounds.LIST_LIMIT``, as ``kb threads list``).
 DEFAULT_THREADS = 50
 THREADS_HINT = "GET /threads lists the threads"
 T = TypeVar("T")
@@ -148,9 +148,7 @@ class ThreadApi:
 
     async def list_threads(self, request: Request) -> Response:
         """``GET /threads?limit=``: threads, the most recently continued first (as ``kb threads list --json``)."""
-        limit = int_param(request, "limit")
-        if limit is not None and not 1 <= limit <= MAX_THREADS:
-            raise ApiError(400, f"limit must be between 1 and {MAX_THREADS} (got {limit})")
+        limit = int_param(request, "limit", LIST_LIMIT)
         chosen = DEFAULT_THREADS if limit is None else limit
         found = await self._read(lambda: self.service.read(lambda kb: kb_core.list_threads(kb.store, chosen)))
         return json_response("thread_list.v1", {"threads": found})
