@@ -7,11 +7,15 @@ in an envelope that names its ``schema_version`` (see :mod:`kb_core.schemas`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
 import cattrs
+
+from kb_core import bounds
+from kb_core.errors import KbError
 
 converter = cattrs.Converter(omit_if_default=False)
 converter.register_unstructure_hook(tuple, list)
@@ -22,6 +26,23 @@ SEARCH_MODES: tuple[str, ...] = ("lexical", "vector", "hybrid")
 #: left as asked, completed by the model, or by the previous turn.
 StandaloneMethod = Literal["as_asked", "model", "previous_turn"]
 STANDALONE_METHODS: tuple[StandaloneMethod, ...] = ("as_asked", "model", "previous_turn")
+
+
+class CitationError(KbError, ValueError):
+    """A citation kb cannot read, or one naming a line, page or box out of bounds (a ValueError too, as
+    :meth:`Citation.parse` raised before)."""
+
+
+#: What follows ``#`` in every citation kb prints: its lines (``L12-L34``), after the page they lie on
+#: (``page=3&``, ``kb pages``) and the region OCR read them in (``page=3&xywh=72,140,300,40&``). A sign is
+#: matched so that ``L-1`` is refused as a line out of bounds rather than as another form.
+_FRAGMENT = re.compile(
+    r"(?:page=(-?[0-9]+)&)?(?:xywh=(-?[0-9]+),(-?[0-9]+),(-?[0-9]+),(-?[0-9]+)&)?L(-?[0-9]+)-L(-?[0-9]+)"
+)
+#: Digits read of a number in a citation: more is out of every bound (and ``int()`` of 4,301 digits raises).
+_MAX_DIGITS = 20
+_PAGE_HINT = "leave the page out: kb pages finds it from the lines"
+_CITATION_HINT = "give a citation as kb prints it, like report.pdf#L8-L15 or scan.pdf#page=2&L8-L15"
 
 
 @attrs.frozen
@@ -36,13 +57,42 @@ class Citation:
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
     @classmethod
-    def parse(cls, text: str) -> Citation:
-        """Parse ``path#L12-L34``; raise ValueError when it has another form."""
-        path, sep, frag = text.rpartition("#")
-        if not sep or not frag.startswith("L") or "-L" not in frag:
-            raise ValueError(f"not a citation: {text!r}")
-        start, end = frag[1:].split("-L", 1)
-        return cls(path, int(start), int(end))
+    def parse(cls, text: str, page_count: Callable[[str], int | None] | None = None) -> Citation:
+        """Parse any citation kb prints: ``path#L12-L34``, ``path#page=3&L12-L34`` or
+        ``path#page=3&xywh=72,140,300,40&L12-L34``; a :class:`CitationError` for anything else.
+
+        Lines, pages and box coordinates are held to :data:`kb_core.bounds.LINE`, ``PAGE`` and ``BOX``
+        (the work is linear in the text's length). ``page_count``, when given, says how many pages the
+        document at a path has (0: none; None: unknown), and a page it does not have is refused.
+        """
+        path, _sep, fragment = text.rpartition("#")
+        found = _FRAGMENT.fullmatch(fragment) if path else None
+        if found is None:
+            raise CitationError(f"not a citation: {bounds.shown(text)}", hint=_CITATION_HINT)
+        page_text, *box_text, start_text, end_text = found.groups()
+        start, end = (_bounded(n, bounds.LINE, "line", text) for n in (start_text, end_text))
+        if start > end:
+            raise CitationError(f"L{start}-L{end} in {bounds.shown(text)} starts after it ends", hint=_CITATION_HINT)
+        for number in box_text if box_text[0] is not None else ():
+            _bounded(number, bounds.BOX, "xywh", text)
+        if page_text is not None:
+            page = _bounded(page_text, bounds.PAGE, "page", text)
+            pages = page_count(path) if page_count is not None else None
+            if pages is not None and page > pages:
+                has = f"has {pages:,} page{'' if pages == 1 else 's'}" if pages else "has no pages"
+                raise CitationError(f"page={page} is not a page of {bounds.shown(path)}: it {has}", hint=_PAGE_HINT)
+        return cls(path, start, end)
+
+
+def _bounded(digits: str, bound: bounds.Bound, name: str, text: str) -> int:
+    """``digits`` (ASCII, perhaps signed) as an integer in ``bound``, or a CitationError naming it."""
+    if len(digits.lstrip("-").lstrip("0")) > _MAX_DIGITS:
+        value = f"{digits[:_MAX_DIGITS]}… ({len(digits):,} digits)"
+        raise CitationError(f"{name} = {value} in {bounds.shown(text)} is not {bound.allowed}", hint=_CITATION_HINT)
+    value_ = int(digits)
+    if not bound.holds(value_):
+        raise CitationError(f"{name} = {value_} in {bounds.shown(text)} is not {bound.allowed}", hint=_CITATION_HINT)
+    return value_
 
 
 @attrs.frozen
@@ -279,7 +329,7 @@ def to_json(value: Any) -> Any:
 
 # --- answers ---
 
-RefusalReason = Literal["no_chunks", "score_gate", "llm_self_judge", "unsupported", "generation_error"]
+RefusalReason = Literal["no_chunks", "score_gate", "llm_self_judge", "unsupported", "generation_error", "computation"]
 REFUSAL_REASONS: tuple[str, ...] = ("no_chunks", "score_gate", "llm_self_judge", "unsupported", "generation_error")
 
 
@@ -396,6 +446,32 @@ NOT_ANSWERED = "not_answered"
 
 
 @attrs.frozen
+class ComputedOperand:
+    """One number of a computed answer: the ``literal`` the model wrote, its exact ``value`` (as text), where it
+    comes from (``source``: ``passage``, ``question`` or ``constant``) and, for a passage, its ``marker`` and
+    the 1-based ``line`` in that passage."""
+
+    literal: str
+    value: str
+    source: str
+    marker: int | None = None
+    line: int | None = None
+
+
+@attrs.frozen
+class ComputedAnswer:
+    """The computation behind a computed answer (:mod:`kb_core.answers.computed`): the ``expression`` the model
+    wrote, the ``working`` (each operand as its passage writes it), the ``result`` kb worked out, as stated,
+    its ``operands`` and the ``markers`` of the passages that hold them."""
+
+    expression: str
+    working: str
+    result: str
+    operands: tuple[ComputedOperand, ...]
+    markers: tuple[int, ...]
+
+
+@attrs.frozen
 class Answer:
     """A grounded answer with the citations it used, or a refusal with its reason (``answer.v1``).
 
@@ -407,7 +483,8 @@ class Answer:
     refused (or what was dropped) and ``refusal_detail`` names the finer cause. ``verdict`` is
     the opening yes / no / mixed of an answer to a yes/no question; ``answer_check`` the model's
     probability, asked after a grounded answer, that the passages state the answer;
-    ``ignored_instructions`` the packed passages that held instructions to the assistant.
+    ``ignored_instructions`` the packed passages that held instructions to the assistant. ``computation``,
+    for a number kb worked out, the expression, its operands with their passages, and the result.
     ``packed``, ``prompt`` and ``trace`` (every retrieved hit) are filled only when explaining.
     """
 
@@ -435,6 +512,7 @@ class Answer:
     verdict_withheld: bool = False
     answer_check: float | None = None
     ignored_instructions: tuple[int, ...] = ()
+    computation: ComputedAnswer | None = None
     packed: tuple[PackedChunk, ...] = ()
     prompt: RenderedPrompt | None = None
     trace: tuple[Hit, ...] = ()

@@ -17,8 +17,9 @@ from kb_core.ingest.language_fit import ingest_notice
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents, writer_lock
 from kb_core.ingest.source import normalise
 from kb_core.maintenance import doctor_report, init_kb, inspect_target
-from kb_core.storage.regions import LOW_CONFIDENCE, chunk_ocr_lines, ocr_summary
+from kb_core.storage.regions import LOW_CONFIDENCE, chunk_ocr_lines, ocr_summary, page_count
 from kb_core.terminal import shown
+from kb_core.types import Citation, Document
 
 
 @click.command("init")
@@ -100,8 +101,12 @@ def list_command(session: Session, prefix: str, as_json: bool) -> int:
 @json_option
 @pass_session
 def inspect_command(session: Session, target: str, as_json: bool) -> None:
-    """Show a document (by path) or a chunk (by id or citation path#L12-L34)."""
-    kind, value = inspect_target(session.kb(), normalise(target))
+    """Show a document (by path) or a chunk (by id or citation path#L12-L34, as kb prints it: also
+    path#page=2&L12-L34 and path#page=2&xywh=x,y,w,h&L12-L34)."""
+    kb, wanted = session.kb(), normalise(target)
+    if "#" in wanted and kb.store.get_document(wanted) is None:  # a citation: a bad one says what is wrong
+        Citation.parse(wanted, lambda path: _page_count(kb.store.get_document(path)))
+    kind, value = inspect_target(kb, wanted)
     if kind == "document":
         document, chunks = value
 
@@ -133,6 +138,11 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
                 click.echo(f"  L{item['line']}  p{item['page']}  {item['confidence']:.2f}{low}  {shown(item['text'])}")
 
         emit(as_json, "chunk.v1", {"chunk": chunk, "citation": str(chunk.citation), "ocr_lines": read}, human_chunk)
+
+
+def _page_count(document: Document | None) -> int | None:
+    """How many pages ``document`` has (None: there is no such document)."""
+    return None if document is None else page_count(document.metadata)
 
 
 @click.command("rm")

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import attrs
 
 from kb_core.storage.freshness import CitationState, CitedText, StaleReason, fingerprint, recheck, span_lines
+from kb_core.storage.lines import MAX_LINES
 from kb_core.storage.store import StoreOfRecord, now_iso
 from kb_core.types import AnswerCitation
 
@@ -102,15 +103,19 @@ def document_lines(store: StoreOfRecord, path: str) -> list[str | None] | None:
     """The document's lines as its stored chunks hold them (None: no such document).
 
     A line no chunk covers (a blank line between blocks) is None; so is every line of a chunk
-    whose text does not split into its line span (a format whose chunks are not its lines). A
-    table's header row repeated at the start of a chunk is not one of its lines (:func:`span_lines`).
+    whose text does not split into its line span (a format whose chunks are not its lines), and every
+    line of a chunk past :data:`~kb_core.storage.lines.MAX_LINES`. A table's header row repeated at the
+    start of a chunk is not one of its lines (:func:`span_lines`).
     """
     if store.get_document(path) is None:
         return None
     chunks = store.chunks_of([path])
-    lines: list[str | None] = [None] * max((c.end_line for c in chunks), default=0)
+    count = min(max((c.end_line for c in chunks), default=0), MAX_LINES)  # (a parser's numbers, not trusted)
+    lines: list[str | None] = [None] * count
     placed: set[str] = set()
     for chunk in chunks:
+        if not 1 <= chunk.start_line <= chunk.end_line <= count:
+            continue
         height = chunk.end_line - chunk.start_line + 1
         parts = span_lines(chunk.text.split("\n"), height, placed)
         if len(parts) == height:

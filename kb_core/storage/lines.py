@@ -41,7 +41,9 @@ def stored_lines(chunks: Sequence[Chunk]) -> tuple[list[str | None], bool]:
     placed: set[str | None] = set()
     exact = True
     for chunk in sorted(usable, key=lambda c: c.ordinal):
-        height = chunk.end_line - chunk.start_line + 1
+        if chunk.start_line > count:
+            continue
+        height = min(chunk.end_line, count) - chunk.start_line + 1  # (a span past MAX_LINES is not padded out)
         text = span_lines([line.removesuffix("\r") for line in chunk.text.split("\n")], height, placed)
         if len(text) != height:
             text, fitted_exactly = _fit(text, height, placed)

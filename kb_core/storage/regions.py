@@ -52,12 +52,16 @@ class OcrLineRegion:
 
 
 def ocr_lines(metadata: Mapping[str, Any]) -> dict[int, OcrLineRegion]:
-    """The OCR'd lines of a document by line number (empty when none; malformed entries are left out)."""
+    """The OCR'd lines of a document by line number (empty when none; malformed entries are left out).
+
+    A box is clamped to its page's size when ``metadata["ocr"]["pages"]`` gives it (a box stored by an
+    older kb could reach a point past the page's edge)."""
     found: dict[int, OcrLineRegion] = {}
     ocr = metadata.get("ocr")
     rows = ocr.get("lines") if isinstance(ocr, Mapping) else None
     if not isinstance(rows, list):
         return found
+    sizes = page_sizes(metadata)
     for row in rows:
         if not (isinstance(row, list) and len(row) == 7):
             continue
@@ -67,8 +71,38 @@ def ocr_lines(metadata: Mapping[str, Any]) -> dict[int, OcrLineRegion]:
             continue
         if not isinstance(confidence, (int, float)) or line < 1 or page < 1 or min(x, y, w, h) < 0:
             continue
-        found[line] = OcrLineRegion(line, page, (x, y, w, h), min(1.0, max(0.0, float(confidence))))
+        box = clamped((x, y, w, h), sizes.get(page))  # (the confidence clamped before float(): 10**400 overflows)
+        found[line] = OcrLineRegion(line, page, box, float(min(1.0, max(0.0, confidence))))
     return found
+
+
+def page_sizes(metadata: Mapping[str, Any]) -> dict[int, tuple[int, int]]:
+    """The size (width, height in the page's units) of every page OCR read, by number (malformed ones left out)."""
+    ocr = metadata.get("ocr")
+    rows = ocr.get("pages") if isinstance(ocr, Mapping) else None
+    found: dict[int, tuple[int, int]] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, list) and len(row) == 3 and all(type(v) is int and v >= 1 for v in row):
+            found[row[0]] = (row[1], row[2])
+    return found
+
+
+def clamped(box: tuple[int, int, int, int], size: tuple[int, int] | None) -> tuple[int, int, int, int]:
+    """``box`` (x, y, width, height, none negative) cut to a page of ``size`` (None: left as it is)."""
+    if size is None:
+        return box
+    x, y, w, h = box
+    left, top = min(x, size[0]), min(y, size[1])
+    return (left, top, min(x + w, size[0]) - left, min(y + h, size[1]) - top)
+
+
+def page_count(metadata: Mapping[str, Any]) -> int:
+    """How many pages a document has (0: it has none): its ``page_lines`` (kb-documents' PDFs and images
+    store the first line of each page there), else the pages OCR read."""
+    page_lines = metadata.get("page_lines")
+    if isinstance(page_lines, list) and page_lines:
+        return len(page_lines)
+    return max(page_sizes(metadata), default=0)
 
 
 def region_of(metadata: Mapping[str, Any], start_line: int, end_line: int) -> Region | None:
@@ -80,7 +114,8 @@ def region_of(metadata: Mapping[str, Any], start_line: int, end_line: int) -> Re
 
 
 def _region(lines: Mapping[int, OcrLineRegion], start_line: int, end_line: int) -> Region | None:
-    chosen = [lines[n] for n in range(start_line, end_line + 1) if n in lines]
+    # (from the lines that exist: a span of a billion lines is no more work than the document's lines)
+    chosen = [lines[n] for n in sorted(n for n in lines if start_line <= n <= end_line)]
     if not chosen:
         return None
     page = chosen[0].page
@@ -150,6 +185,5 @@ def chunk_ocr_lines(metadata: Mapping[str, Any], chunk: Chunk, chunks: Sequence[
             "low": lines[n].low,
             "text": (texts[n - 1] if n <= len(texts) else None) or "",
         }
-        for n in range(chunk.start_line, chunk.end_line + 1)
-        if n in lines
+        for n in sorted(n for n in lines if chunk.start_line <= n <= chunk.end_line)
     ]

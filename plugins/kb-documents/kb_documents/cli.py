@@ -17,19 +17,17 @@ reach). The ``--json`` output (``page_citations.v1``) gives the region as ``"reg
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import click
 
-from kb_core import Citation, KbError, NotFoundError
+from kb_core import Citation, NotFoundError
 from kb_core.commands import Session, emit, json_option, pass_session, region_of
 from kb_documents.assemble import page_of_line
 
 SCHEMA = "page_citations.v1"
-_PAGE_PREFIX = re.compile(r"#(?:page=\d+&)?(?:xywh=\d+,\d+,\d+,\d+&)?(?=L\d+-L\d+$)")
 
 
 @attrs.frozen
@@ -46,12 +44,11 @@ class PageCitation:
     region: dict[str, int] | None = None
 
 
-def parse_citation(text: str) -> Citation:
-    """``path#L8-L15``, ``path#page=2&L8-L15`` or ``path#page=2&xywh=x,y,w,h&L8-L15``; a KbError for anything else."""
-    try:
-        return Citation.parse(_PAGE_PREFIX.sub("#", text.strip(), count=1))
-    except ValueError:
-        raise KbError(f"not a citation: {text!r}", hint="give one as kb prints them, like report.pdf#L8-L15") from None
+def parse_citation(text: str, page_count: Callable[[str], int | None] | None = None) -> Citation:
+    """``path#L8-L15``, ``path#page=2&L8-L15`` or ``path#page=2&xywh=x,y,w,h&L8-L15`` (kb_core's own
+    parser, :meth:`kb_core.Citation.parse`: lines and pages in bounds, and, with ``page_count``, a page the
+    document has); a KbError for anything else."""
+    return Citation.parse(text.strip(), page_count)
 
 
 def page_link(citation: Citation, page_lines: Sequence[int], ocr: object = None) -> PageCitation:
@@ -79,16 +76,25 @@ def resolve(store: Any, texts: Sequence[str]) -> list[PageCitation]:
     """Page citations for ``texts`` from the documents in ``store`` (the store of record)."""
     found = []
     for text in texts:
-        citation = parse_citation(text)
+        citation = parse_citation(text, lambda path: _page_count(store.get_document(path)))
         document = store.get_document(citation.path)
         if document is None:
             raise NotFoundError(f"no document at {citation.path!r}", hint="see 'kb list' for the stored paths")
-        metadata = document.metadata
-        page_lines = metadata.get("page_lines") or []
-        if not isinstance(page_lines, list) or not all(isinstance(n, int) for n in page_lines):
-            page_lines = []
-        found.append(page_link(citation, page_lines, metadata.get("ocr")))
+        found.append(page_link(citation, _page_lines(document.metadata), document.metadata.get("ocr")))
     return found
+
+
+def _page_lines(metadata: dict[str, Any]) -> list[int]:
+    """The first line of each page (empty: the document has no pages, or they are malformed)."""
+    page_lines = metadata.get("page_lines") or []
+    if not isinstance(page_lines, list) or not all(type(n) is int for n in page_lines):
+        return []
+    return page_lines
+
+
+def _page_count(document: Any) -> int | None:
+    """How many pages ``document`` has (None: there is no such document)."""
+    return None if document is None else len(_page_lines(document.metadata))
 
 
 def _human(found: Sequence[PageCitation]) -> None:

@@ -112,13 +112,26 @@ def clean_lines(lines: Iterable[OcrLine], width: int, height: int, enlarge: int 
         text = " ".join("".join(c for c in str(line.text) if _kept(c)).split())
         if not text:
             continue
-        x, y, w, h = (int(float(v) * enlarge) for v in line.box)
+        x, y, w, h = (_pixel(v, enlarge) for v in line.box)
         x0, y0 = min(max(x, 0), width), min(max(y, 0), height)
         x1, y1 = min(max(x + w, x0), width), min(max(y + h, y0), height)
         confidence = float(line.confidence)
         confidence = min(max(confidence, 0.0), 1.0) if math.isfinite(confidence) else 0.0
         cleaned.append(OcrLine(text, (x0, y0, x1 - x0, y1 - y0), confidence))
     return tuple(cleaned)
+
+
+def _pixel(value: object, enlarge: int) -> int:
+    """A coordinate an engine gave, in the image's pixels: 0 for NaN or no number, and far past any image
+    for an infinity or a huge one (clipped to the image after; ``int()`` of them raises)."""
+    try:
+        number = float(value) * enlarge  # type: ignore[arg-type]  # (an engine's value: anything)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return 0 if math.isnan(number) else int(min(max(number, -_FAR), _FAR))
+
+
+_FAR = 1e12  # pixels: beyond any image (a side is at most MAX_SIDE, or max_ocr_pixels)
 
 
 def _kept(char: str) -> bool:
@@ -152,15 +165,22 @@ def _breaks(previous: Line, line: Line, gap_limit: float) -> bool:
 
 
 def line_entries(page: OcrPage, lines: Sequence[Line], first_line: int) -> list[list[int | float]]:
-    """``[line, page, x, y, w, h, confidence]`` for the page's rows, numbered from ``first_line``."""
+    """``[line, page, x, y, w, h, confidence]`` for the page's rows, numbered from ``first_line``.
+
+    A box is the union of its OCR lines' boxes, scaled to page units and rounded, then cut to the page's
+    size as :func:`ocr_metadata` stores it: the image's last pixel may lie past the page's last point
+    (pdfium rounds a bitmap's sides up), and a rounded x plus a rounded width may pass the edge."""
     entries: list[list[int | float]] = []
+    width, height = round(page.width), round(page.height)
     for offset, line in enumerate(lines):
         read = [page.lines[i] for i in line.sources]
         x0 = min(r.box[0] for r in read)
         y0 = min(r.box[1] for r in read)
         x1 = max(r.box[0] + r.box[2] for r in read)
         y1 = max(r.box[1] + r.box[3] for r in read)
-        box = [round(v / page.scale) for v in (x0, y0, x1 - x0, y1 - y0)]
+        x, y, w, h = (round(v / page.scale) for v in (x0, y0, x1 - x0, y1 - y0))
+        x, y = min(x, width), min(y, height)
+        box = [x, y, min(w, width - x), min(h, height - y)]
         entries.append([first_line + offset, page.number, *box, round(min(r.confidence for r in read), 2)])
     return entries
 

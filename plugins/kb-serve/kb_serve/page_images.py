@@ -34,13 +34,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from kb_core import Config, Document, KbError, KnowledgeBase, NotFoundError
+from kb_core.bounds import PAGE
 from kb_core.commands import stored_file
 from kb_serve import reading, render
 from kb_serve.bodies import json_response, off_loop, path_param
 from kb_serve.errors import ApiError
 from kb_serve.service import KbService
 
-ROUTE = "/documents/{path:path}/pages/{page:int}.png"
+#: ``{page}`` is read here, not by Starlette's ``int`` convertor (whose ``int()`` of 4,301 digits raised a 500).
+ROUTE = "/documents/{path:path}/pages/{page}.png"
 #: Pages rendered at once (each in its own process).
 RENDERS = 2
 #: kb-documents' own default ``max_ocr_pixels``: an image file's pixels at most, unless configured.
@@ -83,6 +85,22 @@ def source_bytes(document: Document, follow_symlinks: bool = False) -> bytes:
         raise ApiError(409, exc.message, hint=exc.hint) from None
 
 
+def page_number(path: str, written: str, missing: ApiError) -> int:
+    """The page number ``written`` in the address of a page image of ``path`` (ASCII digits, in
+    :data:`kb_core.bounds.PAGE`, read without ``int()`` of a long string); ``missing`` (the 404 of a
+    document at the whole path) when it is no number, a 404 naming it and the bound when it is out of it."""
+    if not (written.isascii() and written.isdigit()):
+        raise missing
+    digits = written.lstrip("0") or "0"
+    if len(digits) > len(str(int(PAGE.high))):
+        shown = f"{digits[:12]}… ({len(digits):,} digits)"
+    elif PAGE.holds(int(digits)):
+        return int(digits)
+    else:
+        shown = digits
+    raise ApiError(404, f"{path[:80]!r} has no page {shown}: a page is {PAGE.allowed}")
+
+
 class PageImages:
     """The route of a page image, over one :class:`KbService`."""
 
@@ -98,21 +116,22 @@ class PageImages:
     async def page_image(self, request: Request) -> Response:
         """``GET /documents/{path}/pages/{page}.png``: the page as a PNG, or a stored document of that very path."""
         path = path_param(request.path_params["path"], "the path")
-        page: int = request.path_params["page"]
-        tail = str(request.scope["path"]).rsplit("/pages/", 1)[1]  # (the page as written: "01.png")
-        whole = path_param(f"{path}/pages/{tail}", "the path")
+        written = path_param(request.path_params["page"], "the page")  # (as written: "01")
+        whole = path_param(f"{path}/pages/{written}.png", "the path")
         timeout = self.service.settings.search_timeout_s
 
-        def find(kb: KnowledgeBase) -> Document | dict[str, Any]:
+        def find(kb: KnowledgeBase) -> tuple[int, Document] | dict[str, Any]:
             try:
                 document = reading.stored_document(kb, whole)
-            except ApiError:  # (no document of that very path: a page of the document at ``path``)
-                return find_page(kb, path, page)
+            except ApiError as missing:  # (no document of that very path: a page of the document at ``path``)
+                page = page_number(path, written, missing)
+                return page, find_page(kb, path, page)
             return reading.text_of(kb, document)
 
-        found = await off_loop(lambda: self.service.read(find), timeout)
-        if isinstance(found, dict):
-            return json_response("document_text.v1", found)
+        read = await off_loop(lambda: self.service.read(find), timeout)
+        if isinstance(read, dict):
+            return json_response("document_text.v1", read)
+        page, found = read
         follow = self.service.config.ingest.follow_symlinks
         async with self.limiter:  # (before the file is read: a request waiting here holds none of it)
             data = await off_loop(lambda: source_bytes(found, follow), timeout)

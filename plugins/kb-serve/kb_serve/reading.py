@@ -81,12 +81,26 @@ def _ocr(metadata: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def stored_document(kb: KnowledgeBase, path: str) -> Document:
-    """The stored document at ``path`` (NFC, as paths are stored); a 404 when there is none."""
+    """The stored document at ``path`` (NFC, as paths are stored), or the one a citation of it names, in any
+    form kb prints (``scan.pdf#page=1&xywh=72,96,432,31&L1-L3``, sent with ``#`` as ``%23``); a 404 when
+    there is none, or when the citation does not hold (a line or page out of bounds, a page it does not have)."""
     clean = unicodedata.normalize("NFC", path)
     document = kb.store.get_document(clean)
+    cited = kb.store.get_document(clean.rpartition("#")[0]) if document is None and "#" in clean else None
+    if cited is not None:  # a citation of a stored document: its lines and page must hold
+        try:
+            kb_core.Citation.parse(clean, lambda _path: page_count(cited.metadata))
+        except kb_core.KbError as exc:
+            raise ApiError(404, exc.message, hint=exc.hint) from None
+        return cited
     if document is None:
         raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
     return document
+
+
+def page_count(metadata: dict[str, Any]) -> int:
+    """How many pages a document has (0: none): its ``page_lines``, else the pages OCR read."""
+    return len(_pages(metadata)) or max(ocr_pages(metadata), default=0)
 
 
 def document_text(kb: KnowledgeBase, path: str) -> dict[str, Any]:
