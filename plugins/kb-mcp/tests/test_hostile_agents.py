@@ -32,6 +32,7 @@ from mcp_helpers import (
 )
 
 import kb_core
+from kb_core.bounds import LIST_LIMIT, K
 from kb_core.commands import error_line
 
 pytestmark = pytest.mark.slow
@@ -64,10 +65,12 @@ def kb_line(check: Any, *args: Any) -> str:
 def huge_requests(call: Call) -> None:
     """Out-of-bounds k and text, each refused with kb_core's line; the server answers after each."""
     cases: list[tuple[str, dict[str, Any], str]] = [
-        ("search", {"query": "backups", "k": HUGE_K}, kb_line(kb_core.check_k, HUGE_K)),
-        ("search", {"query": "backups", "k": 10**30}, kb_line(kb_core.check_k, 10**30)),
-        ("search", {"query": "backups", "k": 0}, kb_line(kb_core.check_k, 0)),
-        ("ask", {"question": "how long are backups kept?", "k": HUGE_K}, kb_line(kb_core.check_k, HUGE_K)),
+        ("search", {"query": "backups", "k": HUGE_K}, kb_line(K.check, HUGE_K, "k")),
+        ("search", {"query": "backups", "k": 10**30}, kb_line(K.check, 10**30, "k")),
+        ("search", {"query": "backups", "k": 0}, kb_line(K.check, 0, "k")),
+        ("ask", {"question": "how long are backups kept?", "k": HUGE_K}, kb_line(K.check, HUGE_K, "k")),
+        ("threads", {"limit": 2**63}, kb_line(LIST_LIMIT.check, 2**63, "limit")),
+        ("answers", {"limit": 0}, kb_line(LIST_LIMIT.check, 0, "limit")),
         ("search", {"query": "x" * 4001}, kb_line(kb_core.check_text, "x" * 4001, "query")),
         ("ask", {"question": "y" * 100_000}, kb_line(kb_core.check_text, "y" * 100_000, "question")),
         ("search", {"query": ""}, kb_line(kb_core.check_text, "", "query")),

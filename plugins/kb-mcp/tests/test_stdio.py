@@ -127,7 +127,7 @@ def test_bad_mode_and_k_are_one_line_tool_errors(kb_dir: Path) -> None:
 
     mode, k, question = with_server(kb_dir, scenario)
     assert text_of(mode) == "kb: error: unknown search mode 'fuzzy' (use lexical, vector or hybrid)"
-    assert text_of(k) == "kb: error: k must be at least 1 (got 0)"  # kb_core.check_k's line, as kb serve's
+    assert text_of(k) == "kb: error: k = 0 is not a whole number from 1 to 1,000"  # kb_core.bounds.K's, as kb serve's
     assert text_of(question).startswith("kb: error: the question is empty")
     assert all(r.is_error and "\n" not in text_of(r) for r in (mode, k, question))
 

@@ -102,8 +102,8 @@ def test_bad_requests_are_400_or_415_with_one_line(start_server: Callable[..., A
     with server.client() as http:
         cases = [
             (http.get("/search", params={"q": "  "}), 400, "the query is empty"),
-            (http.get("/search", params={"q": "x", "k": "ten"}), 400, "k must be a whole number"),
-            (http.get("/search", params={"q": "x", "k": "0"}), 400, "k must be at least 1"),
+            (http.get("/search", params={"q": "x", "k": "ten"}), 400, "k = 'ten' is not a whole number"),
+            (http.get("/search", params={"q": "x", "k": "0"}), 400, "k = 0 is not a whole number from 1"),
             (http.get("/search", params={"q": "x", "mode": "fuzzy"}), 400, "unknown search mode"),
             (http.get("/search", params={"q": "x", "path": "notes/[ab"}), 400, "invalid path glob"),
             (http.post("/documents", files={"file": ("../escape.md", b"x")}), 400, "invalid file name"),
