@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from kb_core.errors import KbError
-from kb_core.ingest.source import ignore_rules
+from kb_core.ingest.ignores import ignore_rules
 from kb_core.limits import LIMITS
 
 #: A file or folder name's limit on common file systems (NAME_MAX), in bytes of UTF-8.
