@@ -10,7 +10,7 @@ two billion made Tantivy ask for 32 GB at once.
 >>> check_k(5000)
 Traceback (most recent call last):
     ...
-kb_core.errors.KbError: k must be at most 1000 (got 5000) (ask for fewer hits)
+kb_core.errors.KbError: k = 5000 is not a whole number from 1 to 1,000
 """
 
 from __future__ import annotations
@@ -50,13 +50,9 @@ LIMITS = Limits()
 
 
 def check_k(k: int | None) -> None:
-    """Raise a one-line KbError for a ``k`` below 1 or above ``LIMITS.k`` (None: not given, fine)."""
-    if k is None:
-        return
-    if k < 1:
-        raise KbError(f"k must be at least 1 (got {k})")
-    if k > LIMITS.k:
-        raise KbError(f"k must be at most {LIMITS.k} (got {str(k)[:24]})", hint="ask for fewer hits")
+    """Raise a one-line KbError for a ``k`` outside :data:`kb_core.bounds.K` (None: not given, fine)."""
+    if k is not None:
+        K.check(k)
 
 
 def check_mode(mode: str | None) -> None:

@@ -52,7 +52,15 @@ __all__ = [
     "walk",
 ]
 
-RefusalReason = Literal["expression_unparsed", "operand_not_found", "division_by_zero", "too_large", "no_operands"]
+RefusalReason = Literal[
+    "expression_unparsed",
+    "operand_not_found",
+    "operand_off_question",
+    "result_mismatch",
+    "division_by_zero",
+    "too_large",
+    "no_operands",
+]
 
 CURRENCY_SIGNS = "$€£¥"
 MINUS_SIGNS = "-−–"  # hyphen-minus, U+2212 minus, en dash

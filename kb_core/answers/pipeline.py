@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
+from kb_core.answers.computation import ComputationRefusal, asks_for_computation
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check
 from kb_core.answers.packing import evidence_budget, pack, select
@@ -61,6 +63,8 @@ from kb_core.types import (
     NOT_ANSWERED,
     Answer,
     AnswerCitation,
+    Chunk,
+    ComputedAnswer,
     GenerateRequest,
     Hit,
     ModelRef,
@@ -114,6 +118,7 @@ class _Run:
     started: float
     trace_id: str
     kind: QuestionKind  # decided once, here; every later stage reads it
+    computed: bool = False  # its answer must be worked out from numbers (kb_core.answers.computed)
     hits: list[Hit] = attrs.field(factory=list)
     retrieval_ms: float = 0.0
 
@@ -190,7 +195,8 @@ class RagPipeline:
         version = options.template_version or self.config.rag.prompt_template_version
         prompt = question_prompt(version, kind, question, history)
         trace_id = f"ret_{secrets.token_hex(4)}"
-        return _Run(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind)
+        computes = kind.script == "latin" and asks_for_computation(question)
+        return _Run(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind, computes)
 
     def _retrieve(self, run: _Run) -> list[Hit]:
         began = time.perf_counter()
@@ -236,9 +242,14 @@ class RagPipeline:
             )
         constrained = rag.constrained if run.options.constrained is None else run.options.constrained
         entries = [entry for _, entry in packed]
-        prompt, request = self._request(run, entries, constrained)
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
+        if run.computed:
+            packed_by_marker = {m: chunks[i.chunk_id] for m, i in by_marker.items()}
+            worked_out = self._compute(run, llm, entries, items, packed_by_marker, on_token)
+            if worked_out is not None:
+                return worked_out
+        prompt, request = self._request(run, entries, constrained)
         raw, done, first_token_ms, generation_ms = stream_answer(llm, request, on_token, run.started)
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
@@ -294,6 +305,71 @@ class RagPipeline:
             candidates=citations if withdrawn else None,
         )
 
+    def _compute(
+        self,
+        run: _Run,
+        llm: LanguageModel,
+        entries: list[str],
+        items: list[PackedChunk],
+        chunks: dict[int, Chunk],
+        on_token: TokenCallback | None,
+    ) -> Answer | None:
+        """The answer worked out by kb from the computation the model writes, or its refusal; None when the model
+        writes none (the question then takes the ordinary path). Only the checked answer reaches ``on_token``."""
+        llm_cfg = self.config.models.llm
+        temperature = llm_cfg.temperature if run.options.temperature is None else run.options.temperature
+        seed = llm_cfg.seed if run.options.seed is None else run.options.seed
+        user = computed.user_text(entries, run.question)
+        raw, done, first_token_ms, generation_ms = stream_answer(
+            llm, computed.request(user, temperature=temperature, seed=seed), None, run.started
+        )
+        reply = computed.read_reply(raw) if done.finish_reason != "error" else None
+        if reply is None:
+            return None
+        passages = {m: without_instructions(chunk.text) for m, chunk in chunks.items()}
+        outcome = computed.computed(reply, passages, run.question)
+        record = None
+        if isinstance(outcome, ComputationRefusal):
+            note = f"the computation {outcome.expression[:80]!r} was refused: {outcome.detail}"
+            verdict = Verdict(
+                grounded=False,
+                refusal_reason="computation",
+                note=note,
+                text=computed.REFUSAL,
+                refusal_detail=outcome.reason,
+            )
+        else:
+            record, text = outcome
+            verdict = computed.verdict_of(record, text)
+        hit_of = {h.chunk_id: h for h in run.hits}
+        by_marker = {item.marker: item for item in items}
+        citations = with_regions(
+            tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited), self.store.get_document
+        )
+        usage = TokenUsage(
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            latency_ms=elapsed_ms(run.started),
+            first_token_ms=first_token_ms,
+            generation_ms=generation_ms,
+            cached_prompt_tokens=done.cached_tokens,
+        )
+        prompt = RenderedPrompt(system=computed.SYSTEM, user=user, grammar=None)
+        answer = self._answer(
+            run,
+            verdict.text,
+            verdict,
+            citations,
+            usage,
+            model=llm.model_ref,
+            finish_reason=done.finish_reason,
+            packed=tuple(items),
+            prompt=prompt,
+            computation=record,
+        )
+        computed.show(answer, on_token)
+        return answer
+
     def _request(self, run: _Run, entries: list[str], constrained: bool) -> tuple[RenderedPrompt, GenerateRequest]:
         """The rendered prompt (kept for --explain) and the request the model is sent."""
         prompt = RenderedPrompt(
@@ -340,6 +416,7 @@ class RagPipeline:
         check: float | None = None,
         ignored: tuple[int, ...] = (),
         candidates: tuple[AnswerCitation, ...] | None = None,
+        computation: ComputedAnswer | None = None,
     ) -> Answer:
         explain = run.options.explain
         if candidates is None:
@@ -368,6 +445,7 @@ class RagPipeline:
             verdict_withheld=verdict_withheld,
             answer_check=check,
             ignored_instructions=ignored,
+            computation=computation,
             citations=citations if verdict.grounded else (),
             candidates=candidates,
             invalid_markers=verdict.invalid,

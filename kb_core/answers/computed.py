@@ -1,0 +1,270 @@
+"""Computed answers: the model writes the computation, kb evaluates it and checks every operand.
+
+For a question whose answer must be worked out from numbers (:func:`~kb_core.answers.computation.
+asks_for_computation`), the model is asked for one line, ``CALC: <expression> [#n]``, over numbers copied
+from the passages: writing a short expression is what a small coder model does well, adding numbers up in
+prose what it does worst. kb then
+
+1. evaluates the expression exactly (:func:`~kb_core.answers.computation.check_computation`: no ``eval``,
+   bounded), every operand a number written in a packed passage;
+2. checks that each operand sits where the question points: in a table, a row whose label shares a word
+   with the question and, when the question names years, a column headed by one of them; in prose, a
+   line that shares a word with the question (:func:`off_question`);
+3. writes the answer itself, the result with its working and the passages cited
+   (``-94 (680 - 774) [#1]``), so that the number kb vouches for is the one it computed.
+
+The model may reply ``CALC: none`` when the passages hold no numbers to compute with: the question then
+takes the ordinary path (a passage may state the figure). Any other failure is a refusal with reason
+``computation`` and the checker's code as ``refusal_detail`` (``operand_not_found``, ``operand_off_question``,
+``expression_unparsed``, ``division_by_zero``, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+import attrs
+
+from kb_core.answers.citations import cited_markers
+from kb_core.answers.computation import Computation, ComputationRefusal, Operand, check_computation
+from kb_core.answers.numbers import read_numbers
+from kb_core.answers.streaming import TokenCallback
+from kb_core.answers.validation import Verdict
+from kb_core.errors import Cancelled
+from kb_core.types import Answer, ComputedAnswer, ComputedOperand, GenerateRequest, SentenceSupport
+
+log = logging.getLogger(__name__)
+
+#: What a refused computation says (the note says why).
+REFUSAL = "Insufficient evidence: kb could not work the answer out from numbers written in the passages."
+
+SYSTEM = (
+    "You compute answers from numbered passages. Never do arithmetic yourself: write the calculation for a "
+    "calculator. Reply with exactly one line:\n"
+    "CALC: <expression> [#n]\n"
+    "where <expression> uses only numbers copied exactly as written in passage n (from the row and column the "
+    "question names), + - * / and parentheses, and sum(), avg(), min(), max(), count(). A change is new - old; "
+    "a percentage change is (new - old) / old * 100; a share is part / whole * 100. "
+    "If the passages do not hold the numbers, reply: CALC: none"
+)
+
+#: Worked examples shown before the question (the same for every question, so a backend may cache them).
+EXAMPLES: tuple[tuple[str, str], ...] = (
+    (
+        "[#1] reports/a.pdf > Revenue\n| 2019 | 2018\nRevenue | 1,571.7 | 1,337.7\nCosts | (420.5) | (398.0)\n\n"
+        "Question: By how much did revenue change from 2018 to 2019?",
+        "CALC: 1,571.7 - 1,337.7 [#1]",
+    ),
+    (
+        "[#1] reports/b.pdf > Staff\n| 2019 | 2018 | 2017\nHeadcount | 120 | 95 | 88\nOffices | 4 | 3 | 3\n\n"
+        "Question: What was the percentage change in headcount between 2018 and 2019?",
+        "CALC: (120 - 95) / 95 * 100 [#1]",
+    ),
+    (
+        "[#1] reports/c.pdf > Assets\nCash amounted to $12.4 million and receivables to $30.1 million in 2019.\n\n"
+        "Question: What was the average of cash and receivables in 2019?",
+        "CALC: avg(12.4, 30.1) [#1]",
+    ),
+)
+
+MAX_TOKENS = 96  # one line of computation
+_REPLY = re.compile(r"CALC\s*:\s*(?P<expression>.*)", re.IGNORECASE)
+_NONE = re.compile(r"^\s*(?:none|n/?a|-)?\s*\.?\s*$", re.IGNORECASE)
+_MARKERS = re.compile(r"\s*(?:\[\s*#?\s*\d+\s*\]\s*)+\.?\s*$")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_SCALE = re.compile(r"\bin (thousands|millions|billions)\b|(\$?\s?'000)|\b(thousand|million|billion)s?\b", re.I)
+#: Words of a question that name no row: how it asks, and what it asks to compute.
+_ASKING = frozenset(
+    "what which how much many was were the and for from between during over than that this these those with "
+    "change changes changed percentage percent difference average mean ratio proportion share increase "
+    "increased decrease decreased growth rate sum combined compared year years fiscal amount amounts value "
+    "values number period respectively".split()
+)
+
+
+@attrs.frozen
+class Reply:
+    """What the model wrote: the ``expression``, the passages it cited, and the result it ``stated`` after an
+    ``=`` ('' when none: it is not asked for one)."""
+
+    expression: str
+    markers: tuple[int, ...]
+    stated: str = ""
+
+
+def user_text(entries: Sequence[str], question: str) -> str:
+    """The user message: the packed entries, then the question (as :data:`EXAMPLES` show them)."""
+    return "\n\n".join(entries) + f"\n\nQuestion: {question}"
+
+
+def request(user: str, *, temperature: float, seed: int | None) -> GenerateRequest:
+    """The model's request for ``user`` (the packed passages and the question, as the answer prompt has them)."""
+    return GenerateRequest(
+        system=SYSTEM,
+        user=user,
+        stop=("\n",),
+        max_tokens=MAX_TOKENS,
+        temperature=temperature,
+        seed=seed,
+        examples=EXAMPLES,
+    )
+
+
+def read_reply(raw: str) -> Reply | None:
+    """The computation in the model's reply; None when it wrote none (``CALC: none``, or no ``CALC:`` line)."""
+    match = _REPLY.search(raw)
+    if match is None:
+        return None
+    line = match.group("expression").replace("`", " ").strip()
+    markers = cited_markers(line)
+    expression, _, stated = _MARKERS.sub("", line).strip().partition("=")
+    if _NONE.match(expression):
+        return None
+    return Reply(expression.strip(), markers, stated.strip())
+
+
+def computed(
+    reply: Reply, passages: Mapping[int, str], question: str
+) -> tuple[ComputedAnswer, str] | ComputationRefusal:
+    """The checked computation of ``reply`` over ``passages`` and the answer's text, or why it is refused."""
+    done = check_computation(reply.expression, passages, question=question)
+    if isinstance(done, ComputationRefusal):
+        return done
+    if reply.stated and not _states(reply.stated, done):
+        shown = reply.stated[:40]
+        return ComputationRefusal(
+            reply.expression,
+            "result_mismatch",
+            f"the model stated {shown}, but the computation gives {done.result_text()}",
+        )
+    stray = next((o for o in done.operands if o.source == "passage" and not _fits(o, passages, question)), None)
+    if stray is not None:
+        return ComputationRefusal(
+            reply.expression,
+            "operand_off_question",
+            f"{stray.literal} is in no row, column or sentence the question names: take each number from those",
+        )
+    markers = _markers_of(done, reply.markers)
+    scale = "" if done.percent else _scale(done, passages)
+    text = f"{done.result_text(scale=scale)} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
+    return _record(done, markers, text, scale), text
+
+
+def verdict_of(record: ComputedAnswer, text: str) -> Verdict:
+    """The grounded verdict of a checked computation: one claim, backed by the passages that hold its operands."""
+    sentence = SentenceSupport(text, "claim", cited=record.markers, supported_by=record.markers, support=1.0)
+    return Verdict(grounded=True, cited=record.markers, text=text, sentences=(sentence,))
+
+
+def show(answer: Answer, on_token: TokenCallback | None) -> None:
+    """Give a grounded computed answer's text to ``on_token`` (a refusal's is the answer's own, shown after)."""
+    if on_token is None or not answer.grounded:
+        return
+    try:
+        on_token(answer.answer)
+    except Cancelled:
+        raise
+    except Exception as exc:  # a closed terminal: the answer is kept all the same
+        log.info("token callback failed (%s)", exc)
+
+
+def _states(stated: str, done: Computation) -> bool:
+    """Whether the number ``stated`` is the computation's result, as rounded to the decimals it is written with."""
+    numbers = read_numbers(stated)
+    if len(numbers) != 1:
+        return False
+    value = numbers[0].value
+    tolerance = Fraction(1, 2 * 10 ** numbers[0].decimals)
+    return abs(abs(value) - abs(done.result)) <= tolerance
+
+
+def _markers_of(done: Computation, cited: tuple[int, ...]) -> tuple[int, ...]:
+    """The passages the answer cites: those that hold its operands, the model's own first among them."""
+    holding = {o.passage for o in done.operands if o.passage is not None}
+    ordered = [m for m in cited if m in holding] + sorted(holding - set(cited))
+    return tuple(dict.fromkeys(ordered))
+
+
+def _record(done: Computation, markers: tuple[int, ...], text: str, scale: str) -> ComputedAnswer:
+    operands = tuple(
+        ComputedOperand(
+            literal=o.literal,
+            value=str(o.value) if o.value.denominator == 1 else f"{float(o.value):.6g}",
+            source=o.source,
+            marker=o.passage,
+            line=o.line,
+        )
+        for o in done.operands
+    )
+    result = done.result_text(scale=scale)
+    return ComputedAnswer(done.expression, done.working, result, operands, markers)
+
+
+def _fits(operand: Operand, passages: Mapping[int, str], question: str) -> bool:
+    """Whether some place that holds ``operand`` is in a row, column or sentence the question names."""
+    words, years = _words(question), set(_YEAR.findall(question))
+    for place in operand.places:
+        lines = passages.get(place.passage, "").splitlines()
+        if 0 < place.line <= len(lines) and _place_fits(lines, place.line - 1, place.text, words, years):
+            return True
+    return False
+
+
+def _place_fits(lines: list[str], index: int, written: str, words: set[str], years: set[str]) -> bool:
+    line = lines[index]
+    if "|" not in line:  # prose: the sentence (or its line) shares a word with the question
+        return bool(_words(line) & words) or not words
+    cells = line.split("|")
+    label = cells[0]
+    if not (_words(label) & words) and not _words_above(lines, index, words):
+        return False
+    column = next((i for i, cell in enumerate(cells) if written.strip() in cell), None)
+    header = _header(lines, index)
+    if not years or column is None or header is None or column >= len(header):
+        return True
+    heading_years = set(_YEAR.findall(header[column]))
+    return not heading_years or bool(heading_years & years)
+
+
+def _words_above(lines: list[str], index: int, words: set[str]) -> bool:
+    """Whether the section row above a table row (``Industrial Solutions: | | |``) shares a word with the question."""
+    for line in reversed(lines[:index]):
+        cells = line.split("|")
+        if all(not cell.strip() for cell in cells[1:]) and cells[0].strip():
+            return bool(_words(cells[0]) & words)
+    return False
+
+
+def _header(lines: list[str], index: int) -> list[str] | None:
+    """The cells of the header row above a table row: the nearest line with a year and an empty first cell."""
+    for line in reversed(lines[:index]):
+        if "|" not in line:
+            return None
+        cells = line.split("|")
+        if not cells[0].strip() and _YEAR.search(line):
+            return cells
+    return None
+
+
+def _scale(done: Computation, passages: Mapping[int, str]) -> str:
+    """The scale word of the operands' table or sentence (``million`` for "(in millions)"), or ''."""
+    for operand in done.operands:
+        if operand.passage is None or operand.line is None:
+            continue
+        lines = passages.get(operand.passage, "").splitlines()[: operand.line]
+        for line in reversed(lines[-12:]):
+            match = _SCALE.search(line)
+            if match:
+                word = (match.group(1) or match.group(3) or "thousand").lower().rstrip("s")
+                return "thousand" if match.group(2) else word
+    return ""
+
+
+def _words(text: str) -> set[str]:
+    """The content words of ``text``, lower case, a plural's ``s`` dropped."""
+    words = {w.lower() for w in _WORD.findall(text)} - _ASKING
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _ASKING

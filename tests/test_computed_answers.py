@@ -1,0 +1,139 @@
+"""Computed answers through the answer pipeline, with a scripted model (issue 43).
+
+The model writes ``CALC: <expression> [#n]``; kb evaluates it, checks every operand against the cited passage
+(and its row, column or sentence against the question), and states the result it worked out with its working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from kb_core.answers.computed import read_reply
+from kb_core.answers.pipeline import AskOptions, RagPipeline
+from kb_core.config import load_config
+from kb_core.output import envelope, schema
+from kb_core.storage.store import StoreOfRecord
+from kb_core.testing import ScriptedLanguageModel
+from kb_core.types import Answer, Chunk, Document, GenerateRequest, Hit, ModelRef, SearchQuery
+
+TABLE = """Net sales by segment were as follows:
+| 2019 | 2018 | 2017
+| | (in millions) |
+Sensors | 914 | 918 | 814
+Energy | 699 | 712 | 685
+Appliances | 680 | 774 | 676
+Total | $ 13,448 | $ 13,988 | $ 12,185"""
+
+PROSE = "Cash amounted to $12.4 million at the end of 2019, and receivables to $30.1 million."
+
+CHUNKS = [
+    Chunk("sales.pdf#0", "sales.pdf", 0, TABLE, "h0", 1, 8, ("Net sales",)),
+    Chunk("assets.md#0", "assets.md", 0, PROSE, "h1", 1, 1, ("Assets",)),
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
+    db = StoreOfRecord(tmp_path / "kb")
+    with db.transaction():
+        for chunk in CHUNKS:
+            db.replace_document(
+                Document(chunk.doc_path, f"hash-{chunk.doc_path}", 10, chunk.doc_path, "text", "docs"), [chunk]
+            )
+    yield db
+    db.close()
+
+
+def _ask(store: StoreOfRecord, question: str, replies: Sequence[str], shown: list[str] | None = None) -> Answer:
+    """``question`` answered over both chunks by a model that replies ``replies`` in turn (one per request)."""
+    config = load_config(
+        kb_dir=store.kb_dir, overrides={"rag.max_chunks": 10, "rag.min_relative_score": 0.0}, environ={}
+    )
+    hits = [Hit(c.chunk_id, c.doc_path, 0.9 - i / 10, i + 1, c.citation, c.heading_path) for i, c in enumerate(CHUNKS)]
+    turns = iter(replies)
+
+    def script(request: GenerateRequest) -> list[str]:
+        return [next(turns, "Insufficient evidence.")]
+
+    llm = ScriptedLanguageModel(script)
+
+    def retrieve(query: SearchQuery) -> Sequence[Hit]:
+        return hits
+
+    pipeline = RagPipeline(config, store, retrieve, lambda: llm, lambda: ModelRef("embedder", "onnx", 384))
+    on_token = shown.append if shown is not None else None
+    return pipeline.ask(question, AskOptions(), on_token)
+
+
+def test_a_computation_is_worked_out_by_kb_and_cited(store: StoreOfRecord) -> None:
+    shown: list[str] = []
+    answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"], shown)
+    assert answer.grounded, answer.note
+    assert answer.answer == "-94 million (680 - 774) [#1]"
+    assert [c.marker for c in answer.citations] == [1]
+    assert answer.computation is not None
+    assert [(o.literal, o.marker, o.line) for o in answer.computation.operands] == [("680", 1, 6), ("774", 1, 6)]
+    assert shown == [answer.answer]  # only the checked answer is shown
+    jsonschema.validate(envelope("answer.v1", answer), schema("answer.v1"))
+
+
+def test_a_percentage_change_and_an_average_in_prose(store: StoreOfRecord) -> None:
+    change = _ask(
+        store, "What was the percentage change in Sensors from 2018 to 2019?", ["CALC: (914 - 918) / 918 * 100 [#1]"]
+    )
+    assert change.grounded and change.answer.startswith("-0.44% ((914 - 918) / 918 * 100)")
+    average = _ask(store, "What was the average of cash and receivables in 2019?", ["CALC: avg(12.4, 30.1) [#2]"])
+    assert average.grounded and average.answer.startswith("21.25 million") and average.citations[0].marker == 2
+
+
+def test_an_operand_in_no_passage_is_refused_with_its_reason(store: StoreOfRecord) -> None:
+    answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 775 [#1]"])
+    assert (answer.grounded, answer.refusal_reason, answer.refusal_detail) == (
+        False,
+        "computation",
+        "operand_not_found",
+    )
+    assert "775" in answer.note and answer.citations == ()
+    jsonschema.validate(envelope("answer.v1", answer), schema("answer.v1"))
+
+
+def test_an_operand_from_another_row_or_year_is_refused(store: StoreOfRecord) -> None:
+    other_row = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 699 - 712 [#1]"])
+    assert other_row.refusal_detail == "operand_off_question"
+    other_year = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 676 [#1]"])
+    assert other_year.refusal_detail == "operand_off_question"
+
+
+def test_a_wrong_result_stated_by_the_model_is_refused(store: StoreOfRecord) -> None:
+    answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 = -90 [#1]"])
+    assert (answer.refusal_reason, answer.refusal_detail) == ("computation", "result_mismatch")
+    right = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 = -94 [#1]"])
+    assert right.grounded
+
+
+@pytest.mark.parametrize("reply", ["CALC: 1/0 [#1]", "CALC: __import__('os') [#1]", "CALC: (680 - [#1]"])
+def test_a_computation_that_cannot_run_is_a_refusal_not_an_exception(store: StoreOfRecord, reply: str) -> None:
+    answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", [reply])
+    assert answer.refusal_reason == "computation" and answer.refusal_detail in (
+        "division_by_zero",
+        "expression_unparsed",
+    )
+
+
+def test_no_computation_takes_the_ordinary_path(store: StoreOfRecord) -> None:
+    answer = _ask(
+        store,
+        "What was the change in Appliances from 2018 to 2019?",
+        ["CALC: none", "Appliances sales were 680 in 2019 [#1]."],
+    )
+    assert answer.grounded and answer.computation is None and "680" in answer.answer
+
+
+def test_the_reply_is_read_with_its_markers_and_without_code_quotes() -> None:
+    assert read_reply("CALC: none") is None and read_reply("The answer is 5 [#1].") is None
+    reply = read_reply("CALC: `(1,571.7 - 1,337.7)` [#2]")
+    assert reply is not None and reply.expression == "(1,571.7 - 1,337.7)" and reply.markers == (2,)
