@@ -130,12 +130,12 @@ def _single_stars(line: str) -> str:
 
 
 def _wildcards(line: str) -> int:
-    """The runs of unescaped '*' in ``line`` (``***``, three repeats in pathspec's pattern, counts twice)."""
+    """The runs of unescaped '*' in ``line`` (``***``, three repeats in pathspec's pattern, counts three times)."""
     count, position, previous = 0, 0, ""
     while position < len(line):
         char = line[position]
         if char == "*" and previous != "*":
-            count += 2 if line.startswith("***", position) else 1
+            count += 3 if line.startswith("***", position) else 1
         previous = char if char != "\\" else ""
         position += 2 if char == "\\" else 1
     return count
