@@ -165,7 +165,7 @@ def test_a_question_that_waits_too_long_is_503(start_server: Callable[..., Any])
         assert first.result(60).status_code == 200
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+def _wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"

@@ -253,7 +253,7 @@ def test_a_thread_is_never_asked_in_and_deleted_at_once() -> None:
         pass  # both free again
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+def _wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
