@@ -18,7 +18,8 @@ implements and exchanges), :mod:`kb_core.plugin.remote` (what a backend that tal
 HTTP shares), :mod:`kb_core.plugin.options` (a plugin's ``[backends.<table>]`` options, declared once),
 :mod:`kb_core.commands` (what a command added to ``kb`` needs), :mod:`kb_core.bounds`
 (the range of every number a person or a request gives kb) and
-:mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin); every other submodule is
+:mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin; :mod:`kb_core.testing.hostile`
+its generators of hostile inputs); every other submodule is
 private and may change (``kb_core.extend.surface.PUBLIC_MODULES`` lists the public ones). The
 engine names this module exported before 0.2 still resolve, with a ``DeprecationWarning``, until
 kb-core 0.3: ``kb_core.Index`` is ``kb_core.plugin.Index``.

@@ -39,6 +39,7 @@ __all__ = [
     "WAIT_S",
     "WORKERS",
     "Bound",
+    "digits_value",
     "K",
     "number",
     "whole",
@@ -89,6 +90,15 @@ def whole(name: str, low: int, high: int, note: str = "") -> Bound:
 def number(name: str, low: float, high: float, note: str = "") -> Bound:
     """A finite-number bound."""
     return Bound(name, "number", low, high, note)
+
+
+def digits_value(text: str, most: int = 18) -> int | None:
+    """The whole number ``text`` writes in plain ASCII digits, or None: not such digits (``'²'`` is a digit
+    to ``str.isdigit`` but no number to ``int``), or more than ``most`` of them (``int`` refuses past 4,300,
+    and a header or an attribute with 19 digits is past any bound already)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > most:
+        return None
+    return int(text)
 
 
 def spelt(value: float) -> str:

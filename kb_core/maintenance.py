@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -39,6 +40,9 @@ def init_kb(kb: KnowledgeBase) -> dict[str, Any]:
     return {"kb_dir": str(kb.directory), "schema": kb.store.schema_version, "documents": kb.store.count_documents()}
 
 
+_CITATION_SHAPED = re.compile(r"#(?:L-?\d|page=)")
+
+
 def inspect_target(kb: KnowledgeBase, target: str) -> tuple[str, Any]:
     """Resolve ``target`` to ("document", (doc, chunks)) or ("chunk", chunk)."""
     document = kb.store.get_document(target)
@@ -50,6 +54,8 @@ def inspect_target(kb: KnowledgeBase, target: str) -> tuple[str, Any]:
     try:
         citation = Citation.parse(target)
     except ValueError:
+        if _CITATION_SHAPED.search(target):  # a citation out of bounds says so; any other name is not found
+            raise
         citation = None
     if citation is not None:
         for chunk in kb.store.chunks_of([citation.path]):

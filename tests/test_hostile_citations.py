@@ -221,3 +221,19 @@ def test_the_lines_of_a_document_whose_parser_numbered_a_chunk_past_any_file_are
     store.replace_document(document, chunks)
     assert document_lines(store, "huge.txt") == ["one", "two"] + [None] * (MAX_LINES - 2)
     store.close()
+
+
+def test_a_citation_out_of_bounds_is_not_reported_as_not_found(tmp_path: Path) -> None:
+    """kb mcp's fetch and the library's inspect_target say what is wrong with a citation, not "no match"."""
+    from kb_core.errors import NotFoundError
+    from kb_core.maintenance import inspect_target
+
+    kb = KnowledgeBase(load_config(kb_dir=tmp_path / "kb", environ={}))
+    try:
+        with pytest.raises(KbError, match="1,000,000,000") as caught:
+            inspect_target(kb, "notes/a.md#L1-L999999999999")
+        assert not isinstance(caught.value, NotFoundError)
+        with pytest.raises(NotFoundError):
+            inspect_target(kb, "notes/c#sharp.md")
+    finally:
+        kb.close()

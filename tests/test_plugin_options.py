@@ -234,6 +234,8 @@ def _installed(*tables: str) -> Mapping[str, Declared]:
         ("[backends.tesseract]\nmodels = ['osd']\n", "backends.tesseract.models = ['osd']"),
         ("[backends.ollama]\nmodel = {a=1}\n", "backends.ollama.model = {'a': 1}"),
         ("[backends.openai]\nurl = 5\n", "backends.openai.url = 5"),
+        ("[backends.openai]\nurl = '5'\n", "backends.openai.url = '5' (file:"),
+        ("[backends.ollama]\nurl = 'http://'\n", "backends.ollama.url = 'http://'"),
         ("[backends.documents]\nmax_pages = 0\n", "backends.documents.max_pages = 0"),
         ("[backends.sqlitevec]\nexpansion = nan\n", "backends.sqlitevec.expansion = nan"),
         ("[backends.qdrant]\ncollection_prefix = 'my kb!'\n", "backends.qdrant.collection_prefix"),

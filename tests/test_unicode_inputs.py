@@ -177,8 +177,8 @@ def test_any_text_on_the_command_line_is_an_answer_or_one_usage_line(
 ) -> None:
     kb = ["--kb", str(notes_kb)]
     args = {
-        "search": [*kb, "search", text, "--mode", "lexical"],
-        "ask": [*kb, "--backend", "scripted", "ask", text, "--mode", "lexical"],
+        "search": [*kb, "search", "--mode", "lexical", "--", text],  # after --: a text like -0 is no option
+        "ask": [*kb, "--backend", "scripted", "ask", "--mode", "lexical", "--", text],
         "path": [*kb, "search", "wind", "--mode", "lexical", "--path", text],
     }[command]
     code = main(args)

@@ -14,4 +14,5 @@ PUBLIC_MODULES: dict[str, str] = {
     "kb_core.commands": "docs/plugins.md",
     "kb_core.bounds": "docs/plugins.md",
     "kb_core.testing": "docs/plugins.md",
+    "kb_core.testing.hostile": "docs/plugins.md",
 }

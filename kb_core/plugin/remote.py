@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "SERVER_URL_PATTERN",
+    "SERVER_URL_SHAPE",
     "ApiError",
     "ConnectionLost",
     "MalformedResponse",
@@ -74,6 +76,15 @@ __all__ = [
 
 #: The most of one answer body a backend reads (an error body is cut there).
 MAX_BODY_BYTES = 64 * 1024 * 1024
+_HOST = (
+    r"(?:\[[0-9A-Fa-f:.]+\]|\d{1,3}(?:\.\d{1,3}){3}"  # [IPv6], IPv4
+    r"|(?=[A-Za-z0-9.-]*[A-Za-z])[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)"  # a name with a letter
+)
+#: A server's address as a ``url`` option takes it: ``http(s)://`` optional, a host (a name with a letter, an IPv4
+#: address or a bracketed IPv6 one), an optional port and path (``5`` is no server: it would be taken as a host).
+SERVER_URL_PATTERN = rf"(?:https?://)?{_HOST}(?::\d{{1,5}})?(?:/\S*)?"
+#: :data:`SERVER_URL_PATTERN` in words, for the option's message.
+SERVER_URL_SHAPE = "a server's address: [http(s)://]host[:port][/path], the host a name, an IPv4 or a [IPv6] address"
 #: The ``[models.llm]`` key of each timeout.
 TIMEOUT_KEYS = {"connect": "connect_timeout_s", "read": "read_timeout_s", "total": "total_timeout_s"}
 _RESOLVE_WORDS = ("name or service", "nodename", "resolve", "getaddrinfo")

@@ -7,10 +7,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sqlite3 as stdlib_sqlite3
 import urllib.parse
 from pathlib import Path
-
-import sqlite3 as stdlib_sqlite3
 
 try:
     from pysqlite3 import dbapi2 as sqlite3

@@ -22,6 +22,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 
 from kb_core import KbError
+from kb_core.bounds import digits_value
 from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
@@ -89,8 +90,8 @@ def _heading_styles(styles: Element | None) -> dict[str, int]:
             levels[style_id] = 0
         elif match:
             levels[style_id] = int(match.group(1))
-        elif outline is not None and (outline.get(f"{W}val") or "").isdigit():
-            levels[style_id] = int(outline.get(f"{W}val") or 0) + 1
+        elif outline is not None and (level := digits_value(outline.get(f"{W}val") or "", 2)) is not None:
+            levels[style_id] = level + 1
     return levels
 
 
@@ -109,8 +110,9 @@ def _paragraph_level(paragraph: Element, styles: dict[str, int]) -> int | None:
     if props is None:
         return None
     outline = props.find(f"{W}outlineLvl")
-    if outline is not None and (outline.get(f"{W}val") or "").isdigit() and int(outline.get(f"{W}val") or 9) < 9:
-        return int(outline.get(f"{W}val") or 0) + 1
+    level = digits_value(outline.get(f"{W}val") or "", 2) if outline is not None else None
+    if level is not None and level < 9:
+        return level + 1
     style = props.find(f"{W}pStyle")
     return styles.get(style.get(f"{W}val") or "") if style is not None else None
 

@@ -36,6 +36,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import kb_core
+from kb_core.bounds import digits_value
 from kb_core.commands import check_unicode
 
 log = logging.getLogger("kb_mcp")
@@ -131,7 +132,7 @@ class CheckedBodies:
             return
         too_large = _error(None, INVALID_REQUEST, f"Invalid request: the message is larger than {self.max_bytes} bytes")
         length = Headers(scope=scope).get("content-length", "")
-        if length.isdigit() and int(length) > self.max_bytes:
+        if length.isascii() and length.isdigit() and (digits_value(length) or self.max_bytes + 1) > self.max_bytes:
             await _answer(too_large, 413, scope, receive, send)
             return
         received: list[Message] = []

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from kb_core.bounds import digits_value
 from kb_core.plugin import GenerateRequest, remote
 from kb_core.plugin.remote import RemoteServer, chat_messages, count_field, error_body_text, one_line, preview
 
@@ -192,6 +193,7 @@ def context_length(show: dict[str, Any]) -> int | None:
         for line in parameters.splitlines():
             key, _, rest = line.strip().partition(" ")
             value_text = rest.strip()
-            if key == "num_ctx" and value_text.isascii() and value_text.isdigit() and int(value_text) > 0:
-                return int(value_text)
+            number = digits_value(value_text)
+            if key == "num_ctx" and number:
+                return number
     return None

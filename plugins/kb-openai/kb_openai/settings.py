@@ -13,7 +13,7 @@ import attrs
 
 from kb_core import Config, ConfigError
 from kb_core.plugin.options import Option, checked_options
-from kb_core.plugin.remote import RemoteServer, Timeouts
+from kb_core.plugin.remote import SERVER_URL_PATTERN, SERVER_URL_SHAPE, RemoteServer, Timeouts
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
 URL_ENV = "KB_OPENAI_URL"
@@ -23,7 +23,11 @@ TOKENIZE_MODES = ("auto", "off")
 #: The options of ``[backends.openai]``, declared to kb (``register_options``): checked at start.
 OPTIONS: dict[str, Option] = {
     "url": Option.text(
-        DEFAULT_URL, f"the base URL (host:port alone means http://host:port/v1); {URL_ENV} overrides", nonempty=True
+        DEFAULT_URL,
+        f"the base URL (host:port alone means http://host:port/v1); {URL_ENV} overrides",
+        nonempty=True,
+        pattern=SERVER_URL_PATTERN,
+        shape=SERVER_URL_SHAPE,
     ),
     "model": Option.text("", f"the model id sent ('': [models.llm] model, else the server's only one); {MODEL_ENV}"),
     "api_key": Option.text("", f"the API key itself (prefer the environment, {KEY_ENV})", secret=True),

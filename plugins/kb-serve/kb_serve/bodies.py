@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive
 
 from kb_core import LIMITS, KbError
-from kb_core.bounds import Bound
+from kb_core.bounds import Bound, digits_value
 from kb_core.commands import check_unicode, dumps
 from kb_serve.errors import ApiError
 from kb_serve.guards import is_json_media_type
@@ -60,7 +60,7 @@ def bounded(request: Request, limit: int, what: str, hint: str) -> Request:
     """``request`` whose body may hold at most ``limit`` bytes: 413 at once on a larger Content-Length,
     or as soon as a chunked body grows past it."""
     length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
+    if length.isascii() and length.isdigit() and (digits_value(length) or limit + 1) > limit:
         raise too_large(limit, what, hint)
     return Request(request.scope, _limited(request.receive, limit, what, hint))
 

@@ -30,8 +30,7 @@ from kb_core import Document, KnowledgeBase, list_answers
 from kb_core.commands import LOW_CONFIDENCE, ocr_lines, stored_lines
 from kb_serve.errors import ApiError
 
-#: Stored answers one ``GET /answers`` lists at most, and by default.
-MAX_ANSWERS = 1000
+#: Stored answers one ``GET /answers`` lists by default (at most: kb_core.bounds.LIST_LIMIT).
 DEFAULT_ANSWERS = 50
 _LANG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}")
 _ANSWER_ID = re.compile(r"ans_[0-9a-f]{16}")

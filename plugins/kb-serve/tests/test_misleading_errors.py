@@ -238,3 +238,17 @@ def test_a_file_name_that_is_not_utf8_is_refused_with_a_line_saying_to_rename_it
         assert any(d["path"] == "café notes.md" for d in http.get("/documents").json()["documents"])
     uploads = server.kb_dir / "uploads"
     assert sorted(p.name for p in uploads.iterdir()) == ["café notes.md"]
+
+
+@pytest.mark.parametrize("length", ["9" * 5000, "1" * 19, "²"])
+def test_a_content_length_no_integer_can_hold_is_413_or_read_as_no_length(length: str) -> None:
+    from starlette.requests import Request
+
+    from kb_serve.bodies import bounded
+
+    request = Request({"type": "http", "method": "POST", "headers": [(b"content-length", length.encode())]})
+    if length.isascii():
+        with pytest.raises(Exception, match="larger than 10 bytes"):
+            bounded(request, 10, "the body", "send less")
+    else:  # not digits: the body is counted as it comes
+        assert bounded(request, 10, "the body", "send less") is not None
