@@ -237,3 +237,21 @@ def test_kb_ingest_of_a_hostile_folder_exits_0_with_one_line_per_bad_rule(tmp_pa
         "  warning: .kbignore: line 3 '\\\\': ends with a '\\' that escapes nothing"
         " (write '\\\\' for a backslash); the rule is skipped",
     ]
+
+
+def test_files_no_parser_reads_are_named_in_one_warning(tmp_path: Path, make_kb: Callable[..., KnowledgeBase]) -> None:
+    """A .svg in an ingested folder was passed over without a line (issue 42): one warning counts such files by
+    extension; hidden files and ignored ones are not counted."""
+    kb = make_kb(indexes__enabled=[LEXICAL])
+    folder = tmp_path / "notes"
+    (folder / "art").mkdir(parents=True)
+    for name in ["a.md", "logo.svg", "art/b.svg", "deck.pptx", ".hidden.svg", "LICENSE", "skip.odt"]:
+        (folder / name).write_text("# a\n\ntext\n" if name.endswith(".md") else "x", encoding="utf-8")
+    (folder / ".kbignore").write_text("*.odt\n", encoding="utf-8")
+    report = ingest_paths(kb, [folder])
+    assert report.added == ["a.md"] and report.failed == []
+    passed = [w.reason for w in report.warnings if w.reason.startswith("passed over")]
+    assert passed == [
+        "passed over 3 file(s) no parser reads (.svg 2, .pptx 1); install a plugin that reads them, or add them to"
+        " .kbignore"
+    ]

@@ -17,6 +17,7 @@ import os
 import shlex
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +31,16 @@ from kb_core.extend.contracts import BytesParser, ParserContext, TokenStartsEmbe
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
-from kb_core.ingest.source import IGNORE_FILE, IgnoreProblem, SourceFile, SourceProblem, normalise, single_file, walk
+from kb_core.ingest.source import (
+    IGNORE_FILE,
+    IgnoreProblem,
+    PassedOver,
+    SourceFile,
+    SourceProblem,
+    normalise,
+    single_file,
+    walk,
+)
 from kb_core.storage.cited import FreshnessReport, recheck_documents
 from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import now_iso
@@ -287,7 +297,7 @@ class Ingester:
         if root.single:
             if root.given.suffix.lower() not in extensions:
                 raise KbError(f"no parser for {root.given.name}", hint=f"supported: {', '.join(sorted(extensions))}")
-            items: list[SourceFile | SourceProblem | IgnoreProblem] = list(
+            items: list[SourceFile | SourceProblem | IgnoreProblem | PassedOver] = list(
                 single_file(root.base, root.start, root.given, follow_symlinks=self.follow_symlinks)
             )
         else:
@@ -306,6 +316,16 @@ class Ingester:
             if (folder, bad.path, bad.reason) not in self._ignore_lines:
                 self._ignore_lines.add((folder, bad.path, bad.reason))
                 self.warnings.append(IngestWarning(bad.path, bad.reason))
+        passed = Counter(i.extension for i in items if isinstance(i, PassedOver))
+        if passed:
+            kinds = ", ".join(f"{ext} {n}" for ext, n in sorted(passed.items(), key=lambda kv: (-kv[1], kv[0]))[:8])
+            self.warnings.append(
+                IngestWarning(
+                    root.start or ".",
+                    f"passed over {sum(passed.values())} file(s) no parser reads ({kinds}); "
+                    "install a plugin that reads them, or add them to .kbignore",
+                )
+            )
         problems = [i for i in items if isinstance(i, SourceProblem)]
         self.failed.extend(IngestWarning(p.path or ".", p.reason) for p in problems)
         chosen: dict[str, SourceFile] = {}

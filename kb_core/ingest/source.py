@@ -58,6 +58,14 @@ class SourceProblem:
     keep: bool = False
 
 
+@attrs.frozen
+class PassedOver:
+    """A file no parser reads (``.svg`` with no plugin for it), not ignored: counted, and named in one warning."""
+
+    path: str
+    extension: str
+
+
 def ignored_part(root: Path, relative: str, extra_ignores: Sequence[str] = ()) -> str | None:
     """The folder (ending in '/') or file of ``relative`` that ingesting ``root`` skips, or None.
 
@@ -100,9 +108,10 @@ def walk(
     *,
     follow_symlinks: bool = False,
     start: str = "",
-) -> Iterator[SourceFile | SourceProblem | IgnoreProblem]:
+) -> Iterator[SourceFile | SourceProblem | IgnoreProblem | PassedOver]:
     """Yield the files under ``root`` with a wanted extension, and problems met on the way: first the ignore
-    lines kb cannot use (skipped; the walk goes on with the others).
+    lines kb cannot use (skipped; the walk goes on with the others). A file with an extension no parser reads,
+    not hidden and not ignored, is yielded as :class:`PassedOver`.
 
     ``start`` (a relative folder ending in '/') limits the walk to that part of the root.
     """
@@ -144,6 +153,9 @@ def walk(
             if is_dir and spec.match_file(relative + "/"):
                 continue
             if not is_dir and (not wanted_name or spec.match_file(relative)):
+                extension = Path(entry.name).suffix.lower()
+                if not wanted_name and extension and not entry.name.startswith(".") and not spec.match_file(relative):
+                    yield PassedOver(relative, extension)
                 continue
             unnamed = name_problem(relative + ("/" if is_dir else ""))
             if unnamed is not None:
