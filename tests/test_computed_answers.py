@@ -137,3 +137,17 @@ def test_the_reply_is_read_with_its_markers_and_without_code_quotes() -> None:
     assert read_reply("CALC: none") is None and read_reply("The answer is 5 [#1].") is None
     reply = read_reply("CALC: `(1,571.7 - 1,337.7)` [#2]")
     assert reply is not None and reply.expression == "(1,571.7 - 1,337.7)" and reply.markers == (2,)
+
+
+def test_explain_shows_the_computation_and_where_each_operand_is(
+    store: StoreOfRecord, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kb_core.cli.asking import print_explain
+
+    answer = _ask(
+        store, "What was the percentage change in Sensors from 2018 to 2019?", ["CALC: (914 - 918) / 918 * 100 [#1]"]
+    )
+    print_explain(answer)
+    out = capsys.readouterr().out
+    assert "computation, worked out by kb: (914 - 918) / 918 * 100 = -0.44%" in out
+    assert "[#1] line 4" in out and "a constant of the formula" in out

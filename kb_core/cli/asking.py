@@ -14,7 +14,7 @@ from kb_core.errors import KbError
 from kb_core.storage.regions import LOW_CONFIDENCE_NOTE, rests_on_low_confidence
 from kb_core.storage.threads import existing_thread, last_thread
 from kb_core.terminal import shown
-from kb_core.types import NOT_ANSWERED, Answer, AnswerCitation
+from kb_core.types import NOT_ANSWERED, Answer, AnswerCitation, ComputedAnswer
 
 
 def dim(text: str) -> str:
@@ -140,6 +140,16 @@ def _verdict_line(answer: Answer) -> str:
     return f"; verdict {answer.verdict} (confidence {sure})"
 
 
+def print_computation(computation: ComputedAnswer) -> None:
+    """The computation behind a computed answer: as the model wrote it, each operand and where it is, the result."""
+    click.echo(dim(f"── computation, worked out by kb: {shown(computation.expression)} = {computation.result}"))
+    for operand in computation.operands:
+        where = {"question": "from the question", "constant": "a constant of the formula"}.get(operand.source, "")
+        if operand.marker is not None:
+            where = f"[#{operand.marker}] line {operand.line}"
+        click.echo(dim(f"  {shown(operand.literal):>14}  {where}"))
+
+
 def print_explain(answer: Answer) -> None:
     """The retrieval trace and the exact prompt the model was given (``--explain``)."""
     r = answer.retrieval
@@ -175,6 +185,8 @@ def print_explain(answer: Answer) -> None:
                 else ("needs no support" if s.kind != "claim" else f"UNSUPPORTED{support}")
             )
             click.echo(dim(f"  {s.kind:<15} {status}: {s.text}"))
+    if answer.computation is not None:
+        print_computation(answer.computation)
     if answer.answer_check is not None:
         click.echo(
             dim(f"── answer check: the model gives {answer.answer_check:.2f} that the passages state the answer")
