@@ -54,12 +54,12 @@ SYSTEM = (
 #: Worked examples shown before the question (the same for every question, so a backend may cache them).
 EXAMPLES: tuple[tuple[str, str], ...] = (
     (
-        "[#1] reports/a.pdf > Revenue\n| 2019 | 2018\nRevenue | 1,571.7 | 1,337.7\nCosts | (420.5) | (398.0)\n\n"
+        "[#1] reports/a.pdf > Revenue\nRevenue: 2019 = 1,571.7; 2018 = 1,337.7\nCosts: 2019 = (420.5); 2018 = (398.0)\n\n"
         "Question: By how much did revenue change from 2018 to 2019?",
         "CALC: 1,571.7 - 1,337.7 [#1]",
     ),
     (
-        "[#1] reports/b.pdf > Staff\n| 2019 | 2018 | 2017\nHeadcount | 120 | 95 | 88\nOffices | 4 | 3 | 3\n\n"
+        "[#1] reports/b.pdf > Staff\nHeadcount: 2019 = 120; 2018 = 95; 2017 = 88\nOffices: 2019 = 4; 2018 = 3; 2017 = 3\n\n"
         "Question: What was the percentage change in headcount between 2018 and 2019?",
         "CALC: (120 - 95) / 95 * 100 [#1]",
     ),
