@@ -31,10 +31,19 @@ import attrs
 from kb_core.answers.citations import cited_markers
 from kb_core.answers.computation import Computation, ComputationRefusal, Operand, check_computation
 from kb_core.answers.numbers import read_numbers
-from kb_core.answers.streaming import TokenCallback
+from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import Verdict
 from kb_core.errors import Cancelled
-from kb_core.types import Answer, ComputedAnswer, ComputedOperand, GenerateRequest, SentenceSupport
+from kb_core.extend.contracts import LanguageModel
+from kb_core.types import (
+    Answer,
+    ComputedAnswer,
+    ComputedOperand,
+    GenerateRequest,
+    RenderedPrompt,
+    SentenceSupport,
+    TokenUsage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +63,14 @@ SYSTEM = (
 #: Worked examples shown before the question (the same for every question, so a backend may cache them).
 EXAMPLES: tuple[tuple[str, str], ...] = (
     (
-        "[#1] reports/a.pdf > Revenue\nRevenue: 2019 = 1,571.7; 2018 = 1,337.7\nCosts: 2019 = (420.5); 2018 = (398.0)\n\n"
+        "[#1] reports/a.pdf > Revenue\nRevenue: 2019 = 1,571.7; 2018 = 1,337.7\n"
+        "Costs: 2019 = (420.5); 2018 = (398.0)\n\n"
         "Question: By how much did revenue change from 2018 to 2019?",
         "CALC: 1,571.7 - 1,337.7 [#1]",
     ),
     (
-        "[#1] reports/b.pdf > Staff\nHeadcount: 2019 = 120; 2018 = 95; 2017 = 88\nOffices: 2019 = 4; 2018 = 3; 2017 = 3\n\n"
+        "[#1] reports/b.pdf > Staff\nHeadcount: 2019 = 120; 2018 = 95; 2017 = 88\n"
+        "Offices: 2019 = 4; 2018 = 3; 2017 = 3\n\n"
         "Question: What was the percentage change in headcount between 2018 and 2019?",
         "CALC: (120 - 95) / 95 * 100 [#1]",
     ),
@@ -152,6 +163,58 @@ def computed(
     scale = "" if done.percent else _scale(done, passages)
     text = f"{done.result_text(scale=scale)} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
     return _record(done, markers, text, scale), text
+
+
+@attrs.frozen
+class WorkedOut:
+    """A computed answer's ``verdict`` (grounded, or refused with reason ``computation``), its ``record`` (None
+    when refused), the model's ``usage``, the ``prompt`` it was given and why its stream ended."""
+
+    verdict: Verdict
+    record: ComputedAnswer | None
+    usage: TokenUsage
+    prompt: RenderedPrompt
+    finish_reason: str | None
+
+
+def work_out(
+    llm: LanguageModel,
+    entries: Sequence[str],
+    question: str,
+    passages: Mapping[int, str],
+    *,
+    temperature: float,
+    seed: int | None,
+    started: float,
+) -> WorkedOut | None:
+    """Ask ``llm`` for the computation over the packed ``entries`` and check it against ``passages`` (their text
+    by marker, instructions removed); None when it writes none (``CALC: none``, or no ``CALC:`` line)."""
+    user = user_text(entries, question)
+    raw, done, first_token_ms, generation_ms = stream_answer(
+        llm, request(user, temperature=temperature, seed=seed), None, started
+    )
+    reply = read_reply(raw) if done.finish_reason != "error" else None
+    if reply is None:
+        return None
+    outcome = computed(reply, passages, question)
+    if isinstance(outcome, ComputationRefusal):
+        note = f"the computation {outcome.expression[:80]!r} was refused: {outcome.detail}"
+        verdict = Verdict(
+            grounded=False, refusal_reason="computation", note=note, text=REFUSAL, refusal_detail=outcome.reason
+        )
+        record = None
+    else:
+        record, text = outcome
+        verdict = verdict_of(record, text)
+    usage = TokenUsage(
+        prompt_tokens=done.prompt_tokens,
+        completion_tokens=done.completion_tokens,
+        latency_ms=elapsed_ms(started),
+        first_token_ms=first_token_ms,
+        generation_ms=generation_ms,
+        cached_prompt_tokens=done.cached_tokens,
+    )
+    return WorkedOut(verdict, record, usage, RenderedPrompt(SYSTEM, user, None), done.finish_reason)
 
 
 def verdict_of(record: ComputedAnswer, text: str) -> Verdict:

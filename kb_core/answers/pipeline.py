@@ -17,6 +17,8 @@ Everything else is a refusal with a reason:
 ``unsupported``      a claim of the answer is not in any packed passage: a hallucination,
                      with or without a citation.
 ``generation_error`` the model's stream ended with an error.
+``computation``      a number to be worked out could not be checked (:mod:`kb_core.answers.computed`: the
+                     model writes the computation, kb works it out and checks every operand).
 
 A follow-up in a thread (:mod:`kb_core.conversations`) arrives made standalone, with the turns
 before it as a ``history`` block the model reads before the question (never evidence: every
@@ -37,16 +39,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import attrs
-
 from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
-from kb_core.answers.computation import ComputationRefusal, asks_for_computation
+from kb_core.answers.computation import asks_for_computation
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check
 from kb_core.answers.packing import evidence_budget, pack, select
-from kb_core.answers.prompts import PromptTemplate, QuestionPrompt, question_prompt
-from kb_core.answers.questions import QuestionKind, kind_of, verdict_of
+from kb_core.answers.prompts import question_prompt
+from kb_core.answers.questions import kind_of, verdict_of
+from kb_core.answers.run import AskOptions, QuestionRun, citation_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
 from kb_core.answers.verdicts import state_verdict, verdict_opening
@@ -83,49 +84,6 @@ log = logging.getLogger(__name__)
 
 #: How many nearest candidates a refusal lists.
 CANDIDATES_SHOWN = 3
-
-
-@attrs.frozen
-class AskOptions:
-    """Per-question choices; ``None`` means "use the configuration".
-
-    ``k`` is a floor over ``[search] default_k``: a smaller k never starves retrieval.
-    """
-
-    k: int | None = None
-    mode: str | None = None
-    temperature: float | None = None
-    seed: int | None = None
-    explain: bool = False
-    constrained: bool | None = None
-    backend: str | None = None
-    template_version: str | None = None
-
-
-def _citation_of(hit: Hit, marker: int | None) -> AnswerCitation:
-    return AnswerCitation(marker, hit.chunk_id, str(hit.citation), hit.citation, round(hit.score, 4), hit.heading_path)
-
-
-@attrs.define
-class _Run:
-    """The state of one question on its way through the pipeline."""
-
-    question: CheckedText
-    options: AskOptions
-    prompt: QuestionPrompt  # the template, the question written in
-    mode: str
-    k: int
-    started: float
-    trace_id: str
-    kind: QuestionKind  # decided once, here; every later stage reads it
-    computed: bool = False  # its answer must be worked out from numbers (kb_core.answers.computed)
-    hits: list[Hit] = attrs.field(factory=list)
-    retrieval_ms: float = 0.0
-
-    @property
-    def template(self) -> PromptTemplate:
-        """The prompt template chosen for the question."""
-        return self.prompt.template
 
 
 class RagPipeline:
@@ -180,7 +138,7 @@ class RagPipeline:
 
     # -- stages ---------------------------------------------------------------------------------
 
-    def _start(self, question: CheckedText, options: AskOptions, history: str) -> _Run:
+    def _start(self, question: CheckedText, options: AskOptions, history: str) -> QuestionRun:
         mode = options.mode or self.config.search.mode
         check_mode_and_k(mode, options.k)
         k = max(options.k or 0, self.config.search.default_k)
@@ -196,9 +154,9 @@ class RagPipeline:
         prompt = question_prompt(version, kind, question, history)
         trace_id = f"ret_{secrets.token_hex(4)}"
         computes = kind.script == "latin" and asks_for_computation(question)
-        return _Run(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind, computes)
+        return QuestionRun(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind, computes)
 
-    def _retrieve(self, run: _Run) -> list[Hit]:
+    def _retrieve(self, run: QuestionRun) -> list[Hit]:
         began = time.perf_counter()
         hits: list[Hit] = []
         seen: set[str] = set()
@@ -209,7 +167,7 @@ class RagPipeline:
         run.retrieval_ms = elapsed_ms(began)
         return hits
 
-    def _gate(self, run: _Run) -> Answer | None:
+    def _gate(self, run: QuestionRun) -> Answer | None:
         """A refusal when retrieval found nothing or its best hit scores below the gate."""
         gate = self.config.rag.gate(run.mode)
         if not run.hits:
@@ -226,7 +184,7 @@ class RagPipeline:
             run, "score_gate", "\n".join(lines), f"the best hit scores {top:.2f}, below the gate {gate:.2f}"
         )
 
-    def _generate(self, run: _Run, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
+    def _generate(self, run: QuestionRun, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
         chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])
@@ -266,12 +224,8 @@ class RagPipeline:
             sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.kind.yes_no)
         verdict, check, check_ms = answer_check(llm, run.prompt, entries, verdict, rag.answer_check)
-        hit_of = {h.chunk_id: h for h in run.hits}
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
-        cited = verdict.cited if verdict.grounded or withdrawn else ()
-        citations = with_regions(
-            tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in cited), self.store.get_document
-        )
+        citations = self._citations(run, items, verdict.cited if verdict.grounded or withdrawn else ())
         usage = TokenUsage(
             prompt_tokens=done.prompt_tokens,
             completion_tokens=done.completion_tokens,
@@ -307,70 +261,54 @@ class RagPipeline:
 
     def _compute(
         self,
-        run: _Run,
+        run: QuestionRun,
         llm: LanguageModel,
         entries: list[str],
         items: list[PackedChunk],
         chunks: dict[int, Chunk],
         on_token: TokenCallback | None,
     ) -> Answer | None:
-        """The answer worked out by kb from the computation the model writes, or its refusal; None when the model
+        """The answer kb works out from the computation the model writes, or its refusal; None when the model
         writes none (the question then takes the ordinary path). Only the checked answer reaches ``on_token``."""
-        llm_cfg = self.config.models.llm
-        temperature = llm_cfg.temperature if run.options.temperature is None else run.options.temperature
-        seed = llm_cfg.seed if run.options.seed is None else run.options.seed
-        user = computed.user_text(entries, run.question)
-        raw, done, first_token_ms, generation_ms = stream_answer(
-            llm, computed.request(user, temperature=temperature, seed=seed), None, run.started
+        llm_cfg, options = self.config.models.llm, run.options
+        worked = computed.work_out(
+            llm,
+            entries,
+            run.question,
+            {m: without_instructions(chunk.text) for m, chunk in chunks.items()},
+            temperature=llm_cfg.temperature if options.temperature is None else options.temperature,
+            seed=llm_cfg.seed if options.seed is None else options.seed,
+            started=run.started,
         )
-        reply = computed.read_reply(raw) if done.finish_reason != "error" else None
-        if reply is None:
+        if worked is None:
             return None
-        passages = {m: without_instructions(chunk.text) for m, chunk in chunks.items()}
-        outcome = computed.computed(reply, passages, run.question)
-        record = None
-        if isinstance(outcome, ComputationRefusal):
-            note = f"the computation {outcome.expression[:80]!r} was refused: {outcome.detail}"
-            verdict = Verdict(
-                grounded=False,
-                refusal_reason="computation",
-                note=note,
-                text=computed.REFUSAL,
-                refusal_detail=outcome.reason,
-            )
-        else:
-            record, text = outcome
-            verdict = computed.verdict_of(record, text)
-        hit_of = {h.chunk_id: h for h in run.hits}
-        by_marker = {item.marker: item for item in items}
-        citations = with_regions(
-            tuple(_citation_of(hit_of[by_marker[m].chunk_id], m) for m in verdict.cited), self.store.get_document
-        )
-        usage = TokenUsage(
-            prompt_tokens=done.prompt_tokens,
-            completion_tokens=done.completion_tokens,
-            latency_ms=elapsed_ms(run.started),
-            first_token_ms=first_token_ms,
-            generation_ms=generation_ms,
-            cached_prompt_tokens=done.cached_tokens,
-        )
-        prompt = RenderedPrompt(system=computed.SYSTEM, user=user, grammar=None)
         answer = self._answer(
             run,
-            verdict.text,
-            verdict,
-            citations,
-            usage,
+            worked.verdict.text,
+            worked.verdict,
+            self._citations(run, items, worked.verdict.cited),
+            worked.usage,
             model=llm.model_ref,
-            finish_reason=done.finish_reason,
+            finish_reason=worked.finish_reason,
             packed=tuple(items),
-            prompt=prompt,
-            computation=record,
+            prompt=worked.prompt,
+            computation=worked.record,
         )
         computed.show(answer, on_token)
         return answer
 
-    def _request(self, run: _Run, entries: list[str], constrained: bool) -> tuple[RenderedPrompt, GenerateRequest]:
+    def _citations(
+        self, run: QuestionRun, items: Sequence[PackedChunk], markers: Sequence[int]
+    ) -> tuple[AnswerCitation, ...]:
+        """The citations of ``markers`` (packed passages), with their regions on a page where they have one."""
+        hit_of = {h.chunk_id: h for h in run.hits}
+        by_marker = {item.marker: item for item in items}
+        cited = tuple(citation_of(hit_of[by_marker[m].chunk_id], m) for m in markers)
+        return with_regions(cited, self.store.get_document)
+
+    def _request(
+        self, run: QuestionRun, entries: list[str], constrained: bool
+    ) -> tuple[RenderedPrompt, GenerateRequest]:
         """The rendered prompt (kept for --explain) and the request the model is sent."""
         prompt = RenderedPrompt(
             system=run.template.system,
@@ -393,13 +331,13 @@ class RagPipeline:
 
     # -- building and keeping answers -------------------------------------------------------------
 
-    def _refusal(self, run: _Run, reason: RefusalReason, text: str, note: str) -> Answer:
+    def _refusal(self, run: QuestionRun, reason: RefusalReason, text: str, note: str) -> Answer:
         verdict = Verdict(grounded=False, refusal_reason=reason, note=note, text=text, refusal_detail=reason)
         return self._answer(run, text, verdict, (), TokenUsage(latency_ms=elapsed_ms(run.started)))
 
     def _answer(
         self,
-        run: _Run,
+        run: QuestionRun,
         text: str,
         verdict: Verdict,
         citations: tuple[AnswerCitation, ...],
@@ -420,7 +358,7 @@ class RagPipeline:
     ) -> Answer:
         explain = run.options.explain
         if candidates is None:
-            candidates = () if verdict.grounded else tuple(_citation_of(h, None) for h in run.hits[:CANDIDATES_SHOWN])
+            candidates = () if verdict.grounded else tuple(citation_of(h, None) for h in run.hits[:CANDIDATES_SHOWN])
         retrieval = RetrievalSummary(
             trace_id=run.trace_id,
             mode=run.mode,
