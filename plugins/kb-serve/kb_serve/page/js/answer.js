@@ -2,6 +2,7 @@
 // cited lines, kb's verdict in words, its sources or (for a refusal) the nearest passages, and which
 // passage supports each sentence (hover or select a sentence to light its citations).
 
+import { renderComputation } from "./computation.js";
 import { append, docHref, el, langProp, place } from "./dom.js";
 
 const MARKER = /\[#(\d{1,3})\]/g;
@@ -28,6 +29,7 @@ export const REASON_WORDS = {
   llm_self_judge: "not answered",
   unsupported: "unsupported claim",
   generation_error: "model error",
+  computation: "not worked out",
 };
 
 /** Why kb refused, in one sentence. */
@@ -45,6 +47,8 @@ export function refusalSentence(answer) {
       return DETAILS.unsupported_claim;
     case "generation_error":
       return "The language model failed while writing the answer.";
+    case "computation":
+      return "kb could not work the answer out from numbers written in the passages.";
     case "llm_self_judge":
       return DETAILS[answer.refusal_detail] || "The model's answer did not pass kb's checks.";
     default:
@@ -170,7 +174,10 @@ function sentenceSpan(sentence, byMarker, onOpen) {
 /** The answer's text, sentence by sentence when kb checked it, with its markers as links. */
 function answerText(answer, byMarker, onOpen) {
   const text = answer.answer || "";
-  const box = el("div", { className: "answer-text", lang: langProp(text) });
+  // a computed answer: hovering or selecting it lights its operands too (computation.js)
+  const operands = answer.computation && Array.isArray(answer.computation.operands) ? answer.computation.operands : [];
+  const lights = operands.length ? { lights: operands.map((_, index) => index).join(" ") } : {};
+  const box = el("div", { className: "answer-text", lang: langProp(text), data: lights });
   const sentences = Array.isArray(answer.sentences) ? answer.sentences : [];
   let cursor = 0;
   for (const sentence of sentences) {
@@ -275,6 +282,7 @@ export function renderAnswer(answer, { onOpen, stored = false, elapsed = null, a
     el("p", { className: "question", lang: langProp(asked ?? answer.question) }, asked ?? answer.question),
     searchedFor(asked ?? answer.question, searched),
     answerText(answer, byMarker, onOpen),
+    answer.grounded ? renderComputation(answer, byMarker, root, (item, label) => citationLink(item, label, onOpen)) : null,
     verdict(answer),
   );
   const sentences = Array.isArray(answer.sentences) ? answer.sentences : [];

@@ -19,6 +19,40 @@ async function load(path) {
   return doc;
 }
 
+/** The stored text of the document at ``path`` (document_text.v1), kept for the next few asked. */
+export function documentText(path) {
+  return load(path);
+}
+
+/**
+ * Light a computation's operands in the viewer, when it shows ``path`` (else nothing): ``marks`` are
+ * {n, places}, a line and where its numbers are written in its text ([start, end, ...]); the lines lit before go out.
+ */
+export function lightLines(path, marks) {
+  const viewer = byId("viewer");
+  if (viewer.hidden || viewer.dataset.path !== path) return;
+  const box = byId("viewer-lines");
+  for (const row of box.querySelectorAll(".line.operand")) {
+    row.classList.remove("operand");
+    row.replaceChildren(row.textContent);
+  }
+  for (const { n, places } of marks) {
+    const row = box.querySelector(`.line[data-n="${Number(n)}"]`);
+    if (!row) continue;
+    const text = row.textContent;
+    const parts = [];
+    let cursor = 0;
+    for (const [start, end] of places) {
+      if (start < cursor || end > text.length) continue;
+      parts.push(text.slice(cursor, start), el("mark", { className: "operand-number" }, text.slice(start, end)));
+      cursor = end;
+    }
+    parts.push(text.slice(cursor));
+    row.classList.add("operand");
+    fill(row, parts);
+  }
+}
+
 /** Forget the stored text of documents (after an upload or a delete). */
 export function forgetDocuments() {
   cache.clear();
