@@ -22,6 +22,7 @@ import httpx
 import jsonschema
 import pytest
 
+from kb_core.bounds import LIST_LIMIT
 from kb_core.testing import default_ctrl_c
 from kb_serve import running
 from kb_serve.openapi import kb_schema, own_schema
@@ -210,7 +211,7 @@ def test_stored_answers_are_listed_newest_first_and_reopen_with_their_citations(
 
         assert http.get("/answers/ans_0000000000000000").status_code == 404
         assert http.get("/answers/not-an-id").status_code == 404
-        for limit in ("0", "1001", "x", "-1"):
+        for limit in ("0", str(int(LIST_LIMIT.high) + 1), "x", "-1"):
             assert http.get("/answers", params={"limit": limit}).status_code == 400, limit
 
 
