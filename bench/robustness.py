@@ -68,12 +68,12 @@ KB = str(Path(sys.executable).parent / "kb")
 PLUGINS = "kb_core.testing.indexes:TestIndexesPlugin,kb_core.testing.language_models:ScriptedPlugin"
 #: Each surface's share of ``--examples`` (a process costs a second or more: fewer of them).
 SHARES = {
-    "cli": 0.3,
+    "cli": 0.315,
     "config": 0.13,
     "env": 0.08,
     "ignore": 0.08,
     "citations": 0.12,
-    "process": 0.02,
+    "process": 0.005,
     "http": 0.22,
     "mcp": 0.05,
 }

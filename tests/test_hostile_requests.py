@@ -70,7 +70,7 @@ def test_the_library_refuses_what_the_cli_refuses(make_kb: Callable[..., Knowled
     ):
         with pytest.raises(KbError):
             search(kb, query)
-    with pytest.raises(KbError, match="at most"):
+    with pytest.raises(KbError, match="is not a whole number from 1 to 1,000"):
         ask(kb, "why?", AskOptions(k=LIMITS.k + 1))
 
 

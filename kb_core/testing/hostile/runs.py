@@ -132,9 +132,10 @@ def limit_memory(limit: int = MEMORY_LIMIT_BYTES) -> Callable[[], None]:
 
 
 def runnable(args: Sequence[str]) -> bool:
-    """Whether ``args`` can be a process's arguments (no NUL; surrogates only as undecodable bytes)."""
+    """Whether ``args`` can be a process's arguments (no NUL; surrogates only as undecodable bytes; none past
+    Linux's 128 KiB for one argument, which the system refuses with E2BIG before kb runs)."""
     try:
-        return all("\x00" not in a and b"\x00" not in os.fsencode(a) for a in args)
+        return all("\x00" not in a and b"\x00" not in (raw := os.fsencode(a)) and len(raw) < 131_072 for a in args)
     except UnicodeEncodeError:
         return False
 

@@ -85,7 +85,14 @@ class KbServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """Call a tool; arguments of the wrong type or shape are a one-line tool error, not pydantic's report."""
+        """Call a tool; an unknown tool, or arguments of the wrong type or shape, are a one-line tool error worded
+        as the CLI's, not the SDK's or pydantic's."""
+        known = {tool.name for tool in await self.list_tools()}
+        if name not in known:
+            unknown = kb_core.NotFoundError(
+                f"no tool named {name[:60]!r}", hint=f"the tools: {', '.join(sorted(known))}"
+            )
+            return _error(error_line(unknown))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

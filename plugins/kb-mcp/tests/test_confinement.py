@@ -71,7 +71,11 @@ def test_configured_folders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.setenv("HOME", str(tmp_path))
     assert configured_folders(kb_core.Config()) == []
     assert configured_folders(config(["~/notes", "/srv/docs"])) == [tmp_path / "notes", Path("/srv/docs")]
-    for bad, message in ((["notes"], "not an absolute path"), ("~/notes", "must be a list"), ([3], "must be a list")):
+    for bad, message in (
+        (["notes"], "an absolute folder"),
+        ("~/notes", "is not a list of text"),
+        ([3], "is not a list of text"),
+    ):
         with pytest.raises(kb_core.ConfigError, match=message):
             configured_folders(config(bad))
 

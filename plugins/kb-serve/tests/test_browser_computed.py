@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from kb_core.answers import computed
 from kb_core.plugin import GenerateRequest
 from kb_core.testing import extractive
 
@@ -43,7 +42,7 @@ LIT_LINES = "Array.from(document.querySelectorAll('#answer .calc-line.lit')).map
 
 def calculator(request: GenerateRequest) -> list[str]:
     """The computation over the passage of the document the question is about; other requests answer extractively."""
-    if request.system != computed.SYSTEM:
+    if not request.system.startswith("You compute answers"):  # kb's computation prompt
         return extractive(request)
     wanted = "reports/sales.txt" if "Sensors" in request.user.rsplit("Question:", 1)[-1] else "reports/assets.txt"
     found = re.search(rf"\[#(\d+)\] {re.escape(wanted)}", request.user)
