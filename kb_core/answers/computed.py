@@ -93,7 +93,8 @@ _ASKING = frozenset(
     "what which how much many was were the and for from between during over than that this these those with "
     "change changes changed percentage percent difference average mean ratio proportion share increase "
     "increased decrease decreased growth rate sum combined compared year years fiscal amount amounts value "
-    "values number period respectively".split()
+    "values number period respectively january february march april june july august september october "
+    "november december end ended ending as at of in on to is are did does".split()
 )
 
 
@@ -279,11 +280,10 @@ def _fits(operand: Operand, passages: Mapping[int, str], question: str) -> bool:
 
 def _place_fits(lines: list[str], index: int, written: str, words: set[str], years: set[str]) -> bool:
     line = lines[index]
-    if "|" not in line:  # prose: the sentence (or its line) shares a word with the question
-        return bool(_words(line) & words) or not words
+    if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
+        return len(_words(line) & words) >= min(2, len(words))
     cells = line.split("|")
-    label = cells[0]
-    if not (_words(label) & words) and not _words_above(lines, index, words):
+    if not _names_row(_words(cells[0]), words) and not _names_row(_section_above(lines, index), words):
         return False
     column = next((i for i, cell in enumerate(cells) if written.strip() in cell), None)
     header = _header(lines, index)
@@ -293,13 +293,20 @@ def _place_fits(lines: list[str], index: int, written: str, words: set[str], yea
     return not heading_years or bool(heading_years & years)
 
 
-def _words_above(lines: list[str], index: int, words: set[str]) -> bool:
-    """Whether the section row above a table row (``Industrial Solutions: | | |``) shares a word with the question."""
+def _names_row(label: set[str], words: set[str]) -> bool:
+    """Whether a row labelled ``label`` is the one the question's ``words`` name: every word of the label is in the
+    question, or every word of the question in the label (a label of no words names nothing)."""
+    return bool(label) and (label <= words or words <= label)
+
+
+def _section_above(lines: list[str], index: int) -> set[str]:
+    """The words of the section row above a table row (``Industrial Solutions: | | |``), with the row's own."""
+    own = _words(lines[index].split("|")[0])
     for line in reversed(lines[:index]):
         cells = line.split("|")
         if all(not cell.strip() for cell in cells[1:]) and cells[0].strip():
-            return bool(_words(cells[0]) & words)
-    return False
+            return own | _words(cells[0])
+    return set()
 
 
 def _header(lines: list[str], index: int) -> list[str] | None:
