@@ -188,6 +188,7 @@ RULES: dict[str, Rule] = {
     "rag.verdict_no_share": SHARE,
     "rag.verdict_confidence": SHARE,
     "rag.unsupported_claims": text(UNSUPPORTED_POLICIES),
+    "rag.computations": FLAG,
     "conversations.standalone": text(STANDALONE_METHODS),
     "conversations.history_tokens": whole(0, MAX_CONTEXT_TOKENS, note="0 = none"),
     "indexes.enabled": Rule("texts", nonempty=True),

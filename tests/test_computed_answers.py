@@ -48,10 +48,14 @@ def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
     db.close()
 
 
-def _ask(store: StoreOfRecord, question: str, replies: Sequence[str], shown: list[str] | None = None) -> Answer:
+def _ask(
+    store: StoreOfRecord, question: str, replies: Sequence[str], shown: list[str] | None = None, *, on: bool = True
+) -> Answer:
     """``question`` answered over both chunks by a model that replies ``replies`` in turn (one per request)."""
     config = load_config(
-        kb_dir=store.kb_dir, overrides={"rag.max_chunks": 10, "rag.min_relative_score": 0.0}, environ={}
+        kb_dir=store.kb_dir,
+        overrides={"rag.max_chunks": 10, "rag.min_relative_score": 0.0, "rag.computations": on},
+        environ={},
     )
     hits = [Hit(c.chunk_id, c.doc_path, 0.9 - i / 10, i + 1, c.citation, c.heading_path) for i, c in enumerate(CHUNKS)]
     turns = iter(replies)
@@ -151,3 +155,11 @@ def test_explain_shows_the_computation_and_where_each_operand_is(
     out = capsys.readouterr().out
     assert "computation, worked out by kb: (914 - 918) / 918 * 100 = -0.44%" in out
     assert "[#1] line 4" in out and "a constant of the formula" in out
+
+
+def test_computations_are_off_by_default_and_the_question_takes_the_ordinary_path(store: StoreOfRecord) -> None:
+    assert load_config(kb_dir=store.kb_dir, environ={}).rag.computations is False
+    answer = _ask(
+        store, "What was the change in Appliances from 2018 to 2019?", ["Appliances were 680 [#1]."], on=False
+    )
+    assert answer.computation is None and answer.grounded and answer.prompt_template_version != ""

@@ -153,7 +153,7 @@ class RagPipeline:
         version = options.template_version or self.config.rag.prompt_template_version
         prompt = question_prompt(version, kind, question, history)
         trace_id = f"ret_{secrets.token_hex(4)}"
-        computes = kind.script == "latin" and asks_for_computation(question)
+        computes = self.config.rag.computations and kind.script == "latin" and asks_for_computation(question)
         return QuestionRun(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind, computes)
 
     def _retrieve(self, run: QuestionRun) -> list[Hit]:

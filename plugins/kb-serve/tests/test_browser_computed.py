@@ -52,7 +52,7 @@ def calculator(request: GenerateRequest) -> list[str]:
 @pytest.fixture
 def served(start_server: Callable[..., Any]) -> Any:
     """A server over the corpus and the two reports, its model :func:`calculator`."""
-    server = start_server(script=calculator)
+    server = start_server(script=calculator, overrides={"rag.computations": True})
     with server.client() as http:
         files = [
             ("file", (path, text.encode(), "text/plain"))
