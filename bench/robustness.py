@@ -102,7 +102,8 @@ class Bench:
             raise SystemExit(f"the corpus did not ingest: {outcome.detail}")
         (folder / "sandbox").mkdir()
         documents = tuple(str(p.relative_to(CORPUS)) for p in sorted(CORPUS.rglob("*")) if p.is_file())
-        self.places = Places(folder / "sandbox", folder / "kb", documents, (CORPUS / "notes",))
+        notes = shutil.copytree(CORPUS / "notes", folder / "notes")  # a copy: a generated --kb may name the folder
+        self.places = Places(folder / "sandbox", folder / "kb", documents, (notes,))
         self.restore()
         base = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
         self.process_env = base | {

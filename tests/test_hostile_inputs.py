@@ -51,7 +51,8 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Places]:
     documents = tuple(str(p.relative_to(CORPUS)) for p in sorted(CORPUS.rglob("*")) if p.is_file())
     sandbox = root / "sandbox"
     sandbox.mkdir()
-    yield Places(sandbox=sandbox, kb_dir=kb_dir, documents=documents, folders=(CORPUS / "notes",))
+    notes = shutil.copytree(CORPUS / "notes", root / "notes")  # a copy: a generated --kb may name the folder
+    yield Places(sandbox=sandbox, kb_dir=kb_dir, documents=documents, folders=(notes,))
     reset_registry(saved)
 
 
