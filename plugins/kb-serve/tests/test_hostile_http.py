@@ -32,7 +32,9 @@ from kb_serve.openapi import document
 KB = str(Path(sys.executable).parent / "kb")
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
 DOCUMENTS = tuple(str(p.relative_to(CORPUS)) for p in sorted(CORPUS.rglob("*")) if p.is_file())
-SOME = settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+SOME = settings(
+    max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)  # the same requests every run: the coverage asserted below cannot depend on the draw
 FEW = settings(max_examples=6, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
