@@ -28,7 +28,7 @@ TABLE = f"""Net sales by segment were as follows:
 | 2019 | 2018 | 2017
 | | (in millions) |
 Sensors | 914 | 918 | 814
-Energy {HOSTILE} | 699 | 712 | 685
+Energy | 699 | 712 | {HOSTILE}
 Appliances | 680 | 774 | 676
 Total | $ 13,448 | $ 13,988 | $ 12,185
 """
@@ -87,7 +87,7 @@ def test_hovering_a_computed_result_lights_its_operands_lines_and_cells(
     assert tab.page.evaluate(LIT_LINES) == ["4", "5"]  # the document's lines 4 and 5 (Sensors, Energy)
     expect(answer.locator(".calc-operand.lit")).to_have_count(2)
     # the hostile label is the row's text: no element was made of it, nothing ran
-    expect(answer.locator("tr.calc-line[data-n='5'] td").nth(1)).to_have_text(f"Energy {HOSTILE}")
+    expect(answer.locator("tr.calc-line[data-n='5'] td").nth(4)).to_have_text(HOSTILE)  # shown as text
     assert answer.locator(".computation img").count() == 0
     assert tab.page.title() != "1"
     tab.page.screenshot(path=str(tmp_path / "computed-answer.png"))
@@ -109,12 +109,12 @@ def test_hovering_a_computed_result_lights_its_operands_lines_and_cells(
     assert [rows.nth(i).get_attribute("data-n") for i in range(2)] == ["4", "5"]
     marks = tab.page.locator("#viewer-lines mark.operand-number")
     assert [marks.nth(i).text_content() for i in range(marks.count())] == ["914", "699"]
-    expect(rows.nth(1)).to_have_text(f"Energy {HOSTILE} | 699 | 712 | 685")
+    expect(rows.nth(1)).to_have_text(f"Energy | 699 | 712 | {HOSTILE}")
     tab.page.screenshot(path=str(tmp_path / "computed-answer-viewer.png"))
     tab.page.mouse.move(5, 5)
     expect(tab.page.locator("#viewer-lines .line.operand")).to_have_count(0)
     expect(marks).to_have_count(0)  # the lines are their text again
-    expect(tab.page.locator("#viewer-lines .line[data-n='5']")).to_have_text(f"Energy {HOSTILE} | 699 | 712 | 685")
+    expect(tab.page.locator("#viewer-lines .line[data-n='5']")).to_have_text(f"Energy | 699 | 712 | {HOSTILE}")
     assert tab.page.locator("#viewer-lines img").count() == 0
     tab.check_clean()
 
