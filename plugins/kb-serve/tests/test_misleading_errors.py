@@ -22,7 +22,7 @@ from urllib.parse import quote_from_bytes
 import httpx
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from kb_serve_chat import FIRST, FOLLOW_UP, conversing
 
@@ -199,6 +199,8 @@ def test_invalid_utf8_escapes_in_a_path_or_query_are_a_400_on_every_route(start_
     text=st.text(max_size=8),
 )
 def test_any_bytes_in_a_target_are_read_as_utf8_or_refused(raw: bytes, escaped: bool, where: str, text: str) -> None:
+    # a raw '?' in a raw path starts its query string, which the guard reads from query_string
+    assume(escaped or where != "raw_path" or b"?" not in raw)
     sent = quote_from_bytes(raw, safe="/=&").encode() if escaped else raw
     sent = quote_from_bytes(text.encode("utf-8", "surrogatepass"), safe="").encode() + sent
     scope = {"type": "http", "path": "/x", "raw_path": b"/x", "query_string": b"", where: b"/x" + sent}
