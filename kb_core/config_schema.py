@@ -23,7 +23,7 @@ import attrs
 
 from kb_core.answers.prompts import AUTO, TEMPLATES
 from kb_core.answers.validation import UNSUPPORTED_POLICIES
-from kb_core.bounds import FILE_BYTES, SEED, TEMPERATURE, Bound, K, shown
+from kb_core.bounds import FILE_BYTES, SEED, TEMPERATURE, Bound, K, shown, spelt
 from kb_core.bounds import THREADS as THREAD_COUNT
 from kb_core.bounds import TIMEOUT_S as TIMEOUT_SECONDS
 from kb_core.errors import ConfigError
@@ -284,17 +284,13 @@ def _prefixes(key: str) -> list[str]:
 
 
 def _in_range(value: Any, low: float | None, high: float | None, *, whole: bool = False) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
-        return False
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    return (low is None or value >= low) and (high is None or value <= high)
+    """Whether ``value`` is a number of the kind within ``low``..``high`` (None: unbounded), as a Bound says."""
+    bounds = (-math.inf if low is None else low, math.inf if high is None else high)
+    return Bound("", "whole" if whole else "number", *bounds).holds(value)
 
 
 def _number(value: float | None) -> str:
-    if value is None:
-        return "any"
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+    return "any" if value is None else spelt(value)
 
 
 @attrs.frozen

@@ -202,14 +202,13 @@ class RagPipeline:
         entries = [entry for _, entry in packed]
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
+        packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         if run.computed:
-            packed_by_marker = {m: chunks[i.chunk_id] for m, i in by_marker.items()}
-            worked_out = self._compute(run, llm, entries, items, packed_by_marker, on_token)
+            worked_out = self._compute(run, llm, entries, items, packed_chunks, on_token)
             if worked_out is not None:
                 return worked_out
         prompt, request = self._request(run, entries, constrained)
         raw, done, first_token_ms, generation_ms = stream_answer(llm, request, on_token, run.started)
-        packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
         if done.finish_reason == "error":

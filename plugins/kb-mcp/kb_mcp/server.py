@@ -87,18 +87,18 @@ class KbServer(MCPServer):
     ) -> CallToolResult | InputRequiredResult:
         """Call a tool; an unknown tool, or arguments of the wrong type or shape, are a one-line tool error worded
         as the CLI's, not the SDK's or pydantic's."""
-        known = {tool.name for tool in await self.list_tools()}
-        if name not in known:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                return _error(error_line(invalid_arguments(name, exc.__cause__)))
+            known = {tool.name for tool in await self.list_tools()}  # asked only when a call fails
+            if name in known:
+                raise
             unknown = kb_core.NotFoundError(
                 f"no tool named {name[:60]!r}", hint=f"the tools: {', '.join(sorted(known))}"
             )
             return _error(error_line(unknown))
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
-                raise
-            return _error(error_line(invalid_arguments(name, exc.__cause__)))
 
 
 def invalid_arguments(tool: str, error: ValidationError) -> kb_core.KbError:
