@@ -126,7 +126,8 @@ def good_values(rule: Rule) -> st.SearchStrategy[Any]:
     if rule.kind == "path":
         return st.from_regex(r"[A-Za-z0-9_./ -]{0,30}", fullmatch=True)  # any text resolves ("~user" may not)
     if rule.kind == "texts":
-        return st.lists(TEXT.filter(lambda t: bool(t) or not rule.nonempty), max_size=3)
+        usable = (lambda t: not rule.item_problem(t)) if rule.item_problem else (lambda t: True)  # noqa: E731
+        return st.lists(TEXT.filter(lambda t: (bool(t) or not rule.nonempty) and usable(t)), max_size=3)
     if rule.kind == "gates":
         return st.dictionaries(st.sampled_from(SEARCH_MODES), st.floats(0, 1) | st.sampled_from([0, 1]), max_size=3)
     assert rule.kind == "tables", f"no good values for kind {rule.kind!r}: add them here"
