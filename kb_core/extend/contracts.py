@@ -73,6 +73,33 @@ class OcrEngine(Protocol):
     def read(self, image: OcrImage) -> list[OcrLine]: ...
 
 
+@attrs.frozen
+class RenderedPage:
+    """A page of a document as an image to show: the encoded ``data``, its ``media_type``
+    (``image/png`` or ``image/jpeg``) and its size in pixels."""
+
+    data: bytes = attrs.field(repr=lambda data: f"<{len(data)} bytes>")
+    media_type: str
+    width: int
+    height: int
+
+
+@runtime_checkable
+class PageRenderer(Protocol):
+    """An optional Parser capability: a page of a file it reads, as an image to show (a scanned PDF
+    page, a photo), for a front end to show a citation's region on it.
+
+    ``render_page`` gives page ``page`` (1-based, as ``metadata["ocr"]["pages"]`` numbers them) of
+    the file's bytes ``data``, upright, its long side at most ``max_side`` pixels, encoded anew
+    (never the file's own bytes). The parser applies its own limits, as when it parses (the pixels it
+    decodes at most: a JPEG may be decoded smaller); a page it cannot render (no such page, damaged,
+    over a limit, a renderer missing) is a :class:`~kb_core.errors.KbError` of one line. A front end
+    may call it in a child process (kb-serve does, with the parser pickled), so the parser pickles.
+    """
+
+    def render_page(self, data: bytes, path: str, page: int, *, max_side: int) -> RenderedPage: ...
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """Turns text into unit-length vectors; counts tokens with the model's own tokenizer.
