@@ -21,8 +21,6 @@ from typing import Any, Literal
 
 import attrs
 
-from kb_core.answers.prompts import AUTO, TEMPLATES
-from kb_core.answers.validation import UNSUPPORTED_POLICIES
 from kb_core.bounds import FILE_BYTES, SEED, TEMPERATURE, Bound, K, shown, spelt
 from kb_core.bounds import THREADS as THREAD_COUNT
 from kb_core.bounds import TIMEOUT_S as TIMEOUT_SECONDS
@@ -30,6 +28,19 @@ from kb_core.errors import ConfigError
 from kb_core.ingest.ignores import ignore_line_problem
 from kb_core.types import SEARCH_MODES, STANDALONE_METHODS
 
+#: ``[rag] prompt_template_version``: ``auto`` (the default template in the question's language) or a
+#: template's version, the keys of ``kb_core.answers.prompts.TEMPLATES`` (tests/test_import_graph.py ties them).
+#: Here, not in ``answers/``, so that the configuration imports no wing above it.
+AUTO = "auto"
+TEMPLATE_VERSIONS = (
+    *("rag-v1", "rag-v1-en"),
+    *("rag-v2", "rag-v2-ko", "rag-v2-zh"),
+    *("rag-v3", "rag-v3-ko", "rag-v3-zh"),
+    *("rag-v4", "rag-v4-ko", "rag-v4-zh"),
+    "rag-v5",
+)
+#: ``[rag] unsupported_claims``: refuse an answer with a claim nothing packed supports, or drop the claim.
+UNSUPPORTED_POLICIES = ("refuse", "drop")
 #: The fewest tokens a chunk may have (``kb_core.ingest.chunker.ChunkLimits``), and the most a chunk may be set to.
 MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS = 8, 8192
 #: The largest context window (and so token budget) a setting may name: 2^20 tokens.
@@ -180,7 +191,7 @@ RULES: dict[str, Rule] = {
     "rag.score_gate": number(0, 1, optional=True),
     "rag.score_gates": Rule("gates", 0, 1),
     "rag.max_context_tokens": whole(64, MAX_CONTEXT_TOKENS),
-    "rag.prompt_template_version": text((AUTO, *TEMPLATES)),
+    "rag.prompt_template_version": text((AUTO, *TEMPLATE_VERSIONS)),
     "rag.constrained": FLAG,
     "rag.max_chunks": bounded(K),
     "rag.min_relative_score": SHARE,

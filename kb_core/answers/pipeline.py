@@ -49,9 +49,10 @@ from kb_core.answers.prompts import question_prompt
 from kb_core.answers.questions import kind_of, verdict_of
 from kb_core.answers.run import AskOptions, QuestionRun, citation_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
-from kb_core.answers.validation import UNSUPPORTED_POLICIES, Verdict, validate
+from kb_core.answers.validation import Verdict, validate
 from kb_core.answers.verdicts import state_verdict, verdict_opening
 from kb_core.config import Config
+from kb_core.config_schema import UNSUPPORTED_POLICIES
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
 from kb_core.extend.contracts import LanguageModel

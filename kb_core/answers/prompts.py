@@ -25,6 +25,7 @@ import re
 import attrs
 
 from kb_core.answers.questions import QuestionKind
+from kb_core.config_schema import AUTO
 from kb_core.errors import KbError
 
 
@@ -321,7 +322,6 @@ TEMPLATES: dict[str, PromptTemplate] = {
         RAG_V5,
     )
 }
-AUTO = "auto"
 #: What ``auto`` answers with, by the question's script: the one place the defaults are chosen.
 AUTO_TEMPLATES: dict[str, PromptTemplate] = {"hangul": RAG_V4_KO, "han": RAG_V4_ZH, "latin": RAG_V5}
 

@@ -28,7 +28,6 @@ from kb_core.answers.prompts import is_refusal
 from kb_core.types import RefusalReason, SentenceSupport
 
 _SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or digit outside the citation markers
-UNSUPPORTED_POLICIES = ("refuse", "drop")
 
 
 @attrs.frozen(kw_only=True)
