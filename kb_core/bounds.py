@@ -25,14 +25,18 @@ import attrs
 from kb_core.errors import KbError
 
 __all__ = [
+    "CELL",
+    "CHAPTER",
     "FILE_BYTES",
     "LINE",
     "LIST_LIMIT",
+    "MESSAGE_BYTES",
     "PAGE",
     "PORT",
     "QUERY_CACHE",
     "QUEUE",
     "SEED",
+    "SLIDE",
     "TEMPERATURE",
     "THREADS",
     "TIMEOUT_S",
@@ -130,6 +134,10 @@ LIST_LIMIT = whole("limit", 1, 1_000_000)
 LINE = whole("line", 1, 1_000_000_000)
 #: A page number in a citation (``#page=3``) or a page image's URL.
 PAGE = whole("page", 1, 1_000_000)
+#: A slide, chapter or notebook cell in a citation (``#slide=7&``, ``#chapter=3&``, ``#cell=12&``): as a page.
+SLIDE = whole("slide", 1, 1_000_000)
+CHAPTER = whole("chapter", 1, 1_000_000)
+CELL = whole("cell", 1, 1_000_000)
 #: A coordinate of a region's box in a citation (``xywh=72,140,300,40``), in the page's units (points, pixels).
 BOX = whole("xywh", 0, 1_000_000_000)
 #: A timeout in seconds (0 = no limit): a day at most.
@@ -146,6 +154,9 @@ PORT = whole("port", 0, 65_535)
 QUEUE = whole("queue", 0, 256, note="0 = none wait")
 #: Bytes of one file, or of one upload request (kb serve's --max-file-bytes, --max-upload-bytes): 4 GB at most.
 FILE_BYTES = whole("bytes", 1, 4_000_000_000)
+#: Bytes of one mail message kb reads (an mbox's message, an ``.eml`` file), its attachments included: a mail
+#: system's 25 MB attachment limit is about 34 MB once encoded. A larger message is reported and skipped.
+MESSAGE_BYTES = whole("bytes of a mail message", 1, 64_000_000)
 #: Query vectors ``kb serve`` keeps for repeated searches (each a few kilobytes; 0 = none).
 QUERY_CACHE = whole("cached queries", 0, 100_000, note="0 = none")
 #: Rules one ignore list may hold (a folder's ``.kbignore``, ``[ingest] ignore``): each is tried on every file.

@@ -40,7 +40,7 @@ def init_kb(kb: KnowledgeBase) -> dict[str, Any]:
     return {"kb_dir": str(kb.directory), "schema": kb.store.schema_version, "documents": kb.store.count_documents()}
 
 
-_CITATION_SHAPED = re.compile(r"#(?:L-?\d|page=)")
+_CITATION_SHAPED = re.compile(r"#(?:L-?\d|(?:page|slide|chapter|cell)=)")
 
 
 def inspect_target(kb: KnowledgeBase, target: str) -> tuple[str, Any]:

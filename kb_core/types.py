@@ -34,15 +34,21 @@ class CitationError(KbError, ValueError):
 
 
 #: What follows ``#`` in every citation kb prints: its lines (``L12-L34``), after the page they lie on
-#: (``page=3&``, ``kb pages``) and the region OCR read them in (``page=3&xywh=72,140,300,40&``). A sign is
-#: matched so that ``L-1`` is refused as a line out of bounds rather than as another form.
+#: (``page=3&``, ``kb pages``) or the slide, chapter or notebook cell (``slide=7&``, ``chapter=3&``,
+#: ``cell=12&``: a part of a deck, e-book or notebook, counted as pages are) and the region OCR read them in
+#: (``page=3&xywh=72,140,300,40&``). A sign is matched so that ``L-1`` is refused as a line out of bounds
+#: rather than as another form.
 _FRAGMENT = re.compile(
-    r"(?:page=(-?[0-9]+)&)?(?:xywh=(-?[0-9]+),(-?[0-9]+),(-?[0-9]+),(-?[0-9]+)&)?L(-?[0-9]+)-L(-?[0-9]+)"
+    r"(?:(page|slide|chapter|cell)=(-?[0-9]+)&)?(?:xywh=(-?[0-9]+),(-?[0-9]+),(-?[0-9]+),(-?[0-9]+)&)?"
+    r"L(-?[0-9]+)-L(-?[0-9]+)"
 )
+#: The bound of each part a citation may name before its lines.
+_PARTS = {"page": bounds.PAGE, "slide": bounds.SLIDE, "chapter": bounds.CHAPTER, "cell": bounds.CELL}
 #: Digits read of a number in a citation: more is out of every bound (and ``int()`` of 4,301 digits raises).
 _MAX_DIGITS = 20
-_PAGE_HINT = "leave the page out: kb pages finds it from the lines"
-_CITATION_HINT = "give a citation as kb prints it, like report.pdf#L8-L15 or scan.pdf#page=2&L8-L15"
+_CITATION_HINT = (
+    "give a citation as kb prints it, like report.pdf#L8-L15, scan.pdf#page=2&L8-L15 or deck.pptx#slide=2&L8-L15"
+)
 
 
 @attrs.frozen
@@ -58,29 +64,35 @@ class Citation:
 
     @classmethod
     def parse(cls, text: str, page_count: Callable[[str], int | None] | None = None) -> Citation:
-        """Parse any citation kb prints: ``path#L12-L34``, ``path#page=3&L12-L34`` or
-        ``path#page=3&xywh=72,140,300,40&L12-L34``; a :class:`CitationError` for anything else.
+        """Parse any citation kb prints: ``path#L12-L34``, ``path#page=3&L12-L34``,
+        ``path#page=3&xywh=72,140,300,40&L12-L34``, or with a slide, chapter or notebook cell in place of
+        the page (``deck.pptx#slide=7&L40-L52``, ``book.epub#chapter=3&L9-L20``, ``nb.ipynb#cell=4&L8-L9``);
+        a :class:`CitationError` for anything else.
 
-        Lines, pages and box coordinates are held to :data:`kb_core.bounds.LINE`, ``PAGE`` and ``BOX``
-        (the work is linear in the text's length). ``page_count``, when given, says how many pages the
-        document at a path has (0: none; None: unknown), and a page it does not have is refused.
+        Lines, pages (slides, chapters, cells) and box coordinates are held to
+        :data:`kb_core.bounds.LINE`, ``PAGE`` (``SLIDE``, ``CHAPTER``, ``CELL``) and ``BOX`` (the work is
+        linear in the text's length). ``page_count``, when given, says how many pages (or parts) the
+        document at a path has (0: none; None: unknown), and one it does not have is refused.
         """
         path, _sep, fragment = text.rpartition("#")
         found = _FRAGMENT.fullmatch(fragment) if path else None
         if found is None:
             raise CitationError(f"not a citation: {bounds.shown(text)}", hint=_CITATION_HINT)
-        page_text, *box_text, start_text, end_text = found.groups()
+        unit, page_text, *box_text, start_text, end_text = found.groups()
         start, end = (_bounded(n, bounds.LINE, "line", text) for n in (start_text, end_text))
         if start > end:
             raise CitationError(f"L{start}-L{end} in {bounds.shown(text)} starts after it ends", hint=_CITATION_HINT)
         for number in box_text if box_text[0] is not None else ():
             _bounded(number, bounds.BOX, "xywh", text)
-        if page_text is not None:
-            page = _bounded(page_text, bounds.PAGE, "page", text)
+        if unit is not None and page_text is not None:
+            page = _bounded(page_text, _PARTS[unit], unit, text)
             pages = page_count(path) if page_count is not None else None
             if pages is not None and page > pages:
-                has = f"has {pages:,} page{'' if pages == 1 else 's'}" if pages else "has no pages"
-                raise CitationError(f"page={page} is not a page of {bounds.shown(path)}: it {has}", hint=_PAGE_HINT)
+                has = f"has {pages:,} {unit}{'' if pages == 1 else 's'}" if pages else f"has no {unit}s"
+                raise CitationError(
+                    f"{unit}={page} is not a {unit} of {bounds.shown(path)}: it {has}",
+                    hint=f"leave the {unit} out: kb pages finds it from the lines",
+                )
         return cls(path, start, end)
 
 

@@ -59,10 +59,16 @@ def content_of(kind: str, lines: Sequence[Line]) -> Content:
 
 @attrs.frozen
 class Page:
-    """The items of one page (``number`` None for formats without pages, such as DOCX)."""
+    """The items of one page (``number`` None for formats without pages, such as DOCX).
+
+    A deck's slide, an e-book's chapter or a notebook's cell is a page too, named by ``unit``
+    (``Slide 3``); a ``fresh`` page starts without the headings of the pages before it.
+    """
 
     number: int | None
     items: tuple[Heading | Content, ...]
+    unit: str = "Page"
+    fresh: bool = False
 
 
 @attrs.frozen
@@ -74,9 +80,9 @@ class Assembled:
     line_count: int
 
 
-def page_label(number: int) -> str:
+def page_label(number: int, unit: str = "Page") -> str:
     """The text of a page's first line and the first entry of its blocks' heading paths."""
-    return f"Page {number}"
+    return f"{unit} {number}"
 
 
 def page_of_line(page_lines: Sequence[int], line: int) -> int | None:
@@ -87,6 +93,12 @@ def page_of_line(page_lines: Sequence[int], line: int) -> int | None:
 
 def _clean(text: str) -> str:
     return " ".join(text.split())
+
+
+def _code(text: str) -> str:
+    """A line of code: its indentation kept (tabs as four spaces), other runs of space as they are."""
+    line = text.expandtabs(4).rstrip()
+    return line if line.strip() else ""
 
 
 def assemble(pages: Iterable[Page]) -> Assembled:
@@ -112,7 +124,9 @@ def assemble(pages: Iterable[Page]) -> Assembled:
         above, ending = (ending if page.number is not None else None), None
         if page.number is not None:
             line += 1
-            label = (page_label(page.number),)
+            label = (page_label(page.number, page.unit),)
+            if page.fresh:
+                stack.clear()
             page_lines.append(line)
             pending.append((line, label[0], path()))
         for item in page.items:
@@ -127,7 +141,7 @@ def assemble(pages: Iterable[Page]) -> Assembled:
                 pending.append((line, text, path()))
                 above = ending = None  # a heading starts something new
                 continue
-            lines = [_clean(t) for t in item.lines]
+            lines = [_code(t) if item.kind == "code" else _clean(t) for t in item.lines]
             lines = [t for t in lines if t]
             if not lines:
                 continue

@@ -3,7 +3,10 @@
 kb cites ``report.pdf#L8-L15`` (lines of the parsed text). For a PDF, this command prints
 ``report.pdf#page=2&L8-L15``: ``#page=2`` is the standard PDF open parameter (RFC 8118) that
 browsers and PDF viewers honour, and the line span stays as it was, so the link still names the
-exact lines. Documents without pages (DOCX, Markdown) keep their citation unchanged.
+exact lines. Documents without pages (DOCX, Markdown) keep their citation unchanged. A deck, an
+e-book or a notebook names its slide, chapter or cell the same way (``metadata["page_unit"]``,
+:mod:`kb_documents.parts`): ``deck.pptx#slide=7&L40-L52``, ``book.epub#chapter=3&L9-L20``,
+``analysis.ipynb#cell=4&L30-L41``.
 
 A citation into a page read by OCR also names the region its lines cover on that page (the W3C
 media fragment ``xywh``, in the page's units: points for a PDF, pixels for an image), from
@@ -42,6 +45,7 @@ class PageCitation:
     last_page: int | None
     link: str
     region: dict[str, int] | None = None
+    unit: str = "page"
 
 
 def parse_citation(text: str, page_count: Callable[[str], int | None] | None = None) -> Citation:
@@ -51,17 +55,17 @@ def parse_citation(text: str, page_count: Callable[[str], int | None] | None = N
     return Citation.parse(text.strip(), page_count)
 
 
-def page_link(citation: Citation, page_lines: Sequence[int], ocr: object = None) -> PageCitation:
+def page_link(citation: Citation, page_lines: Sequence[int], ocr: object = None, unit: str = "page") -> PageCitation:
     """The pages of ``citation`` given the document's ``page_lines`` (empty for a document without pages),
     and the region of its lines when ``ocr`` (``metadata["ocr"]``) has their boxes.
 
     The region is the core's own (:func:`kb_core.commands.region_of`, what ``kb ask`` names): the
     box around the cited lines OCR read on the first page they reach. The link names that page with
-    its ``xywh``; without a region, the page of the citation's first line."""
+    its ``xywh``; without a region, the page (``unit``: slide, chapter, cell) of the citation's first line."""
     first = page_of_line(page_lines, citation.start_line) if page_lines else None
     last = page_of_line(page_lines, citation.end_line) if page_lines else None
     found = region_of({"ocr": ocr}, citation.start_line, citation.end_line)
-    parts = [] if first is None else [f"page={first}"]
+    parts = [] if first is None else [f"{unit}={first}"]
     region = None
     if found is not None:
         x, y, w, h = found.box
@@ -69,7 +73,9 @@ def page_link(citation: Citation, page_lines: Sequence[int], ocr: object = None)
         parts = [found.fragment()]
     parts.append(f"L{citation.start_line}-L{citation.end_line}")
     link = f"{citation.path}#{'&'.join(parts)}"
-    return PageCitation(str(citation), citation.path, citation.start_line, citation.end_line, first, last, link, region)
+    return PageCitation(
+        str(citation), citation.path, citation.start_line, citation.end_line, first, last, link, region, unit
+    )
 
 
 def resolve(store: Any, texts: Sequence[str]) -> list[PageCitation]:
@@ -80,7 +86,8 @@ def resolve(store: Any, texts: Sequence[str]) -> list[PageCitation]:
         document = store.get_document(citation.path)
         if document is None:
             raise NotFoundError(f"no document at {citation.path!r}", hint="see 'kb list' for the stored paths")
-        found.append(page_link(citation, _page_lines(document.metadata), document.metadata.get("ocr")))
+        metadata = document.metadata
+        found.append(page_link(citation, _page_lines(metadata), metadata.get("ocr"), _unit(metadata)))
     return found
 
 
@@ -90,6 +97,12 @@ def _page_lines(metadata: dict[str, Any]) -> list[int]:
     if not isinstance(page_lines, list) or not all(type(n) is int for n in page_lines):
         return []
     return page_lines
+
+
+def _unit(metadata: dict[str, Any]) -> str:
+    """What the document's pages are: ``page``, or a deck's ``slide``, a book's ``chapter``, a notebook's ``cell``."""
+    unit = metadata.get("page_unit")
+    return unit if unit in ("slide", "chapter", "cell") else "page"
 
 
 def _page_count(document: Any) -> int | None:
@@ -102,9 +115,9 @@ def _human(found: Sequence[PageCitation]) -> None:
         if item.first_page is None:
             click.echo(f"{item.link}  (no pages)")
         elif item.first_page == item.last_page:
-            click.echo(f"{item.link}  (page {item.first_page})")
+            click.echo(f"{item.link}  ({item.unit} {item.first_page})")
         else:
-            click.echo(f"{item.link}  (pages {item.first_page}-{item.last_page})")
+            click.echo(f"{item.link}  ({item.unit}s {item.first_page}-{item.last_page})")
 
 
 @click.command("pages")

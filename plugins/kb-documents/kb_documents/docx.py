@@ -10,16 +10,10 @@ costs nothing.
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 from collections.abc import Iterator
 from pathlib import PurePosixPath
-from xml.etree import ElementTree
-from xml.etree.ElementTree import Element, ParseError
-
-import defusedxml
-import defusedxml.ElementTree as SafeET
+from xml.etree.ElementTree import Element
 
 from kb_core import KbError
 from kb_core.bounds import digits_value
@@ -27,52 +21,13 @@ from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
 from kb_documents.limits import Limits
-from kb_documents.office import BOMB_HINT, OLE_MAGIC, check_archive
+from kb_documents.office import OLE_MAGIC, Parts, check_archive, damaged, open_zip
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 DOCUMENT = "word/document.xml"
 STYLES = "word/styles.xml"
 CORE = "docProps/core.xml"
 _HEADING_NAME = re.compile(r"heading\s*(\d)", re.IGNORECASE)
-_XML_ENCODING = re.compile(rb"\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
-
-
-def _bounded_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    with archive.open(info) as member:
-        data = member.read(limit + 1)
-    if len(data) > limit:
-        raise KbError(f"{info.filename} in the .docx inflates past {limit} bytes", hint=BOMB_HINT)
-    return data
-
-
-def _plain_utf8(data: bytes) -> bool:
-    """UTF-8 (or ASCII) XML without a DTD: nothing for an entity attack to hide in (as Word writes every part)."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if data[:4].count(0) or data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return False
-    declared = _XML_ENCODING.match(data[:256])
-    if declared and declared.group(1).lower() not in (b"utf-8", b"utf8", b"us-ascii", b"ascii"):
-        return False
-    return b"<!DOCTYPE" not in data and b"<!ENTITY" not in data
-
-
-def _xml(data: bytes, name: str) -> Element:
-    """Parse one part: plain UTF-8 without a DTD through the C parser, anything else through defusedxml."""
-    try:
-        if _plain_utf8(data):
-            return ElementTree.fromstring(data)
-        return SafeET.fromstring(data)
-    except defusedxml.DefusedXmlException as exc:
-        raise KbError(
-            f"{name} in the .docx uses XML entities or a DTD, which kb refuses ({type(exc).__name__})",
-            hint="save the document again from a word processor",
-        ) from None
-    except ParseError as exc:
-        raise KbError(
-            f"{name} in the .docx is not well-formed XML ({exc})",
-            hint="open and save the document again in a word processor",
-        ) from None
 
 
 def _heading_styles(styles: Element | None) -> dict[str, int]:
@@ -161,15 +116,7 @@ class DocxParser(BinaryParser):
     def parse_bytes(self, data: bytes, path: str) -> ParsedDocument:
         """Parse .docx bytes; every failure is a KbError."""
         self.check_size(data, self.limits.max_bytes)
-        try:
-            return self._parse(data, path)
-        except KbError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - zipfile and zlib raise many types on damaged archives
-            raise KbError(
-                f"the .docx is damaged and cannot be read ({type(exc).__name__}: {exc})",
-                hint="open and save it again in a word processor",
-            ) from None
+        return damaged(".docx", "open and save it again in a word processor", lambda: self._parse(data, path))
 
     def _parse(self, data: bytes, path: str) -> ParsedDocument:
         if data.startswith(OLE_MAGIC):
@@ -177,13 +124,7 @@ class DocxParser(BinaryParser):
                 "the .docx is password protected (or an old .doc file renamed): it is an OLE container, not a zip",
                 hint="save an unprotected copy as .docx from a word processor and ingest that",
             )
-        try:
-            archive = zipfile.ZipFile(io.BytesIO(data))
-        except zipfile.BadZipFile:
-            raise KbError(
-                "not a valid .docx (not a zip archive; truncated or another format?)",
-                hint="save it as .docx from a word processor and ingest it again",
-            ) from None
+        archive = open_zip(data, ".docx", "save it as .docx from a word processor and ingest it again")
         with archive:
             parts = check_archive(
                 archive,
@@ -194,12 +135,12 @@ class DocxParser(BinaryParser):
                 missing_hint="save it as .docx from a word processor; .doc and other formats are not read",
                 parts=(DOCUMENT, STYLES, CORE),
             )
-            budget = self.limits.max_docx_inflated_bytes
+            reader = Parts(archive, parts, self.limits.max_docx_inflated_bytes, ".docx")
             trees: dict[str, Element] = {}
-            for name, info in parts.items():
-                raw = _bounded_read(archive, info, budget)
-                budget -= len(raw)
-                trees[name] = _xml(raw, name)
+            for name in parts:
+                tree = reader.xml(name, "open and save the document again in a word processor")
+                if tree is not None:
+                    trees[name] = tree
         styles = _heading_styles(trees.get(STYLES))
         body = trees[DOCUMENT].find(f"{W}body")
         items = list(_body_items(body, styles)) if body is not None else []

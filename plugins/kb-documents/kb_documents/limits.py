@@ -9,6 +9,7 @@ max_docx_inflated_bytes = 50000000   # total uncompressed size of the .docx part
 max_docx_ratio = 200             # uncompressed/compressed size of any part; more looks like a zip bomb
 max_docx_entries = 5000          # members in the .docx archive
 max_ocr_pixels = 40000000        # a page image read by OCR (a scanned PDF page rendered, a photo) at most
+notebook_outputs = true          # read the text outputs of a notebook's code cells (.ipynb)
 ```
 
 A scanned PDF page is rendered at fewer pixels to stay under ``max_ocr_pixels``, and a JPEG over
@@ -44,12 +45,13 @@ OPTIONS: dict[str, Option] = {
     "max_ocr_pixels": Option.whole(
         1, MOST, 40_000_000, "pixels of a page image read by OCR (scans rendered and JPEGs decoded smaller)"
     ),
+    "notebook_outputs": Option.flag(True, "read the text outputs of a notebook's code cells (images never)"),
 }
 
 
 @attrs.frozen
 class Limits:
-    """What kb-documents reads at most (:data:`OPTIONS` says what each is)."""
+    """What kb-documents reads at most, and whether it reads notebooks' outputs (:data:`OPTIONS` says what each is)."""
 
     max_bytes: int = OPTIONS["max_bytes"].default
     max_pages: int = OPTIONS["max_pages"].default
@@ -58,6 +60,7 @@ class Limits:
     max_docx_ratio: int = OPTIONS["max_docx_ratio"].default
     max_docx_entries: int = OPTIONS["max_docx_entries"].default
     max_ocr_pixels: int = OPTIONS["max_ocr_pixels"].default
+    notebook_outputs: bool = OPTIONS["notebook_outputs"].default
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Limits:

@@ -77,7 +77,7 @@ def cell_text(value: Any) -> str:
     return " ".join(str(value).split())[:MAX_CELL_CHARS]
 
 
-class _Budget:
+class CellBudget:
     """The cells left to visit; says once, in a warning, where reading stopped."""
 
     def __init__(self, cells: int) -> None:
@@ -94,7 +94,7 @@ class _Budget:
         return False
 
 
-def _rows(values: Iterable[tuple[Any, ...]], sheet: str, budget: _Budget) -> list[str]:
+def sheet_rows(values: Iterable[tuple[Any, ...]], sheet: str, budget: CellBudget) -> list[str]:
     """The sheet's non-empty rows as ``a | b | c`` lines.
 
     Trailing empty cells are dropped, and so are the leading columns that are empty in every row
@@ -174,7 +174,7 @@ class XlsxParser(BinaryParser):
 
     def _parse(self, openpyxl: Any, data: bytes, path: str) -> ParsedDocument:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
-        budget = _Budget(MAX_CELLS)
+        budget = CellBudget(MAX_CELLS)
         items: list[Heading | Content] = []
         try:
             sheets = [ws for ws in workbook.worksheets if hasattr(ws, "iter_rows")]  # chartsheets hold no cells
@@ -185,7 +185,7 @@ class XlsxParser(BinaryParser):
                     break
                 name = " ".join(str(sheet.title).split())
                 sheet.reset_dimensions()  # the declared dimension may be wrong, or huge
-                rows = _rows(sheet.iter_rows(values_only=True), name, budget)
+                rows = sheet_rows(sheet.iter_rows(values_only=True), name, budget)
                 if rows:
                     items.extend([Heading(1, f"Sheet: {name}"), Content("table", tuple(rows))])
             title = " ".join(str(workbook.properties.title or "").split())
