@@ -3,7 +3,7 @@ citations, refusals, Korean, the bearer token, and follow-up questions in a conv
 checks that the page asked nothing of any address but the server's, opened no dialog, raised no
 script error and broke no CSP rule.
 
-Writes ``docs/page.png``: the embedded model answering on the page, its citation opened (when it is installed).
+The README's picture (``docs/page.png``) is taken by ``scripts/page_picture.py``, not by a test.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from kb_core.testing import extractive, following_up
 
 pytestmark = pytest.mark.slow
 
-SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "page.png"
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
 RELEASE = "When was Heliograph 2.3.0 released?"
 WIND = "At what wind speed does Heliograph move the panels to the stow angle?"
@@ -97,7 +96,7 @@ def test_a_grounded_answer_streams_in_and_its_citation_opens_the_cited_lines(
 def test_the_embedded_model_answers_on_the_page_with_its_citation_open(
     start_server: Callable[..., Any], open_tab: Callable[..., Any], embedded_model: None
 ) -> None:
-    """The README's picture (``docs/page.png``): what a user sees, the embedded default model answering."""
+    """What a user sees, the embedded default model answering (``scripts/page_picture.py`` takes its picture)."""
     server = start_server(backend="llamacpp")
     tab = open_tab(server)
     tab.goto()
@@ -112,8 +111,6 @@ def test_the_embedded_model_answers_on_the_page_with_its_citation_open(
     expect(tab.page.locator("#viewer-lines .line.cited")).to_have_count(end - start + 1)
     assert tab.page.evaluate(CITED_TEXTS) == file_lines(path, start, end)
     tab.page.hover("#answer .sentence.supported >> nth=0")
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    tab.page.screenshot(path=str(SCREENSHOT))
     tab.check_clean()
 
 
