@@ -4,12 +4,18 @@ kb-core 0.2 and later hand a parser that has ``parse_bytes(data, path)`` (a
 :class:`kb_core.BytesParser`) the file's bytes. ``parse(text, path)`` remains for callers that
 only have decoded text: UTF-8 decoding is lossless when it succeeds, so the bytes are recovered
 exactly; when undecodable bytes were replaced (U+FFFD) they are gone, and the parser says so.
+
+The PDF and image parsers also render a page to show (a :class:`kb_core.plugin.PageRenderer`);
+:func:`png_page` encodes it.
 """
 
 from __future__ import annotations
 
+import io
+from typing import Any
+
 from kb_core import KbError
-from kb_core.plugin import ParsedDocument
+from kb_core.plugin import ParsedDocument, RenderedPage
 
 NEEDS_BYTES_HINT = "pass the file's bytes to parse_bytes (kb-core 0.2 and later do this when ingesting)"
 
@@ -46,3 +52,10 @@ class BinaryParser:
     def parse(self, text: str, path: str) -> ParsedDocument:
         """Parse decoded text: works when the decoding lost nothing."""
         return self.parse_bytes(recover_bytes(text, self.kind), path)
+
+
+def png_page(image: Any) -> RenderedPage:
+    """A Pillow image of a page, encoded anew as a PNG to show (never the file's own bytes)."""
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=6)
+    return RenderedPage(out.getvalue(), "image/png", image.width, image.height)

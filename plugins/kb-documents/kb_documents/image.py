@@ -26,9 +26,9 @@ from typing import Any
 from PIL import ExifTags, Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
 from kb_core import KbError
-from kb_core.plugin import OcrImage, ParsedDocument
+from kb_core.plugin import OcrImage, ParsedDocument, RenderedPage
 from kb_documents.assemble import Page, assemble
-from kb_documents.binary import BinaryParser
+from kb_documents.binary import BinaryParser, png_page
 from kb_documents.limits import Limits
 from kb_documents.ocr_pages import Ocr, OcrPage, clean_lines, ocr_metadata, page_items
 
@@ -45,7 +45,8 @@ PIXELS_HINT = "raise [backends.documents] max_ocr_pixels to read it (or scale th
 
 
 class ImageParser(BinaryParser):
-    """Image files through OCR: one ``Page N`` line per page (TIFF frame), then its rows and tables."""
+    """Image files through OCR: one ``Page N`` line per page (TIFF frame), then its rows and tables; a page as
+    a PNG to show."""
 
     kind = "image"
 
@@ -62,22 +63,69 @@ class ImageParser(BinaryParser):
             raise KbError("the image is empty (0 bytes)", hint="nothing to index; remove it or add it to .kbignore")
         try:
             return self._parse(data, path)
-        except KbError:
-            raise
-        except Image.DecompressionBombError:  # (its warning is ignored: the size is checked below)
-            raise self._refused_by_pillow(_header_size(data)) from None
-        except UnidentifiedImageError:
+        except Exception as exc:  # noqa: BLE001 - Pillow reports damage in many ways (OSError, SyntaxError, ...)
+            raise self._failure(exc, data) from None
+
+    def render_page(self, data: bytes, path: str, page: int, *, max_side: int) -> RenderedPage:
+        """Page ``page`` (a TIFF's frame; other formats have one) as a new PNG to show: upright, transparency
+        on white, its long side at most ``max_side``. Decoded within ``max_ocr_pixels`` as when it is read (a
+        JPEG smaller, and no larger than it is shown); every failure is a KbError, as :meth:`parse_bytes`'s."""
+        self.check_size(data, self.limits.max_bytes)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # (as when it is read: the size is checked here)
+                with Image.open(io.BytesIO(data), formats=FORMATS) as image:
+                    self._seek_page(image, page)
+                    self._decode_smaller(image, max(1, max_side))
+                    ImageOps.exif_transpose(image, in_place=True)
+                    upright = _rgb(image)
+                    upright.thumbnail((max(1, max_side), max(1, max_side)))
+                    return png_page(upright)
+        except Exception as exc:  # noqa: BLE001 - as parse_bytes
+            raise self._failure(exc, data) from None
+
+    def _failure(self, exc: Exception, data: bytes) -> KbError:
+        """The one line of what went wrong decoding ``data`` (``exc`` itself when it is a KbError)."""
+        if isinstance(exc, KbError):
+            return exc
+        if isinstance(exc, Image.DecompressionBombError):  # (its warning is ignored: the size is checked here)
+            return self._refused_by_pillow(_header_size(data))
+        if isinstance(exc, UnidentifiedImageError):
             if data.startswith(SIGNATURES) or data[8:12] == b"WEBP":
-                raise KbError("the image is damaged (its header cannot be read)", hint=DAMAGED_HINT) from None
-            raise KbError(
+                return KbError("the image is damaged (its header cannot be read)", hint=DAMAGED_HINT)
+            return KbError(
                 "not an image kb reads (PNG, JPEG, TIFF, WebP, BMP or GIF)",
                 hint="check the file; rename it if it is another format",
-            ) from None
-        except MemoryError:
-            raise KbError("the image is too large to decode in the memory available", hint=PIXELS_HINT) from None
-        except Exception as exc:  # noqa: BLE001 - Pillow reports damage in many ways (OSError, SyntaxError, ...)
-            reason = f"{type(exc).__name__}: {exc}"
-            raise KbError(f"the image is damaged or truncated ({reason})", hint=DAMAGED_HINT) from None
+            )
+        if isinstance(exc, MemoryError):
+            return KbError("the image is too large to decode in the memory available", hint=PIXELS_HINT)
+        return KbError(f"the image is damaged or truncated ({type(exc).__name__}: {exc})", hint=DAMAGED_HINT)
+
+    def _seek_page(self, image: Image.Image, page: int) -> None:
+        """Make frame ``page`` current: only a TIFF's later frames are pages (kb reads a GIF's first alone)."""
+        if page < 1 or (page > 1 and (image.format != "TIFF" or page > self.limits.max_pages)):
+            raise KbError(f"the image has no page {page}")
+        if page > 1:
+            try:
+                image.seek(page - 1)
+            except EOFError:
+                raise KbError(f"the image has no page {page}") from None
+
+    def _decode_smaller(self, image: Image.Image, max_side: int) -> None:
+        """Set a JPEG to decode smaller (within ``max_ocr_pixels``, its long side still ``max_side``); refuse
+        a frame whose pixels as decoded are over the limit, from its header, before anything is decoded."""
+        width, height = image.size
+        if isinstance(image, JpegImagePlugin.JpegImageFile):
+            reduction = 1
+            for smaller in JPEG_REDUCTIONS:
+                over = math.ceil(width / reduction) * math.ceil(height / reduction) > self.limits.max_ocr_pixels
+                if over or max(width, height) // smaller >= max_side:
+                    reduction = smaller
+            if reduction > 1:
+                image.draft(image.mode, (max(1, width // reduction), max(1, height // reduction)))
+        if image.size[0] * image.size[1] > self.limits.max_ocr_pixels:
+            raise self._too_large((width, height))
+        self._check_size(image.size)
 
     def _parse(self, data: bytes, path: str) -> ParsedDocument:
         pages: list[OcrPage] = []

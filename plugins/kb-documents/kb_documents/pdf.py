@@ -7,6 +7,7 @@ line span maps to a page.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -18,15 +19,17 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from kb_core import KbError
-from kb_core.plugin import ParsedDocument
+from kb_core.plugin import ParsedDocument, RenderedPage
 from kb_documents.assemble import Content, Heading, Page, assemble, content_of
-from kb_documents.binary import BinaryParser
+from kb_documents.binary import BinaryParser, png_page
 from kb_documents.grid import align_tables
 from kb_documents.layout import Glyph, Line, make_runs, order_lines
 from kb_documents.limits import Limits
-from kb_documents.ocr_pages import Ocr, OcrPage, ocr_metadata, page_items, read_pdf_pages
+from kb_documents.ocr_pages import Ocr, OcrPage, ocr_metadata, page_items, read_pdf_pages, render_scale
 from kb_documents.running import drop_running_lines
 
+#: Pixels per point of a page rendered to show, at most (a tiny page is not blown up past 288 dpi).
+MAX_SHOWN_SCALE = 4.0
 HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 MAX_HEADING_LINE_CHARS = 150
 DECRYPT_HINT = "save an unprotected copy (for example qpdf --decrypt in.pdf out.pdf) and ingest that"
@@ -187,7 +190,7 @@ def _page_items(
 
 
 class PdfParser(BinaryParser):
-    """PDF files: one ``Page N`` line per page, then its headings, paragraphs and table rows.
+    """PDF files: one ``Page N`` line per page, then its headings, paragraphs and table rows; a page as a PNG to show.
 
     A page with images but no text (a scan) is rendered and read by ``ocr.engine`` when there is one
     (see :mod:`kb_documents.ocr_pages`); without one, such pages are named in a warning, and a PDF
@@ -209,6 +212,40 @@ class PdfParser(BinaryParser):
             raise
         except Exception as exc:  # noqa: BLE001 - pdfium reports damage in many ways
             raise KbError(f"the PDF cannot be read ({type(exc).__name__}: {exc})", hint=REPAIR_HINT) from None
+
+    def render_page(self, data: bytes, path: str, page: int, *, max_side: int) -> RenderedPage:
+        """Page ``page`` (1-based) as a PNG to show, rotation applied, its long side ``max_side`` pixels (at
+        most :data:`MAX_SHOWN_SCALE` per point) and its pixels within ``max_ocr_pixels``; a KbError when it cannot."""
+        self.check_size(data, self.limits.max_bytes)
+        try:
+            with open_pdf(data) as document:
+                if not 1 <= page <= len(document):
+                    raise KbError(f"the PDF has {len(document)} page(s), not a page {page}")
+                handle = document[page - 1]
+                try:
+                    width, height = handle.get_size()
+                    if not (math.isfinite(width) and math.isfinite(height) and width >= 1 and height >= 1):
+                        raise KbError(f"page {page} of the PDF has no size", hint=REPAIR_HINT)
+                    dpi = 72 * min(max(1, max_side) / max(width, height), MAX_SHOWN_SCALE)
+                    scale = render_scale(width, height, dpi, self.limits.max_ocr_pixels)
+                    if width * scale < 1 or height * scale < 1:
+                        raise KbError(
+                            f"page {page} cannot be shown in {self.limits.max_ocr_pixels} pixels",
+                            hint="raise [backends.documents] max_ocr_pixels to show it",
+                        )
+                    bitmap = handle.render(scale=scale)
+                    try:
+                        return png_page(bitmap.to_pil())
+                    finally:
+                        bitmap.close()
+                finally:
+                    handle.close()
+        except KbError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - pdfium reports damage in many ways
+            raise KbError(
+                f"page {page} of the PDF cannot be shown ({type(exc).__name__}: {exc})", hint=REPAIR_HINT
+            ) from None
 
     def _parse(self, data: bytes, path: str) -> ParsedDocument:
         warnings: list[str] = []

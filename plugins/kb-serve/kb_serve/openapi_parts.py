@@ -73,7 +73,7 @@ def error_responses(*codes: int, schema: str = "error") -> dict[str, Any]:
         413: "the body is larger than its limit",
         415: "wrong Content-Type (or no parser for the file type)",
         421: "the Host header names a host this server does not answer to",
-        422: "the page cannot be rendered (damaged, over kb-documents' max_ocr_pixels, no renderer installed)",
+        422: "the page cannot be rendered (damaged, over its parser's limits, its parser not installed)",
         503: (
             "busy, with Retry-After (another process writing the knowledge base, or the language model answering"
             " others), or the language model is unavailable"

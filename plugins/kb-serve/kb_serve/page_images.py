@@ -14,9 +14,12 @@ the document's own file, ``source_root / path``, checked before a byte of it is 
 The file is opened without blocking (a FIFO or a device put there since is refused, never waited
 on), and read no further than its ingested size. At most two pages are read and rendered at a time:
 the file is read and hashed only once a render's turn has come, so waiting requests hold no file in
-memory. The PNG is made anew by :mod:`kb_serve.render` in a child process (pdfium must not run in two
-threads at once, and an upload may be parsing a PDF in this process), never the file's own bytes,
-and not cached (``Cache-Control: private, no-store``): the next ingest may change it.
+memory. The image is made anew by the document's own parser, a :class:`kb_core.plugin.PageRenderer`
+found in the registry by the parser's name (kb-documents' ``pdf`` and ``image``, within their own
+limits), in a child process (:mod:`kb_serve.render`: pdfium must not run in two threads at once, and
+an upload may be parsing a PDF in this process), never the file's own bytes, and not cached
+(``Cache-Control: private, no-store``): the next ingest may change it. A document whose parser does
+not render pages has no page images (a 404); one whose parser is no longer installed, a 422.
 
 A stored document whose own path ends in ``/pages/N.png`` (an image file in a folder named ``pages``)
 keeps its text at this address: its path wins, and its page images are ``.../pages/N.png/pages/1.png``.
@@ -33,9 +36,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from kb_core import Config, Document, KbError, KnowledgeBase, NotFoundError
+from kb_core import Document, KbError, KnowledgeBase, NotFoundError
 from kb_core.bounds import PAGE
 from kb_core.commands import stored_file
+from kb_core.plugin import PageRenderer, ParserContext, RenderedPage
 from kb_serve import reading, render
 from kb_serve.bodies import json_response, off_loop, path_param
 from kb_serve.errors import ApiError
@@ -45,28 +49,16 @@ from kb_serve.service import KbService
 ROUTE = "/documents/{path:path}/pages/{page}.png"
 #: Pages rendered at once (each in its own process).
 RENDERS = 2
-#: kb-documents' own default ``max_ocr_pixels``: an image file's pixels at most, unless configured.
-DEFAULT_MAX_PIXELS = 40_000_000
-KINDS = ("pdf", "image")
-
-
-def max_ocr_pixels(config: Config) -> int:
-    """kb-documents' ``[backends.documents] max_ocr_pixels``: the largest image file it reads by OCR.
-
-    Read from the configuration (kb-documents' module is that plugin's own); its default when the
-    key is absent or not a positive integer (kb-documents refuses such a value when it ingests)."""
-    value = config.backend_options("documents").get("max_ocr_pixels", DEFAULT_MAX_PIXELS)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        return DEFAULT_MAX_PIXELS
-    return value
+#: The long side of a page image, in pixels (the parser renders it at most this large).
+MAX_SIDE = 1600
 
 
 def find_page(kb: KnowledgeBase, path: str, page: int) -> Document:
-    """The document at ``path`` when OCR read its page ``page`` (a ``pdf`` or an ``image``); a 404 otherwise."""
+    """The document at ``path`` when OCR read its page ``page``; a 404 otherwise."""
     document = reading.stored_document(kb, path)
     name = document.path
     pages = reading.ocr_pages(document.metadata)
-    if not pages or document.metadata.get("format") not in KINDS:
+    if not pages:
         raise ApiError(404, f"{name!r} was not read by OCR: it has no page images", hint="GET /documents/{path}")
     if page not in pages:
         numbers = ", ".join(str(n) for n in sorted(pages)[:20])
@@ -106,8 +98,25 @@ class PageImages:
 
     def __init__(self, service: KbService) -> None:
         self.service = service
-        self.max_pixels = max_ocr_pixels(service.config)
         self.limiter = anyio.CapacityLimiter(RENDERS)
+        self._parsers: dict[str, object] = {}
+
+    def renderer(self, document: Document, page: int) -> PageRenderer:
+        """The parser that read ``document``, from the registry (made once per name), when it renders pages:
+        a 404 when it does not, a 422 when it is not installed or cannot be made."""
+        name = document.parser
+        if name not in self._parsers:
+            try:
+                factory = self.service.registry.get("parsers", name).factory
+                self._parsers[name] = factory(ParserContext(self.service.config))
+            except KbError as exc:
+                raise ApiError(
+                    422, f"cannot show page {page} of {document.path!r}: {exc.message}", hint=exc.hint
+                ) from None
+        parser = self._parsers[name]
+        if not isinstance(parser, PageRenderer):
+            raise ApiError(404, f"{document.path!r} has no page images: its parser {name!r} does not render pages")
+        return parser
 
     def routes(self) -> list[Route]:
         """The route (before ``/documents/{path}``, which would take its path)."""
@@ -132,31 +141,32 @@ class PageImages:
         if isinstance(read, dict):
             return json_response("document_text.v1", read)
         page, found = read
+        parser = await off_loop(lambda: self.renderer(found, page), timeout)  # (may import the parser's module)
         follow = self.service.config.ingest.follow_symlinks
         async with self.limiter:  # (before the file is read: a request waiting here holds none of it)
             data = await off_loop(lambda: source_bytes(found, follow), timeout)
-            png = await self._render(found, page, data, timeout)
-        return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})
+            shown = await self._render(parser, found, page, data, timeout)
+        return Response(shown.data, media_type=shown.media_type, headers={"Cache-Control": "private, no-store"})
 
-    async def _render(self, document: Document, page: int, data: bytes, timeout: float) -> bytes:
-        """The PNG :mod:`kb_serve.render` makes of the page (of a ``pdf`` or an ``image``, as
-        :func:`find_page` checked), in a child process; a 422 with its reason when it fails, a 504 after ``timeout``.
-
-        The caller holds :attr:`limiter`."""
+    async def _render(
+        self, parser: PageRenderer, document: Document, page: int, data: bytes, timeout: float
+    ) -> RenderedPage:
+        """The image ``parser`` renders of the page, in a child process (:mod:`kb_serve.render`); a 422
+        with the parser's reason when it fails, a 504 after ``timeout``. The caller holds :attr:`limiter`."""
         if not sys.executable:
             raise ApiError(422, "cannot render a page: no Python interpreter to run the renderer with")
-        kind = str(document.metadata["format"])
-        command = [sys.executable, "-I", str(Path(render.__file__)), kind, str(page), str(self.max_pixels)]
+        command = [sys.executable, "-I", str(Path(render.__file__))]
+        sent = render.request(parser, document.path, page, MAX_SIDE, data)
         try:
             with anyio.fail_after(timeout):
-                result = await anyio.run_process(command, input=data, check=False)
+                result = await anyio.run_process(command, input=sent, check=False)
         except TimeoutError:
             raise ApiError(504, f"rendering page {page} took longer than {timeout:g} s") from None
-        if result.returncode != 0 or not result.stdout.startswith(b"\x89PNG"):
-            lines = result.stderr.decode("utf-8", "replace").strip().splitlines() or [f"status {result.returncode}"]
-            raise ApiError(
-                422,
-                f"cannot show page {page} of {document.path!r}: {lines[-1]}",
-                hint="kb-documents (Pillow, pypdfium2) renders the page; check that it is installed",
-            )
-        return result.stdout
+        shown = render.reply(result.stdout) if result.returncode == 0 else None
+        if shown is None:
+            lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            if result.returncode != render.FAILED:  # (not the renderer's own failure: its last words)
+                lines = [lines[-1] if lines else f"the renderer stopped (status {result.returncode})"]
+            reason = lines[0] if lines else "the renderer gave no image"
+            raise ApiError(422, f"cannot show page {page} of {document.path!r}: {reason}", hint=" ".join(lines[1:2]))
+        return shown

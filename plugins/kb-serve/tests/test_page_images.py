@@ -2,7 +2,9 @@
 own file (when it is still the one ingested), and ``document_text.v1``'s ``ocr``.
 
 The scans are drawn and read by a scripted engine (kb_serve_scans.py); one test reads a photo with the
-real Tesseract engine when kb-tesseract and its data are installed.
+real Tesseract engine when kb-tesseract and its data are installed. The page is rendered by the
+document's parser (kb-documents' tests check its rendering: tests/test_render.py there); kb-serve holds
+no image format, pixel limit or decoder of its own (test_page_renderers.py).
 """
 
 from __future__ import annotations
@@ -12,11 +14,8 @@ import io
 import os
 import shutil
 import stat
-import struct
-import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,7 @@ from kb_core.commands import LOW_CONFIDENCE
 from kb_serve import page_images
 from kb_serve.errors import ApiError
 from kb_serve.openapi import own_schema
-from kb_serve.page_images import DEFAULT_MAX_PIXELS, max_ocr_pixels, source_bytes
-from kb_serve.render import MAX_SIDE, RenderError, render_image_page
+from kb_serve.page_images import MAX_SIDE, source_bytes
 
 pytest.importorskip("kb_documents", reason="kb-documents (PDF pages and images) is not installed")
 
@@ -213,21 +211,6 @@ def test_a_page_is_read_only_once_its_render_may_start(
     assert seen["arrived"] == 3 and seen["most"] == page_images.RENDERS  # a third file is not held while it waits
 
 
-def test_the_pixel_limit_is_read_from_the_documents_table_without_kb_documents_code(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(sys.modules, "kb_documents.limits", None)  # (an import of it now fails)
-
-    def config(options: dict[str, Any]) -> kb_core.Config:
-        return kb_core.Config(backends={"documents": options})
-
-    assert max_ocr_pixels(kb_core.Config()) == DEFAULT_MAX_PIXELS == 40_000_000
-    assert max_ocr_pixels(config({"max_ocr_pixels": 1234})) == 1234
-    assert max_ocr_pixels(config({"max_ocr_pixels": 90_000_000, "max_pages": 5})) == 90_000_000
-    for bad in (0, -5, True, "many", 2.5):
-        assert max_ocr_pixels(config({"max_ocr_pixels": bad})) == DEFAULT_MAX_PIXELS
-
-
 def test_an_uploaded_image_whose_own_path_ends_in_pages_keeps_its_text(
     start_server: Callable[..., Any], tmp_path: Path
 ) -> None:
@@ -240,58 +223,6 @@ def test_an_uploaded_image_whose_own_path_ends_in_pages_keeps_its_text(
         assert png_of(http.get("/documents/album/pages/1.png/pages/1.png")).size == PHOTO  # from the uploads
     with httpx.Client(base_url=server.url) as anonymous:
         refused(anonymous.get("/documents/birds.png/pages/1.png"), 401, "a bearer token is required")
-
-
-def _png_header(width: int, height: int) -> bytes:
-    """A PNG that claims ``width`` x ``height`` pixels and holds almost none."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0")) + chunk(b"IEND", b"")
-
-
-def test_an_image_over_the_pixel_limit_is_refused_before_it_is_decoded() -> None:
-    with pytest.raises(RenderError, match="over the limit of 40000000 pixels"):  # (Pillow read only the header)
-        render_image_page(_png_header(30000, 30000), 1, 40_000_000)
-    with pytest.raises(RenderError, match="over the limit of 100000 pixels"):
-        render_image_page(photo_png(), 1, 100_000)
-    with pytest.raises(RenderError, match="the image has no page 2"):
-        render_image_page(photo_png(), 2, 40_000_000)
-
-
-def test_a_jpeg_over_the_pixel_limit_is_decoded_smaller_as_kb_documents_reads_it() -> None:
-    out = io.BytesIO()
-    Image.new("RGB", (4000, 3000), "white").save(out, "JPEG")  # 12 MP: a quarter decodes to 1000x750
-    rendered = Image.open(io.BytesIO(render_image_page(out.getvalue(), 1, 1_000_000)))
-    assert rendered.size == (1000, 750)
-    with pytest.raises(RenderError, match="the image is 4000x3000 px, over the limit of 100000 pixels"):
-        render_image_page(out.getvalue(), 1, 100_000)  # an eighth is 500x375
-    thin = io.BytesIO()
-    Image.new("RGB", (1, 3200), "white").save(thin, "JPEG")  # a side of 1 px cannot be halved
-    assert Image.open(io.BytesIO(render_image_page(thin.getvalue(), 1, 40_000_000))).size == (1, 1600)
-
-
-def test_rendering_in_this_process_leaves_pillows_limit_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 123_456_789)
-    with pytest.raises(RenderError, match="over the limit of 100000 pixels"):
-        render_image_page(photo_png(), 1, 100_000)
-    assert Image.MAX_IMAGE_PIXELS == 123_456_789  # (only the renderer's own process sets it: render.main)
-    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000_000)  # Pillow's check, under ours: its limit is named
-    with pytest.raises(RenderError, match="over the limit of 2000000 pixels"):
-        render_image_page(_png_header(2000, 2000), 1, 40_000_000)
-
-
-def test_only_a_tiffs_later_frames_are_pages() -> None:
-    frames = [Image.new("RGB", (60, 40), colour) for colour in ("white", "black")]
-    gif, tiff = io.BytesIO(), io.BytesIO()
-    frames[0].save(gif, "GIF", save_all=True, append_images=frames[1:])
-    frames[0].save(tiff, "TIFF", save_all=True, append_images=frames[1:])
-    with pytest.raises(RenderError, match="the image has no page 2"):  # kb-documents read only its first frame
-        render_image_page(gif.getvalue(), 2, 40_000_000)
-    second = Image.open(io.BytesIO(render_image_page(tiff.getvalue(), 2, 40_000_000)))
-    assert second.size == (60, 40) and second.convert("L").getpixel((30, 20)) == 0
 
 
 @pytest.mark.slow
