@@ -14,19 +14,18 @@ what is documented exists.
   block names exists;
 - plugin options: every option a plugin declares for its ``[backends.NAME]`` table (``register_options``)
   is named in that plugin's README, as is the table;
-- distributions: kb-core and every ``plugins/*`` and ``examples/*`` distribution are rows of
-  docs/architecture.md's distributions table (with their folder), the plugins items of README's
-  "Plugins" list (linking their README), with the kb-core range README states, and nothing listed
-  is missing from disk;
-- wings: every package and module of ``kb_core`` is named in docs/architecture.md's table of wings
-  (a top-level one as a row, or among the foundations; one inside a wing in its row), every wing is
-  a row of CONTRIBUTING.md's map, and every module these and the data flow name exists;
 - public names: every name in the ``__all__`` of each module of
   :data:`kb_core.extend.surface.PUBLIC_MODULES` is in the page that module maps to (in backticks or
   a heading), and every reference entry of such a page (a list item opening with a backticked name)
   is in the ``__all__`` of a module mapped to it. Driven by ``PUBLIC_MODULES`` alone: a module added
   or a name moved is checked without a change here. ``kb_core``'s docstring names (``:mod:``) exactly the
-  public modules.
+  public modules;
+- the plugin reference: every name of ``kb_core.plugin`` has its own heading in docs/plugins.md's
+  "Reference: ``kb_core.plugin``" with a Python example under it, every such heading is a name, and
+  the examples run (each in a namespace of its own, as llm's and datasette's docs hold theirs to the
+  code); every Python block of the docs compiles.
+
+tests/test_docs_layout.py holds the distributions and the wings of ``kb_core`` to their docs.
 """
 
 from __future__ import annotations
@@ -34,98 +33,25 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-import tomllib
 from collections.abc import Iterator
-from functools import cache
-from pathlib import Path
 
 import click
 import pytest
+from docs_reading import code_spans, fences, page_text, prose, repo_distributions, section_of, table_rows
 from kbtest import REPO
 
 import kb_core
+import kb_core.plugin
 from kb_core.cli.main import _register_builtin_commands, cli
 from kb_core.config_schema import RULES
 from kb_core.extend import hookspecs
 from kb_core.extend.options import Option
-from kb_core.extend.registry import CORE_DISTRIBUTION, Registry, load_registry
+from kb_core.extend.registry import Registry, load_registry
 from kb_core.extend.surface import PUBLIC_MODULES
 
-KB_CORE = REPO / "kb_core"
 IDENTIFIER = r"[A-Za-z_]\w*"
-
-
-# -- reading markdown ---------------------------------------------------------------------------------
-
-
-@cache
-def _page(relative: str) -> str:
-    return (REPO / relative).read_text(encoding="utf-8")
-
-
-def _section(text: str, heading: str) -> str:
-    """The part of ``text`` under the heading line ``heading`` up to the next heading of its level or above."""
-    level = len(heading) - len(heading.lstrip("#"))
-    lines = text.splitlines()
-    assert heading in lines, f"no heading {heading!r}"
-    start = lines.index(heading) + 1
-    end = next(
-        (i for i in range(start, len(lines)) if re.match(rf"#{{1,{level}}} ", lines[i]) and not _in_fence(lines, i)),
-        len(lines),
-    )
-    return "\n".join(lines[start:end])
-
-
-def _in_fence(lines: list[str], index: int) -> bool:
-    return sum(line.startswith("```") for line in lines[:index]) % 2 == 1
-
-
-def _fences(text: str) -> list[str]:
-    """The contents of the fenced code blocks of ``text``."""
-    return re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
-
-
-def _prose(text: str) -> str:
-    """``text`` without its fenced code blocks (examples are not descriptions)."""
-    return re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
-
-
-@cache
-def _spans(page: str) -> list[str]:
-    """The inline code spans of ``page``, outside fenced blocks."""
-    return re.findall(r"`([^`]+)`", _prose(_page(page)))
-
-
-def _cells(line: str) -> list[str]:
-    """The cells of a table row, splitting on ``|`` outside code spans."""
-    cells, cell, in_code = [], "", False
-    for char in line.strip().strip("|"):
-        if char == "`":
-            in_code = not in_code
-        if char == "|" and not in_code:
-            cells.append(cell.strip())
-            cell = ""
-        else:
-            cell += char
-    return [*cells, cell.strip()]
-
-
-def _rows(text: str) -> list[list[str]]:
-    """The body rows of the tables in ``text`` (header and rule rows left out)."""
-    rows: list[list[str]] = []
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if not line.startswith("|") or re.fullmatch(r"[|\s:-]+", line):
-            continue
-        if i + 1 < len(lines) and re.fullmatch(r"\|[|\s:-]+", lines[i + 1]):
-            continue  # a header
-        rows.append(_cells(line))
-    return rows
-
-
-def _names_in(cell: str) -> list[str]:
-    """The backticked module and package names of a cell (``store.py``, ``parsers/``)."""
-    return [span for span in re.findall(r"`([^`]+)`", cell) if re.fullmatch(r"[a-z_]\w*(\.py|/)", span)]
+PLUGINS_PAGE = "docs/plugins.md"
+REFERENCE = "## Reference: `kb_core.plugin`"
 
 
 # -- 1. hooks -----------------------------------------------------------------------------------------
@@ -141,12 +67,12 @@ def _hook_signature(name: str) -> str:
 def _documented_hooks() -> dict[str, str]:
     """Hook-shaped names in docs/plugins.md's headings and table rows, each with how it is written."""
     found: dict[str, str] = {}
-    text = _prose(_page("docs/plugins.md"))
+    text = prose(page_text("docs/plugins.md"))
     for line in text.splitlines():
         if line.startswith("#"):
             for span in re.findall(r"`([^`]+)`", line):
                 found.setdefault(re.split(r"\(", span)[0], span)
-    for row in _rows(text):
+    for row in table_rows(text):
         for span in re.findall(r"`([^`]+)`", row[0]):
             found.setdefault(re.split(r"\(", span)[0], span)
     return {name: written for name, written in found.items() if name.startswith("register_")}
@@ -172,8 +98,8 @@ def test_plugins_md_names_no_hook_that_does_not_exist() -> None:
 
 
 def _configuration_rows() -> list[str]:
-    section = _section(_page("docs/install.md"), "## Configuration")
-    return [row[0] for row in _rows(section) if row[0].startswith("`")]
+    section = section_of(page_text("docs/install.md"), "## Configuration")
+    return [row[0] for row in table_rows(section) if row[0].startswith("`")]
 
 
 @pytest.mark.parametrize("cell", _configuration_rows())
@@ -213,7 +139,7 @@ def _builtin_commands() -> list[str]:
 
 
 def _using_it_block() -> str:
-    return _fences(_section(_page("README.md"), "## Using it"))[0]
+    return fences(section_of(page_text("README.md"), "## Using it"))[0]
 
 
 def _mentions(text: str, group_names: dict[str, set[str]]) -> list[tuple[str, ...]]:
@@ -260,13 +186,13 @@ def test_every_command_readme_lists_exists() -> None:
 def test_every_plugin_command_is_in_its_plugins_readme() -> None:
     registry = load_registry()
     distributions = {plugin.name: plugin.distribution for plugin in registry.plugins}
-    folders = _distributions()
+    folders = repo_distributions()
     missing = []
     for name, registration in registry.items["commands"].items():
         distribution = distributions[registration.plugin]
         if distribution not in folders:  # a plugin loaded from KB_PLUGIN_MODULES or in process: no README
             continue
-        readme = _page(str((folders[distribution] / "README.md").relative_to(REPO)))
+        readme = page_text(str((folders[distribution] / "README.md").relative_to(REPO)))
         for path in _command_paths(click.Group(commands={name: registration.factory})):
             if not re.search(rf"(?<![\w-])kb (?:--\S+ \S+ )*{' '.join(path)}(?![\w-])", readme):
                 missing.append(f"kb {' '.join(path)} ({distribution}/README.md)")
@@ -277,16 +203,16 @@ def _undocumented_options(registry: Registry) -> list[str]:
     """Each declared ``[backends.NAME]`` option its plugin's README does not name (in backticks, or ``key =`` in a
     code block)."""
     distributions = {plugin.name: plugin.distribution for plugin in registry.plugins}
-    folders = _distributions()
+    folders = repo_distributions()
     missing = []
     for table, declared in registry.options.items():
         distribution = distributions[registry.options_plugins[table]]
         if distribution not in folders:  # a plugin loaded from KB_PLUGIN_MODULES or in process: no README
             continue
-        readme = _page(str((folders[distribution] / "README.md").relative_to(REPO)))
+        readme = page_text(str((folders[distribution] / "README.md").relative_to(REPO)))
         if f"[backends.{table}]" not in readme:
             missing.append(f"[backends.{table}] ({distribution}/README.md)")
-        spans = re.findall(r"`([^`\n]+)`", _prose(readme)) + re.findall(r"^\s*(\w+) =", readme, flags=re.M)
+        spans = re.findall(r"`([^`\n]+)`", prose(readme)) + re.findall(r"^\s*(\w+) =", readme, flags=re.M)
         for key in declared:
             if not any(re.search(rf"(?<![\w.]){key}(?!\w)", span) for span in spans):
                 missing.append(f"[backends.{table}] {key} ({distribution}/README.md)")
@@ -309,165 +235,6 @@ def test_an_undocumented_option_fails_the_docs_check() -> None:
     assert _undocumented_options(registry) == ["[backends.tantivy] zz_not_in_the_readme (kb-tantivy/README.md)"]
 
 
-# -- 4. distributions ---------------------------------------------------------------------------------
-
-
-@cache
-def _distributions() -> dict[str, Path]:
-    """Every distribution of the repository and its folder: kb-core, plugins/*, examples/*."""
-    found = {CORE_DISTRIBUTION: REPO}
-    for pyproject in sorted([*REPO.glob("plugins/*/pyproject.toml"), *REPO.glob("examples/*/pyproject.toml")]):
-        found[tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["name"]] = pyproject.parent
-    return found
-
-
-def _plugins_section() -> str:
-    return _section(_page("README.md"), "## Plugins")
-
-
-def _readme_plugins() -> dict[str, str]:
-    """README's "Plugins" list: each distribution and the README it links."""
-    return dict(re.findall(r"^- \[([\w-]+)\]\(([^)]+)\)", _plugins_section(), flags=re.M))
-
-
-def _architecture_distributions() -> dict[str, str]:
-    """docs/architecture.md's distributions table: each distribution and its folder."""
-    rows = _rows(_section(_page("docs/architecture.md"), "## Distributions"))
-    return {
-        name: (re.findall(r"`([^`]+)`", row[1]) or [""])[0] for row in rows for name in re.findall(r"`([^`]+)`", row[0])
-    }
-
-
-def _folder(distribution: str) -> str:
-    folder = _distributions()[distribution]
-    return "." if folder == REPO else f"{folder.relative_to(REPO)}/"
-
-
-def test_there_are_distributions() -> None:
-    assert {"kb-core", "kb-tantivy", "kb-org"} <= set(_distributions())
-
-
-@pytest.mark.parametrize("distribution", sorted(_distributions()))
-def test_every_distribution_is_in_the_architecture_table(distribution: str) -> None:
-    table = _architecture_distributions()
-    assert distribution in table, "add a row to docs/architecture.md, Distributions"
-    assert table[distribution] == _folder(distribution), "the folder in docs/architecture.md is another"
-
-
-@pytest.mark.parametrize("distribution", sorted(set(_distributions()) - {CORE_DISTRIBUTION}))
-def test_every_plugin_is_in_readmes_plugins_list(distribution: str) -> None:
-    listed = _readme_plugins()
-    assert distribution in listed, "add an item to README's 'Plugins' list"
-    assert listed[distribution] == f"{_folder(distribution)}README.md", "README links another page"
-
-
-@pytest.mark.parametrize("distribution", sorted(set(_distributions()) - {CORE_DISTRIBUTION}))
-def test_every_plugin_depends_on_the_range_readme_states(distribution: str) -> None:
-    stated = re.findall(rf"`({CORE_DISTRIBUTION}[<>=!~][^`]*)`", _plugins_section())
-    assert len(stated) == 1, "README's 'Plugins' section states the kb-core range every plugin depends on"
-    pyproject = tomllib.loads((_distributions()[distribution] / "pyproject.toml").read_text(encoding="utf-8"))
-    assert stated[0] in pyproject["project"]["dependencies"]
-
-
-def test_no_listed_distribution_is_missing_from_disk() -> None:
-    on_disk = set(_distributions())
-    assert sorted(set(_readme_plugins()) - on_disk) == [], "README's 'Plugins' list"
-    assert sorted(set(_architecture_distributions()) - on_disk) == [], "docs/architecture.md, Distributions"
-
-
-# -- 5. wings and modules -----------------------------------------------------------------------------
-
-
-def _is_package(path: Path) -> bool:
-    return path.is_dir() and (path / "__init__.py").is_file()
-
-
-def _named(path: Path) -> str:
-    """How the docs name a module or package: ``store.py``, ``parsers/``."""
-    return f"{path.name}/" if path.is_dir() else path.name
-
-
-def _wings() -> list[str]:
-    """The top-level packages and modules of kb_core."""
-    children = sorted(KB_CORE.iterdir())
-    return [_named(p) for p in children if _is_package(p) or (p.suffix == ".py" and p.name != "__init__.py")]
-
-
-def _inner_modules() -> list[tuple[str, str]]:
-    """(wing, module or package) for everything inside a package wing, at any depth."""
-    found: list[tuple[str, str]] = []
-    for wing in (p for p in sorted(KB_CORE.iterdir()) if _is_package(p)):
-        for path in sorted(wing.rglob("*")):
-            if _is_package(path) or (path.suffix == ".py" and path.name != "__init__.py" and _is_package(path.parent)):
-                found.append((_named(wing), _named(path)))
-    return found
-
-
-def _wing_table() -> dict[str, list[str]]:
-    """docs/architecture.md's table of wings: each wing cell (``foundations``, ``answers/``) and the names in it."""
-    rows = _rows(_section(_page("docs/architecture.md"), "## The wings of `kb_core`"))
-    return {row[0].strip("`"): _names_in(" ".join(row[1:])) for row in rows}
-
-
-def _exists_in(folder: Path, named: str) -> bool:
-    return any(_named(p) == named for p in folder.rglob(named.rstrip("/")) if _is_package(p) or p.suffix == ".py")
-
-
-def test_there_are_wings() -> None:
-    assert {"answers/", "builtin/", "app.py", "config_schema.py", "remote.py"} <= set(_wings())
-    assert ("answers/", "judge.py") in _inner_modules() and ("builtin/", "parsers/") in _inner_modules()
-
-
-@pytest.mark.parametrize("wing", _wings())
-def test_every_wing_is_in_the_architecture(wing: str) -> None:
-    table = _wing_table()
-    assert wing in table or wing in table.get("foundations", []), "docs/architecture.md, The wings of `kb_core`"
-
-
-@pytest.mark.parametrize(("wing", "module"), _inner_modules(), ids=lambda value: value)
-def test_every_module_is_in_its_wings_row(wing: str, module: str) -> None:
-    assert module in _wing_table().get(wing, []), f"name `{module}` in the row of `{wing}` in docs/architecture.md"
-
-
-def test_the_architecture_names_no_module_that_does_not_exist() -> None:
-    wrong = []
-    for wing, names in _wing_table().items():
-        if wing == "foundations":
-            wrong += [name for name in names if name not in _wings()]
-            continue
-        if wing not in _wings():
-            wrong.append(wing)
-        elif wing.endswith("/"):
-            wrong += [f"{wing}{name}" for name in names if not _exists_in(KB_CORE / wing, name)]
-    assert wrong == []
-
-
-def test_the_data_flow_names_modules_that_exist() -> None:
-    """Its left column (``ingest/source``, ``conversations``) and every ``wing/module`` it mentions."""
-    flow = "\n".join(_fences(_section(_page("docs/architecture.md"), "## Data flow")))
-    named = set(re.findall(r"^  ([a-z_]+(?:/[a-z_]+)?) {2,}", flow, flags=re.M))
-    mentioned = re.findall(r"(?<![\w/])([a-z_]+)/([a-z_]+)(?![\w/])", flow)
-    named |= {f"{wing}/{module}" for wing, module in mentioned if f"{wing}/" in _wings()}
-    assert len(named) > 10
-    wrong = [n for n in sorted(named) if not (KB_CORE / f"{n}.py").is_file() and not _is_package(KB_CORE / n)]
-    assert wrong == []
-
-
-def _contributing_map() -> set[str]:
-    """The paths in the "it lives in" column of CONTRIBUTING.md's map of kb_core."""
-    rows = _rows(_section(_page("CONTRIBUTING.md"), "## Where things go"))
-    return {span for row in rows for span in re.findall(r"`kb_core/([^`]+)`", row[1])}
-
-
-@pytest.mark.parametrize("wing", _wings())
-def test_every_wing_is_in_contributings_map(wing: str) -> None:
-    assert wing in _contributing_map(), f"add `kb_core/{wing}` to a row of CONTRIBUTING.md's map"
-
-
-def test_contributings_map_names_no_wing_that_does_not_exist() -> None:
-    assert sorted(_contributing_map() - set(_wings())) == []
-
-
 # -- 6. public names ----------------------------------------------------------------------------------
 
 
@@ -479,9 +246,9 @@ def _public_names() -> list[tuple[str, str]]:
 def _documents(page: str, name: str) -> bool:
     """Whether ``page`` names ``name`` in backticks (``name``, ``kb_core.name``, ``name(...)``) or a heading."""
     span = re.compile(rf"(?:{IDENTIFIER}(?:\.{IDENTIFIER})*\.)?{re.escape(name)}(?:\(.*\))?", re.S)
-    if any(span.fullmatch(s.strip()) for s in _spans(page)):
+    if any(span.fullmatch(s.strip()) for s in code_spans(page)):
         return True
-    headings = (line for line in _prose(_page(page)).splitlines() if line.startswith("#"))
+    headings = (line for line in prose(page_text(page)).splitlines() if line.startswith("#"))
     return any(re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", line) for line in headings)
 
 
@@ -499,7 +266,7 @@ def test_every_public_name_is_documented(module: str, name: str) -> None:
 @pytest.mark.parametrize("page", sorted(set(PUBLIC_MODULES.values())))
 def test_every_reference_entry_is_a_public_name(page: str) -> None:
     public = {name for module, name in _public_names() if PUBLIC_MODULES[module] == page}
-    entries = re.findall(rf"^[-*] `({IDENTIFIER})[(`]", _prose(_page(page)), flags=re.M)
+    entries = re.findall(rf"^[-*] `({IDENTIFIER})[(`]", prose(page_text(page)), flags=re.M)
     assert entries or page != "docs/python-api.md"
     assert sorted(set(entries) - public) == [], f"{page} describes names its modules do not export"
 
@@ -533,5 +300,64 @@ def _resolves(reference: str) -> bool:
     "page", ["README.md", "CONTRIBUTING.md", *sorted(str(p.relative_to(REPO)) for p in REPO.glob("docs/*.md"))]
 )
 def test_every_kb_core_reference_exists(page: str) -> None:
-    references = {m for span in _spans(page) for m in re.findall(r"^kb_core(?:\.\w+)*", span)}
+    references = {m for span in code_spans(page) for m in re.findall(r"^kb_core(?:\.\w+)*", span)}
     assert sorted(r for r in references if not _resolves(r)) == []
+
+
+# -- 7. the plugin reference: a heading and a running example for every name of kb_core.plugin --------
+
+
+def _reference_entries(text: str) -> dict[str, list[str]]:
+    """Each ``### `name``` heading of the plugin reference and the Python blocks under it (``name(...)`` counts
+    as ``name``; a module's heading, ``kb_core.plugin.remote``, is not an entry)."""
+    reference = section_of(text, REFERENCE)
+    parts = re.split(r"^### `([^`]+)`[^\n]*\n", reference, flags=re.M)
+    entries: dict[str, list[str]] = {}
+    for heading, body in zip(parts[1::2], parts[2::2]):
+        name = heading.split("(")[0]
+        if "." not in name:
+            entries[name] = re.findall(r"^```python\n(.*?)^```", body, flags=re.M | re.S)
+    return entries
+
+
+def _unheaded(names: list[str], text: str) -> list[str]:
+    """The names without a heading of their own and a Python example under it."""
+    entries = _reference_entries(text)
+    return [name for name in names if not entries.get(name)]
+
+
+def test_the_reference_has_an_entry_per_name() -> None:
+    assert len(_reference_entries(page_text(PLUGINS_PAGE))) >= 40
+
+
+@pytest.mark.parametrize("name", kb_core.plugin.__all__)
+def test_every_plugin_name_has_a_heading_and_an_example(name: str) -> None:
+    assert _unheaded([name], page_text(PLUGINS_PAGE)) == [], (
+        f"add '### `{name}`' under '{REFERENCE}' in {PLUGINS_PAGE}, with a short ```python example"
+    )
+
+
+def test_a_name_without_its_heading_fails_the_check() -> None:
+    text = page_text(PLUGINS_PAGE)
+    assert _unheaded(["Token", "hookimpl"], text) == []
+    without = text.replace("### `Token`\n", "Token, under no heading:\n")
+    assert _unheaded(["Token", "hookimpl"], without) == ["Token"]
+
+
+def test_every_reference_heading_is_a_plugin_name() -> None:
+    assert sorted(set(_reference_entries(page_text(PLUGINS_PAGE))) - set(kb_core.plugin.__all__)) == []
+
+
+@pytest.mark.parametrize("name", sorted(_reference_entries(page_text(PLUGINS_PAGE))))
+def test_every_reference_example_runs(name: str) -> None:
+    for number, code in enumerate(_reference_entries(page_text(PLUGINS_PAGE))[name], start=1):
+        exec(compile(code, f"{PLUGINS_PAGE}, {name}, example {number}", "exec"), {"__name__": f"example_{name}"})
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["README.md", *sorted(str(p.relative_to(REPO)) for p in [*REPO.glob("docs/*.md"), *REPO.glob("*/*/README.md")])],
+)
+def test_every_python_block_of_the_docs_compiles(page: str) -> None:
+    for code in re.findall(r"^```python\n(.*?)^```", page_text(page), flags=re.M | re.S):
+        compile(code, page, "exec")
