@@ -16,6 +16,7 @@ Everything in ``__all__`` is stable within a minor version (``docs/python-api.md
 name). The public modules are this one and :mod:`kb_core.plugin` (what a plugin that adds an engine
 implements and exchanges), :mod:`kb_core.plugin.remote` (what a backend that talks to a server over
 HTTP shares), :mod:`kb_core.plugin.options` (a plugin's ``[backends.<table>]`` options, declared once),
+:mod:`kb_core.plugin.containers` (a parser of files that hold documents: an mbox, a zip),
 :mod:`kb_core.commands` (what a command added to ``kb`` needs), :mod:`kb_core.bounds`
 (the range of every number a person or a request gives kb) and
 :mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin; :mod:`kb_core.testing.hostile`

@@ -27,8 +27,10 @@ import attrs
 
 from kb_core.app import KnowledgeBase
 from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
+from kb_core.extend.containers import ContainerParser
 from kb_core.extend.contracts import BytesParser, ParserContext, TokenStartsEmbedder
 from kb_core.ingest.chunker import Chunker, ChunkLimits
+from kb_core.ingest.containers import StoredPaths, ingest_container
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import (
@@ -167,8 +169,17 @@ class Ingester:
         self.warnings: list[IngestWarning] = []
         self._ignore_lines: set[tuple[str, str, str]] = set()  # (folder, file, reason): each reported once
 
-    def _prepare(self, file: SourceFile, root: str, content_hash: str, data: bytes, stored: bool) -> _Prepared | None:
-        parser_name, parser = self.parsers.for_path(file.path)
+    def _prepare(
+        self,
+        file: SourceFile,
+        root: str,
+        content_hash: str,
+        data: bytes,
+        stored: bool,
+        chosen: tuple[str, Any] | None = None,
+    ) -> _Prepared | None:
+        """The document and blocks of ``file``'s bytes, parsed by ``chosen`` (default: by its extension)."""
+        parser_name, parser = chosen or self.parsers.for_path(file.path)
         kept = KEPT if stored else ""
         text, warning = None, ""
         if not isinstance(parser, BytesParser):  # text is decoded; a BytesParser (PDF, DOCX) reads the bytes
@@ -259,7 +270,9 @@ class Ingester:
         self.warnings.extend(IngestWarning(old, note) for old, note in absorb_inner_roots(self.store, root))
         files, problems = self._files(root)
         refused = self._claim(root, files)
-        known = {p: h for p, h in self.store.document_hashes(root_key).items() if root.covers(p)}
+        hashes = self.store.document_hashes(root_key)
+        known = {p: h for p, h in hashes.items() if root.covers(p)}
+        stored = StoredPaths(hashes)
         seen: set[str] = set()
         batch: list[_Prepared] = []
         size = self.kb.config.ingest.batch_documents
@@ -268,6 +281,10 @@ class Ingester:
             if self.progress:
                 self.progress("reading", position, len(files))
             if file.path in refused:
+                continue
+            chosen = self.parsers.for_path(file.path)
+            if isinstance(chosen[1], ContainerParser):  # an mbox: a document per message, streamed
+                seen |= ingest_container(self, file, root_key, chosen, stored)
                 continue
             data = self._read(file)
             if data is None:
@@ -396,8 +413,10 @@ def remove_documents(kb: KnowledgeBase, paths: Sequence[str]) -> list[str]:
             clean = normalise(path.strip())
             if clean.endswith("/"):
                 targets.extend(d.path for d in kb.store.list_documents(prefix=clean))
-            elif kb.store.get_document(clean):
+            elif document := kb.store.get_document(clean):
                 targets.append(clean)
+                if "container" in document.metadata:  # a container's parts go with it
+                    targets.extend(d.path for d in kb.store.list_documents(prefix=clean + "/"))
             else:
                 raise KbError(f"no document at {clean!r}", hint="see 'kb list' for the stored paths")
         with kb.store.transaction():
