@@ -15,7 +15,8 @@ get the real parts it works with: :class:`StoreOfRecord` (an index's ``IndexCont
 :func:`real_embedder` (an installed embedder, by name); :func:`load_registry` loads the installed plugins
 (and, in process, ``extra_plugins``) as kb does, for a test that looks a registration up or hands
 ``KnowledgeBase`` a registry. An OCR engine proves itself with :class:`OcrEngineContract`; a parser
-reads page images without one through :class:`ScriptedOcr` (registered by :class:`ScriptedOcrPlugin`).
+reads page images without one through :class:`ScriptedOcr` (registered by :class:`ScriptedOcrPlugin`), and
+a parser that renders its pages to show proves it with :class:`PageRendererContract`.
 Its pytest plugin (``pytest_plugin``) isolates every test's environment when a project asks for it.
 """
 
@@ -51,6 +52,7 @@ from kb_core.testing.language_models import (
 from kb_core.testing.model_contract import LanguageModelContract
 from kb_core.testing.ocr import OcrEngineContract, ScriptedOcr, ScriptedOcrPlugin, blank_image
 from kb_core.testing.real import StoreOfRecord, real_embedder
+from kb_core.testing.render_contract import PageRendererContract
 from kb_core.testing.vector_index_contract import (
     OFF_TOPIC,
     ON_TOPIC,
@@ -72,6 +74,7 @@ __all__ = [
     "IndexContract",
     "LanguageModelContract",
     "OcrEngineContract",
+    "PageRendererContract",
     "ParserContract",
     "Received",
     "Script",
