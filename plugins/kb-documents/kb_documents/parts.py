@@ -48,7 +48,7 @@ def parted_document(
 ) -> ParsedDocument:
     """The document of ``pages`` (numbered parts), or a KbError when none holds text."""
     assembled = assemble(pages)
-    if not any(block.kind != "heading" for block in assembled.blocks):
+    if assembled.line_count <= len(assembled.page_lines):  # nothing but the parts' own first lines
         raise KbError(f"the .{fmt} has no text", hint="nothing to index; remove it or add it to .kbignore")
     metadata: dict[str, Any] = {
         "format": fmt,

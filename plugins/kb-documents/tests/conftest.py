@@ -1,16 +1,20 @@
-"""Shared paths and helpers for the kb-documents tests."""
+"""Shared paths and helpers for the kb-documents tests (builders of decks, books and notebooks: part_formats.py)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))  # part_formats (a module named conftest would clash with the core's)
+
 PLUGIN = Path(__file__).resolve().parent.parent
 FIXTURES = PLUGIN / "fixtures"
 GOOD = FIXTURES / "good"
 BAD = FIXTURES / "bad"
+SAMPLES = FIXTURES / "samples"
 
 
 def read_fixture(name: str) -> bytes:
