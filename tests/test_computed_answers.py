@@ -163,3 +163,41 @@ def test_computations_are_off_by_default_and_the_question_takes_the_ordinary_pat
         store, "What was the change in Appliances from 2018 to 2019?", ["Appliances were 680 [#1]."], on=False
     )
     assert answer.computation is None and answer.grounded and answer.prompt_template_version != ""
+
+
+STAFF = [
+    Chunk("staff.csv#0", "staff.csv", 0, "Region | Staff\nNorth | 120\nSouth | 80", "s0", 1, 3, ("Staff",)),
+    Chunk("staff.csv#1", "staff.csv", 1, "Region | Staff\nEast | 150\nWest | 95", "s1", 4, 5, ("Staff",)),
+]
+
+
+def _count(tmp_path: Path, reply: str, budget: int | None = None) -> Answer:
+    """A count over staff.csv, whose second chunk retrieval did not find."""
+    db = StoreOfRecord(tmp_path / "kb")
+    with db.transaction():
+        db.replace_document(Document("staff.csv", "h", 10, "staff.csv", "csv", "docs"), STAFF)
+    overrides: dict[str, object] = {"rag.computations": True}
+    if budget is not None:
+        overrides["rag.max_context_tokens"] = budget
+    config = load_config(kb_dir=db.kb_dir, overrides=overrides, environ={})
+    first = STAFF[0]
+    hits = [Hit(first.chunk_id, first.doc_path, 0.9, 1, first.citation, first.heading_path)]
+    llm = ScriptedLanguageModel(lambda request: [reply])
+    pipeline = RagPipeline(config, db, lambda query: hits, lambda: llm, lambda: ModelRef("embedder", "onnx", 384))
+    try:
+        return pipeline.ask("How many regions had more than 100 staff?", AskOptions())
+    finally:
+        db.close()
+
+
+def test_a_count_reads_every_row_of_the_document_not_the_retrieved_share(tmp_path: Path) -> None:
+    answer = _count(tmp_path, "CALC: count(120 > 100, 80 > 100, 150 > 100, 95 > 100) [#1] [#2]")
+    assert answer.grounded, answer.note
+    assert answer.answer.startswith("2 (count(")
+    assert sorted(c.citation.path for c in answer.citations) == ["staff.csv", "staff.csv"]
+
+
+def test_a_count_over_a_document_too_large_to_read_whole_is_refused(tmp_path: Path) -> None:
+    answer = _count(tmp_path / "small", "CALC: count(120 > 100, 80 > 100) [#1]", budget=120)
+    assert (answer.grounded, answer.refusal_detail) == (False, "rows_unread"), answer.note
+    assert "did not fit" in answer.note

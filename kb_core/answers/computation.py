@@ -111,6 +111,7 @@ class Computation:
     decimals: int
     percent: bool
     working: str
+    tree: Node | None = attrs.field(default=None, eq=False, repr=False)  # as parsed: what it computes
 
     def result_text(self, unit: str | None = None, scale: str = "") -> str:
         """The result rounded to :attr:`decimals`, with thousands separators, a currency sign (``$``) before it
@@ -300,6 +301,7 @@ def check_computation(
         decimals=0 if counted else min(decimals, 4),
         percent=_percent(tree, operands),
         working=_render(tree, operands),
+        tree=tree,
     )
 
 

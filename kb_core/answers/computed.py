@@ -7,16 +7,16 @@ prose what it does worst. kb then
 
 1. evaluates the expression exactly (:func:`~kb_core.answers.computation.check_computation`: no ``eval``,
    bounded), every operand a number written in a packed passage;
-2. checks that each operand sits where the question points: in a table, a row whose label shares a word
-   with the question and, when the question names years, a column headed by one of them; in prose, a
-   line that shares a word with the question (:func:`off_question`);
+2. checks that the computation performs the operation the question's words ask for
+   (:mod:`~kb_core.answers.operations`: a "change" is not a percentage) and that each operand sits where the
+   question points, its row, its period's column or its sentence (:mod:`~kb_core.answers.operand_places`);
 3. writes the answer itself, the result with its working and the passages cited
    (``-94 (680 - 774) [#1]``), so that the number kb vouches for is the one it computed.
 
 The model may reply ``CALC: none`` when the passages hold no numbers to compute with: the question then
 takes the ordinary path (a passage may state the figure). Any other failure is a refusal with reason
 ``computation`` and the checker's code as ``refusal_detail`` (``operand_not_found``, ``operand_off_question``,
-``expression_unparsed``, ``division_by_zero``, ...).
+``operation_off_question``, ``expression_unparsed``, ``division_by_zero``, ...).
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from fractions import Fraction
 import attrs
 
 from kb_core.answers.citations import cited_markers
-from kb_core.answers.computation import Computation, ComputationRefusal, Operand, check_computation
+from kb_core.answers.computation import Computation, ComputationRefusal, check_computation
 from kb_core.answers.numbers import read_numbers
+from kb_core.answers.operand_places import named_rows, operands_problem, rival_documents
+from kb_core.answers.operations import operation_problem
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import Verdict
 from kb_core.errors import Cancelled
@@ -65,12 +67,14 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     (
         "[#1] reports/a.pdf > Revenue\nRevenue: 2019 = 1,571.7; 2018 = 1,337.7\n"
         "Costs: 2019 = (420.5); 2018 = (398.0)\n\n"
+        "Rows the question names:\n[#1] Revenue: 2019 = 1,571.7; 2018 = 1,337.7\n\n"
         "Question: By how much did revenue change from 2018 to 2019?",
         "CALC: 1,571.7 - 1,337.7 [#1]",
     ),
     (
         "[#1] reports/b.pdf > Staff\nHeadcount: 2019 = 120; 2018 = 95; 2017 = 88\n"
         "Offices: 2019 = 4; 2018 = 3; 2017 = 3\n\n"
+        "Rows the question names:\n[#1] Headcount: 2019 = 120; 2018 = 95; 2017 = 88\n\n"
         "Question: What was the percentage change in headcount between 2018 and 2019?",
         "CALC: (120 - 95) / 95 * 100 [#1]",
     ),
@@ -81,21 +85,13 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ),
 )
 
+#: Heads the rows kb found that the question names (its words are their label's), before the question.
+ROWS_HEADING = "Rows the question names:"
 MAX_TOKENS = 96  # one line of computation
 _REPLY = re.compile(r"CALC\s*:\s*(?P<expression>.*)", re.IGNORECASE)
 _NONE = re.compile(r"^\s*(?:none|n/?a|-)?\s*\.?\s*$", re.IGNORECASE)
 _MARKERS = re.compile(r"\s*(?:\[\s*#?\s*\d+\s*\]\s*)+\.?\s*$")
-_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-_WORD = re.compile(r"[^\W\d_]{3,}")
 _SCALE = re.compile(r"\bin (thousands|millions|billions)\b|(\$?\s?'000)|\b(thousand|million|billion)s?\b", re.I)
-#: Words of a question that name no row: how it asks, and what it asks to compute.
-_ASKING = frozenset(
-    "what which how much many was were the and for from between during over than that this these those with "
-    "change changes changed percentage percent difference average mean ratio proportion share increase "
-    "increased decrease decreased growth rate sum combined compared year years fiscal amount amounts value "
-    "values number period respectively january february march april june july august september october "
-    "november december end ended ending as at of in on to is are did does".split()
-)
 
 
 @attrs.frozen
@@ -108,9 +104,12 @@ class Reply:
     stated: str = ""
 
 
-def user_text(entries: Sequence[str], question: str) -> str:
-    """The user message: the packed entries, then the question (as :data:`EXAMPLES` show them)."""
-    return "\n\n".join(entries) + f"\n\nQuestion: {question}"
+def user_text(entries: Sequence[str], question: str, rows: Sequence[tuple[int, str]] = ()) -> str:
+    """The user message: the packed entries, the table ``rows`` that fit the question best (their passage's marker
+    and the row as the model reads it), then the question (as :data:`EXAMPLES` show them)."""
+    pointed = "".join(f"\n[#{marker}] {row}" for marker, row in rows)
+    pointer = f"\n\n{ROWS_HEADING}{pointed}" if rows else ""
+    return "\n\n".join(entries) + pointer + f"\n\nQuestion: {question}"
 
 
 def request(user: str, *, temperature: float, seed: int | None) -> GenerateRequest:
@@ -140,9 +139,11 @@ def read_reply(raw: str) -> Reply | None:
 
 
 def computed(
-    reply: Reply, passages: Mapping[int, str], question: str
+    reply: Reply, passages: Mapping[int, str], question: str, documents: Mapping[int, str] | None = None
 ) -> tuple[ComputedAnswer, str] | ComputationRefusal:
-    """The checked computation of ``reply`` over ``passages`` and the answer's text, or why it is refused."""
+    """The checked computation of ``reply`` over ``passages`` and the answer's text, or why it is refused.
+    ``documents`` names each passage's document: another document with a row that fits the question as well
+    makes the question ambiguous (refused, both named), since it does not say which report it means."""
     done = check_computation(reply.expression, passages, question=question)
     if isinstance(done, ComputationRefusal):
         return done
@@ -153,12 +154,21 @@ def computed(
             "result_mismatch",
             f"the model stated {shown}, but the computation gives {done.result_text()}",
         )
-    stray = next((o for o in done.operands if o.source == "passage" and not _fits(o, passages, question)), None)
-    if stray is not None:
+    tree = done.tree
+    operation = None if tree is None else operation_problem(question, tree)
+    if operation is not None:
+        return ComputationRefusal(reply.expression, "operation_off_question", operation)
+    placed = None if tree is None else operands_problem(done, tree, passages, question)
+    if placed is not None:
+        return ComputationRefusal(reply.expression, "operand_off_question", placed)
+    rivals = rival_documents(done, passages, documents or {}, question)
+    if rivals:
+        used = sorted({(documents or {}).get(o.passage, "") for o in done.operands if o.passage is not None})
+        named = ", ".join([*used, *rivals][:4])
         return ComputationRefusal(
             reply.expression,
-            "operand_off_question",
-            f"{stray.literal} is in no row, column or sentence the question names: take each number from those",
+            "ambiguous_source",
+            f"the question fits the tables of several documents ({named}): say which one it is about",
         )
     markers = _markers_of(done, reply.markers)
     scale = "" if done.percent else _scale(done, passages)
@@ -183,21 +193,23 @@ def work_out(
     entries: Sequence[str],
     question: str,
     passages: Mapping[int, str],
+    documents: Mapping[int, str],
     *,
     temperature: float,
     seed: int | None,
     started: float,
 ) -> WorkedOut | None:
     """Ask ``llm`` for the computation over the packed ``entries`` and check it against ``passages`` (their text
-    by marker, instructions removed); None when it writes none (``CALC: none``, or no ``CALC:`` line)."""
-    user = user_text(entries, question)
+    by marker, instructions removed; ``documents`` their paths); None when it writes none (``CALC: none``, or no
+    ``CALC:`` line)."""
+    user = user_text(entries, question, named_rows(passages, question))
     raw, done, first_token_ms, generation_ms = stream_answer(
         llm, request(user, temperature=temperature, seed=seed), None, started
     )
     reply = read_reply(raw) if done.finish_reason != "error" else None
     if reply is None:
         return None
-    outcome = computed(reply, passages, question)
+    outcome = computed(reply, passages, question, documents)
     if isinstance(outcome, ComputationRefusal):
         note = f"the computation {outcome.expression[:80]!r} was refused: {outcome.detail}"
         verdict = Verdict(
@@ -268,58 +280,6 @@ def _record(done: Computation, markers: tuple[int, ...], text: str, scale: str) 
     return ComputedAnswer(done.expression, done.working, result, operands, markers)
 
 
-def _fits(operand: Operand, passages: Mapping[int, str], question: str) -> bool:
-    """Whether some place that holds ``operand`` is in a row, column or sentence the question names."""
-    words, years = _words(question), set(_YEAR.findall(question))
-    for place in operand.places:
-        lines = passages.get(place.passage, "").splitlines()
-        if 0 < place.line <= len(lines) and _place_fits(lines, place.line - 1, place.text, words, years):
-            return True
-    return False
-
-
-def _place_fits(lines: list[str], index: int, written: str, words: set[str], years: set[str]) -> bool:
-    line = lines[index]
-    if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
-        return len(_words(line) & words) >= min(2, len(words))
-    cells = line.split("|")
-    if not _names_row(_words(cells[0]), words) and not _names_row(_section_above(lines, index), words):
-        return False
-    column = next((i for i, cell in enumerate(cells) if written.strip() in cell), None)
-    header = _header(lines, index)
-    if not years or column is None or header is None or column >= len(header):
-        return True
-    heading_years = set(_YEAR.findall(header[column]))
-    return not heading_years or bool(heading_years & years)
-
-
-def _names_row(label: set[str], words: set[str]) -> bool:
-    """Whether a row labelled ``label`` is the one the question's ``words`` name: every word of the label is in the
-    question, or every word of the question in the label (a label of no words names nothing)."""
-    return bool(label) and (label <= words or words <= label)
-
-
-def _section_above(lines: list[str], index: int) -> set[str]:
-    """The words of the section row above a table row (``Industrial Solutions: | | |``), with the row's own."""
-    own = _words(lines[index].split("|")[0])
-    for line in reversed(lines[:index]):
-        cells = line.split("|")
-        if all(not cell.strip() for cell in cells[1:]) and cells[0].strip():
-            return own | _words(cells[0])
-    return set()
-
-
-def _header(lines: list[str], index: int) -> list[str] | None:
-    """The cells of the header row above a table row: the nearest line with a year and an empty first cell."""
-    for line in reversed(lines[:index]):
-        if "|" not in line:
-            return None
-        cells = line.split("|")
-        if not cells[0].strip() and _YEAR.search(line):
-            return cells
-    return None
-
-
 def _scale(done: Computation, passages: Mapping[int, str]) -> str:
     """The scale word of the operands' table or sentence (``million`` for "(in millions)"), or ''."""
     for operand in done.operands:
@@ -332,9 +292,3 @@ def _scale(done: Computation, passages: Mapping[int, str]) -> str:
                 word = (match.group(1) or match.group(3) or "thousand").lower().rstrip("s")
                 return "thousand" if match.group(2) else word
     return ""
-
-
-def _words(text: str) -> set[str]:
-    """The content words of ``text``, lower case, a plural's ``s`` dropped."""
-    words = {w.lower() for w in _WORD.findall(text)} - _ASKING
-    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _ASKING

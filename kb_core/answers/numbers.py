@@ -56,6 +56,8 @@ RefusalReason = Literal[
     "expression_unparsed",
     "operand_not_found",
     "operand_off_question",
+    "operation_off_question",
+    "ambiguous_source",
     "result_mismatch",
     "division_by_zero",
     "too_large",

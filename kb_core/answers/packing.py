@@ -5,7 +5,8 @@ matter are packed: the first hit always; a later one while fewer than ``max_chun
 and its score is at least ``min_relative_score`` of the top hit's. A hit far behind the first
 adds reading, not evidence, with one exception: a yes/no question is judged on what its document
 reports as a whole (a study's results, beside the methods that restate the question), so for it
-the top hit's other retrieved sections are packed whatever their score.
+the top hit's other retrieved sections are packed whatever their score; and a question that counts a
+table's rows reads the top hit's document whole (:func:`with_whole_document`), as far as the budget allows.
 """
 
 from __future__ import annotations
@@ -56,6 +57,29 @@ def select(hits: Sequence[Hit], max_chunks: int, min_relative_score: float, whol
     first = hits[0].doc_path
     kept = (h for h in hits[1:] if h.score >= floor or (whole_document and h.doc_path == first))
     return [hits[0], *kept][: max(1, max_chunks)]
+
+
+#: The retriever a hit is marked with when it was packed because its document is read whole.
+WHOLE = "whole_document"
+
+
+def with_whole_document(hits: Sequence[Hit], document: Sequence[Chunk], retrieved: Sequence[Hit] = ()) -> list[Hit]:
+    """``hits`` with the first hit's ``document`` (its chunks) whole and in order before the others: a count over
+    a table's rows reads every row, not the retrieved share of them. A chunk no hit (nor ``retrieved``) holds
+    gets a hit of its own, marked :data:`WHOLE`, with the first hit's score."""
+    if not hits or not document:
+        return list(hits)
+    first = hits[0]
+    known = {hit.chunk_id: hit for hit in (*retrieved, *hits)}
+    own = [
+        known.get(chunk.chunk_id)
+        or Hit(
+            chunk.chunk_id, chunk.doc_path, first.score, first.rank, chunk.citation, chunk.heading_path, retriever=WHOLE
+        )
+        for chunk in sorted(document, key=lambda chunk: chunk.ordinal)
+    ]
+    taken = {chunk.chunk_id for chunk in document}
+    return [*own, *(hit for hit in hits if hit.chunk_id not in taken)]
 
 
 def pack(

@@ -44,7 +44,8 @@ from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.computation import asks_for_computation
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check
-from kb_core.answers.packing import evidence_budget, pack, select
+from kb_core.answers.operations import counts_rows
+from kb_core.answers.packing import WHOLE, evidence_budget, pack, select, with_whole_document
 from kb_core.answers.prompts import question_prompt
 from kb_core.answers.questions import kind_of, verdict_of
 from kb_core.answers.run import AskOptions, QuestionRun, citation_of
@@ -188,6 +189,9 @@ class RagPipeline:
     def _generate(self, run: QuestionRun, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
         chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
+        document = self.store.chunks_of([chosen[0].doc_path]) if run.computed and counts_rows(run.question) else []
+        chosen = with_whole_document(chosen, document, run.hits)
+        run.hits += [hit for hit in chosen if hit.retriever == WHOLE]  # cited like the retrieved ones
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])
         budget = evidence_budget(llm, run.prompt, self.config.models.llm.max_tokens, self.config.rag.max_context_tokens)
         packed = pack(chosen, chunks, budget, llm.count_tokens, run.template)
@@ -205,7 +209,8 @@ class RagPipeline:
         by_marker = {item.marker: item for item in items}
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         if run.computed:
-            worked_out = self._compute(run, llm, entries, items, packed_chunks, on_token)
+            unread = len({c.chunk_id for c in document} - {item.chunk_id for item in items})
+            worked_out = self._compute(run, llm, entries, items, packed_chunks, on_token, unread)
             if worked_out is not None:
                 return worked_out
         prompt, request = self._request(run, entries, constrained)
@@ -267,15 +272,21 @@ class RagPipeline:
         items: list[PackedChunk],
         chunks: dict[int, Chunk],
         on_token: TokenCallback | None,
+        unread: int = 0,
     ) -> Answer | None:
         """The answer kb works out from the computation the model writes, or its refusal; None when the model
-        writes none (the question then takes the ordinary path). Only the checked answer reaches ``on_token``."""
+        writes none (the question then takes the ordinary path). Only the checked answer reaches ``on_token``.
+        A count over a document ``unread`` passages of which did not fit is refused: it would count a share."""
         llm_cfg, options = self.config.models.llm, run.options
+        if unread:
+            note = f"the count needs all of {items[0].ref.split('#')[0]}, and {unread} of its passages did not fit"
+            return self._refusal(run, "computation", computed.REFUSAL, note, detail="rows_unread")
         worked = computed.work_out(
             llm,
             entries,
             run.question,
             {m: without_instructions(chunk.text) for m, chunk in chunks.items()},
+            {m: chunk.doc_path for m, chunk in chunks.items()},
             temperature=llm_cfg.temperature if options.temperature is None else options.temperature,
             seed=llm_cfg.seed if options.seed is None else options.seed,
             started=run.started,
@@ -331,8 +342,10 @@ class RagPipeline:
 
     # -- building and keeping answers -------------------------------------------------------------
 
-    def _refusal(self, run: QuestionRun, reason: RefusalReason, text: str, note: str) -> Answer:
-        verdict = Verdict(grounded=False, refusal_reason=reason, note=note, text=text, refusal_detail=reason)
+    def _refusal(
+        self, run: QuestionRun, reason: RefusalReason, text: str, note: str, detail: str | None = None
+    ) -> Answer:
+        verdict = Verdict(grounded=False, refusal_reason=reason, note=note, text=text, refusal_detail=detail or reason)
         return self._answer(run, text, verdict, (), TokenUsage(latency_ms=elapsed_ms(run.started)))
 
     def _answer(

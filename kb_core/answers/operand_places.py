@@ -1,0 +1,267 @@
+"""Where a computation's operands sit, against what the question names.
+
+A number copied from a passage is not yet the number the question asks about: the same table holds other
+rows and other years. kb checks each operand's place:
+
+- in a table, its row is the one the question names: the row's label (with its section's) is all in the
+  question, or the question's words all in the label, and no other row of that table fits the question's
+  words better (``Total other assets`` is not ``Other assets`` when both are rows);
+- its column, when headed by a period (``2019``, ``FY19``, ``F19``, ``fiscal 2019``), is one the question
+  names; and when the question names several periods, the operands come from all of them (an average "for 2018
+  and 2019" averages one number of each), and a percentage change divides by the earliest one's;
+- in prose, its line holds two of the question's words (all of them, when it has fewer).
+
+>>> periods_of("What was the change in ROFE from F18 to fiscal 2019?")
+[2018, 2019]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import regex
+
+from kb_core.answers.computation import Computation, Operand, Place
+from kb_core.answers.numbers import Binary, Negative, Node, Number, walk
+from kb_core.answers.operations import performed_operation
+from kb_core.answers.tables import readable_tables
+
+__all__ = ["PERIOD", "named_rows", "operands_problem", "periods_of", "rival_documents", "words_of"]
+
+#: A period as questions and table headings write it: 2019, FY2019, FY 19, F19, fiscal 2019, fiscal year 2019.
+PERIOD = regex.compile(
+    r"(?<![\w.,])(?:(?:FY|F|fiscal(?:\s+year)?)\s?'?(?P<short>\d{2}(?:\d{2})?)|(?P<year>(?:19|20)\d\d))(?!\d)(?![.,]\d)",
+    regex.IGNORECASE,
+)
+_WORD = regex.compile(r"[^\W\d_]{3,}")
+#: Words of a question that name no row: how it asks, and what it asks to compute.
+_ASKING = frozenset(
+    "what which how much many was were the and for from between during over than that this these those with "
+    "change changes changed percentage percent difference average mean ratio proportion share increase "
+    "increased decrease decreased growth rate sum combined compared year years fiscal amount amounts value "
+    "values number period respectively january february march april june july august september october "
+    "november december end ended ending as at of in on to is are did does".split()
+)
+
+
+def words_of(text: str) -> set[str]:
+    """The content words of ``text``, lower case, a plural's ``s`` dropped."""
+    words = {w.lower() for w in _WORD.findall(text)} - _ASKING
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _ASKING
+
+
+def periods_of(text: str) -> list[int]:
+    """The periods ``text`` names, as four-digit years in the order written (``FY19`` is 2019)."""
+    found: list[int] = []
+    for match in PERIOD.finditer(text):
+        digits = match.group("year") or match.group("short")
+        year = int(digits) if len(digits) == 4 else 2000 + int(digits)
+        if 1900 <= year <= 2099 and year not in found:
+            found.append(year)
+    return found
+
+
+_RANGE = regex.compile(r"\b((?:19|20)\d\d)\s*(?:-|–|to|through|until)\s*((?:19|20)\d\d)\b", regex.IGNORECASE)
+
+
+def _spanned(question: str, named: list[int], tree: Node) -> list[int]:
+    """The periods an average or total "from 2017 to 2019" takes (every year between), else ``named``."""
+    found = _RANGE.search(question)
+    if found is None or performed_operation(tree) not in ("average", "total"):
+        return named
+    first, last = sorted((int(found.group(1)), int(found.group(2))))
+    return list(range(first, last + 1)) if last - first < 12 else named
+
+
+def _fit(label: set[str], words: set[str]) -> int:
+    """How well a row labelled ``label`` fits the question's ``words``: 3 the same words, 2 the label all in the
+    question, 1 the question all in the label, 0 not at all (a label of no words fits nothing)."""
+    if not label or not words:
+        return 0
+    return 3 if label == words else 2 if label <= words else 1 if words <= label else 0
+
+
+def _row_fit(lines: Sequence[str], index: int, words: set[str]) -> int:
+    """The fit of table row ``index``: of its own label, or of its label with its section's."""
+    own = words_of(lines[index].split("|")[0])
+    return max(_fit(own, words), _fit(own | _section_above(lines, index), words))
+
+
+def _section_above(lines: Sequence[str], index: int) -> set[str]:
+    """The words of the section row above a table row (``Industrial Solutions: | | |``)."""
+    for line in reversed(lines[:index]):
+        if "|" not in line:
+            return set()
+        cells = line.split("|")
+        if all(not cell.strip() for cell in cells[1:]) and cells[0].strip():
+            return words_of(cells[0])
+    return set()
+
+
+def _table_rows(lines: Sequence[str], index: int) -> range:
+    """The indexes of the table lines around line ``index`` (the contiguous lines with cells)."""
+    first = index
+    while first > 0 and "|" in lines[first - 1]:
+        first -= 1
+    last = index
+    while last + 1 < len(lines) and "|" in lines[last + 1]:
+        last += 1
+    return range(first, last + 1)
+
+
+def _header_periods(lines: Sequence[str], index: int, column: int) -> set[int]:
+    """The periods heading ``column`` of the table row ``index``: from the nearest row above with a period and an
+    empty first cell (none when no such row, or it has no such column)."""
+    for line in reversed(lines[:index]):
+        if "|" not in line:
+            return set()
+        cells = line.split("|")
+        if not cells[0].strip() and PERIOD.search(line):
+            return set(periods_of(cells[column])) if column < len(cells) else set()
+    return set()
+
+
+def _place_periods(
+    lines: Sequence[str], place: Place, words: set[str], named: list[int], counted: bool
+) -> set[int] | None:
+    """The periods of the column holding ``place`` (empty when not headed by one) when the place is in a row or
+    sentence the question names (any row, when the rows are ``counted``); None when it is not."""
+    index = place.line - 1
+    if not 0 <= index < len(lines):
+        return None
+    line = lines[index]
+    if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
+        return set() if len(words_of(line) & words) >= min(2, len(words)) else None
+    own = _row_fit(lines, index, words)
+    if not counted and (not own or any(_row_fit(lines, other, words) > own for other in _table_rows(lines, index))):
+        return None
+    cells = line.split("|")
+    written = regex.compile(rf"(?<![\d.,]){regex.escape(place.text.strip())}(?![\d.,]*\d)")
+    column = next((i for i, cell in enumerate(cells) if i and written.search(cell)), None)
+    periods = set() if column is None else _header_periods(lines, index, column)
+    if named and periods and not periods & set(named):
+        return None
+    return periods
+
+
+def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str], question: str) -> str | None:
+    """Why the operands of ``done`` (parsed as ``tree``) are not the numbers ``question`` asks about, or None."""
+    words, named = words_of(question), _spanned(question, periods_of(question), tree)
+    counted = performed_operation(tree) == "count"  # the rows counted are not named: they are every row
+    periods: list[set[int]] = []
+    for operand in done.operands:
+        if operand.source != "passage":
+            periods.append(set())
+            continue
+        fitting = [found for found in _fitting_periods(operand, passages, words, named, counted) if found is not None]
+        if not fitting:
+            return f"{operand.literal} is in no row, column or sentence the question names: take each number from those"
+        periods.append(set().union(*fitting))
+    return _coverage_problem(done.operands, periods, tree, named)
+
+
+def _fitting_periods(
+    operand: Operand, passages: Mapping[int, str], words: set[str], named: list[int], counted: bool
+) -> list[set[int] | None]:
+    return [
+        _place_periods(passages.get(place.passage, "").splitlines(), place, words, named, counted)
+        for place in operand.places
+    ]
+
+
+def _coverage_problem(operands: Sequence[Operand], periods: list[set[int]], tree: Node, named: list[int]) -> str | None:
+    """Why operands from the period columns ``periods`` do not cover the periods ``named`` (when two or more are),
+    or a percentage change divides by a later period's number than the earliest named."""
+    from_passages = [found for operand, found in zip(operands, periods, strict=True) if operand.source == "passage"]
+    if len(named) < 2 or not from_passages or not all(from_passages):
+        return None
+    used = set().union(*from_passages)
+    missing = sorted(set(named) - used)
+    if missing:
+        listed = ", ".join(str(year) for year in missing)
+        return f"the question names {listed}, but no operand is from its column: take one number of each period"
+    if performed_operation(tree) == "average" and len(from_passages) != len(named):
+        return f"the question averages {len(named)} periods, but the computation {len(from_passages)} numbers"
+    divisor = _divisor(tree)
+    if divisor is not None and periods[divisor] and min(named) not in periods[divisor]:
+        return f"a change from {min(named)} is relative to {min(named)}: divide by that period's number"
+    return None
+
+
+def _divisor(tree: Node) -> int | None:
+    """The operand a relative change ``(a - b) / b`` divides by, when it is one number."""
+    for node in walk(tree):
+        if isinstance(node, Binary) and node.op == "/":
+            right = node.right.child if isinstance(node.right, Negative) else node.right
+            left = node.left.child if isinstance(node.left, Negative) else node.left
+            if isinstance(right, Number) and isinstance(left, Binary) and left.op == "-":
+                return right.index
+    return None
+
+
+def rival_documents(
+    done: Computation, passages: Mapping[int, str], documents: Mapping[int, str], question: str
+) -> list[str]:
+    """Other documents among ``passages`` (their paths by marker in ``documents``) with a table row that fits the
+    question as well as the operands' rows do, with numbers in the periods it names: the question does not say
+    which report it means ("the change in revenue" when two reports have revenue for 2018 and 2019)."""
+    words, named = words_of(question), periods_of(question)
+    used = {documents.get(o.passage) for o in done.operands if o.passage is not None}
+    fits = [fit for operand in done.operands if (fit := _best_place_fit(operand, passages, words))]
+    if not fits:
+        return []
+    rivals: list[str] = []
+    for marker, text in passages.items():
+        document = documents.get(marker)
+        if document is None or document in used or document in rivals:
+            continue
+        lines = text.splitlines()
+        if any(_rival_row(lines, index, words, named, min(fits)) for index in range(len(lines))):
+            rivals.append(document)
+    return rivals
+
+
+def _rival_row(lines: Sequence[str], index: int, words: set[str], named: list[int], fit: int) -> bool:
+    """Whether table row ``index`` fits ``words`` at least as well as ``fit`` and has a number in a column of
+    one of the ``named`` periods (any number, when none is named)."""
+    cells = lines[index].split("|")
+    if len(cells) < 2 or not cells[0].strip() or _row_fit(lines, index, words) < max(fit, 1):
+        return False
+    filled = [column for column, cell in enumerate(cells) if column and any(ch.isdigit() for ch in cell)]
+    if not named:
+        return bool(filled)
+    return any(_header_periods(lines, index, column) & set(named) for column in filled)
+
+
+def _best_place_fit(operand: Operand, passages: Mapping[int, str], words: set[str]) -> int:
+    """How well the best table row holding ``operand`` fits the question's ``words`` (0: in no table row)."""
+    best = 0
+    for place in operand.places:
+        lines = passages.get(place.passage, "").splitlines()
+        if 0 < place.line <= len(lines) and "|" in lines[place.line - 1]:
+            best = max(best, _row_fit(lines, place.line - 1, words))
+    return best
+
+
+def named_rows(passages: Mapping[int, str], question: str, most: int = 3) -> list[tuple[int, str]]:
+    """The table rows of ``passages`` that fit the question best, each with its passage's marker and written with
+    its columns' names (``Other assets: 2019 = 18,111; 2018 = 9,521``): at most ``most``, none when no row fits or
+    more than ``most`` fit as well (a pointer to every row is no pointer)."""
+    words = words_of(question)
+    found: list[tuple[int, int, str]] = []
+    for marker, text in passages.items():
+        lines = text.splitlines()
+        for index, line in enumerate(lines):
+            if "|" in line and line.split("|")[0].strip() and (fit := _row_fit(lines, index, words)):
+                found.append((fit, marker, _written_row(lines, index)))
+    best = max((fit for fit, _, _ in found), default=0)
+    rows = [(marker, row) for fit, marker, row in found if fit == best and row]
+    return rows if len(rows) <= most else []
+
+
+def _written_row(lines: Sequence[str], index: int) -> str:
+    """Table row ``index`` as the model reads it, its values named by their columns' headings."""
+    table = _table_rows(lines, index)
+    header = [i for i in table if i < index and not lines[i].split("|")[0].strip()]
+    shown = readable_tables("\n".join([*(lines[i] for i in header), lines[index]]))
+    return shown.splitlines()[-1] if header else ""

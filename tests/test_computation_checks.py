@@ -1,0 +1,135 @@
+"""What a computed answer must compute, and where its operands must sit (issue 43, deliver 2).
+
+The operation a question asks for (kb_core.answers.operations) and the row, period column and base of each
+operand (kb_core.answers.operand_places), checked on their own and through the public checker.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kb_core.answers.computation import Computation, check_computation
+from kb_core.answers.numbers import ExpressionError, parse
+from kb_core.answers.operand_places import operands_problem, periods_of, rival_documents
+from kb_core.answers.operations import asked_operations, operation_problem, performed_operation
+
+TABLE = """Balance sheet
+| 2019 | 2018 | 2017
+Other assets | 18,111 | 9,521 | 8,004
+Total other assets | 140,964 | 111,749 | 99,120
+Net bookings | 6,388 | 7,262 | 3,366"""
+
+
+@pytest.mark.parametrize(
+    ("question", "operations"),
+    [
+        ("What was the percentage change in revenue from 2018 to 2019?", {"percent_change"}),
+        ("What was the % change in revenue from 2018 to 2019?", {"percent_change"}),
+        ("What is the percentage difference in the number of shares?", {"percent_change"}),
+        ("What was the change in the percentage of revenue from cloud?", {"change"}),
+        ("By how much did the margin change, in percentage points?", {"change"}),
+        ("What was the percentage change in the average price paid per share?", {"average", "percent_change"}),
+        ("What was the change in Other assets in 2019 from 2018?", {"change"}),
+        ("What share of total assets were receivables?", {"ratio", "total"}),
+        ("What was the average headcount over the three years?", {"average"}),
+        ("How many years did the margin exceed 20%?", {"count"}),
+        ("What is the name of the chief executive?", set()),
+    ],
+)
+def test_the_operations_a_question_names(question: str, operations: set[str]) -> None:
+    assert asked_operations(question) == operations
+
+
+@pytest.mark.parametrize(
+    ("expression", "operation"),
+    [
+        ("1,571.7 - 1,337.7", "change"),
+        ("-(1,571.7 - 1,337.7)", "change"),
+        ("(120 - 95) / 95 * 100", "percent_change"),
+        ("100 * (120 - 95) / 95", "percent_change"),
+        ("(120 / 95 - 1) * 100", "percent_change"),
+        ("avg(12.4, 30.1)", "average"),
+        ("(12.4 + 30.1) / 2", "average"),
+        ("12.4 / 30.1 * 100", "ratio"),
+        ("sum(1, 2, 3)", "total"),
+        ("1 + 2", "total"),
+        ("count(22.1 > 20, 19.0 > 20)", "count"),
+        ("max(1, 2)", "extreme"),
+        ("12.4", None),
+    ],
+)
+def test_the_operation_an_expression_performs(expression: str, operation: str | None) -> None:
+    assert performed_operation(parse(expression)) == operation
+
+
+def test_a_percentage_given_for_a_change_is_refused_and_the_detail_says_what_to_write() -> None:
+    problem = operation_problem("What was the change in revenue from 2018 to 2019?", parse("(2 - 1) / 1 * 100"))
+    assert problem == "the question asks for a change, new - old, but the computation is a percentage change"
+    assert operation_problem("What was the change in revenue from 2018 to 2019?", parse("2 - 1")) is None
+    assert operation_problem("What was the change in total revenue?", parse("2 - 1")) is None  # a row's "total"
+    assert operation_problem("What was the total revenue in 2018 and 2019?", parse("sum(1, 2)")) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "periods"),
+    [
+        ("from 2018 to 2019", [2018, 2019]),
+        ("for the years F19 and F18", [2019, 2018]),
+        ("in FY2019 compared with FY 2018", [2019, 2018]),
+        ("fiscal year 2017", [2017]),
+        ("the 2019 $'000 column", [2019]),
+        ("12,019 units and 3.2019 and F400", []),
+    ],
+)
+def test_periods_as_questions_and_headings_write_them(text: str, periods: list[int]) -> None:
+    assert periods_of(text) == periods
+
+
+def _problem(question: str, expression: str, table: str = TABLE) -> str | None:
+    done = check_computation(expression, {1: table}, question=question)
+    assert isinstance(done, Computation), done
+    assert done.tree is not None
+    return operands_problem(done, done.tree, {1: table}, question)
+
+
+def test_the_row_the_question_names_and_not_a_row_that_only_contains_its_words() -> None:
+    question = "What was the change in Other assets in 2019 from 2018?"
+    assert _problem(question, "18,111 - 9,521") is None
+    assert "140,964 is in no row" in (_problem(question, "140,964 - 111,749") or "")
+    assert _problem("What was the change in total other assets in 2019 from 2018?", "140,964 - 111,749") is None
+
+
+def test_every_named_period_is_used_and_a_percentage_change_divides_by_the_earliest() -> None:
+    question = "What was the percentage change in net bookings between 2018 and 2019?"
+    assert _problem(question, "(6,388 - 7,262) / 7,262 * 100") is None
+    assert "relative to 2018" in (_problem(question, "(6,388 - 7,262) / 6,388 * 100") or "")
+    assert "3,366 is in no row" in (_problem(question, "(6,388 - 3,366) / 3,366 * 100") or "")
+    same_year = "What was the average of other assets for 2018 and 2019?"
+    assert "no operand is from its column" in (_problem(same_year, "avg(9,521, 9,521)") or "")
+    assert "averages 2 periods" in (_problem(same_year, "avg(18,111, 9,521, 9,521)") or "")
+    assert _problem("What was the average of other assets from 2017 to 2019?", "avg(18,111, 9,521, 8,004)") is None
+
+
+@given(st.text(max_size=200), st.sampled_from(["1 - 2", "(1 - 2) / 2 * 100", "avg(1, 2)", "count(1 > 2)", "1"]))
+def test_any_question_gets_an_answer_or_a_detail_never_an_exception(question: str, expression: str) -> None:
+    try:
+        tree = parse(expression)
+    except ExpressionError:  # pragma: no cover - the expressions above all parse
+        raise
+    problem = operation_problem(question, tree)
+    assert problem is None or problem.startswith("the question asks for")
+    assert all(1900 <= year <= 2099 for year in periods_of(question))
+
+
+def test_a_row_another_document_also_has_makes_the_question_ambiguous() -> None:
+    other = "Other report\n| 2019 | 2018\nOther assets | 5,000 | 4,000"
+    passages, documents = {1: TABLE, 2: other}, {1: "a.pdf", 2: "b.pdf"}
+    question = "What was the change in Other assets in 2019 from 2018?"
+    done = check_computation("18,111 - 9,521", passages, question=question)
+    assert isinstance(done, Computation)
+    assert rival_documents(done, passages, documents, question) == ["b.pdf"]
+    assert rival_documents(done, passages, {1: "a.pdf", 2: "a.pdf"}, question) == []  # the same report
+    elsewhere = {1: TABLE, 2: "Other report\n| 2017 | 2016\nOther assets | 5,000 | 4,000"}
+    assert rival_documents(done, elsewhere, documents, question) == []  # not for the periods asked
