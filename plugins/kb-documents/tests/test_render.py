@@ -7,12 +7,12 @@ from __future__ import annotations
 import io
 import struct
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw
 
-from conftest import read_fixture
 from kb_core import Config, KbError
 from kb_core.plugin import PageRenderer, ParserContext
 from kb_core.testing import PageRendererContract, load_registry
@@ -21,6 +21,12 @@ from kb_documents.limits import Limits
 from kb_documents.pdf import PdfParser
 
 SHOWN = 1600
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def read_fixture(name: str) -> bytes:
+    """The bytes of a generated fixture (good/ or bad/)."""
+    return next(path for path in (FIXTURES / "good" / name, FIXTURES / "bad" / name) if path.exists()).read_bytes()
 
 
 def encoded(image: Image.Image, kind: str, **options: Any) -> bytes:
