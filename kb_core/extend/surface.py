@@ -10,6 +10,7 @@ PUBLIC_MODULES: dict[str, str] = {
     "kb_core": "docs/python-api.md",
     "kb_core.plugin": "docs/plugins.md",
     "kb_core.plugin.remote": "docs/plugins.md",
+    "kb_core.plugin.pages": "docs/plugins.md",
     "kb_core.plugin.options": "docs/plugins.md",
     "kb_core.plugin.containers": "docs/plugins.md",
     "kb_core.commands": "docs/plugins.md",

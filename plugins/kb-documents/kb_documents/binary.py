@@ -5,7 +5,7 @@ kb-core 0.2 and later hand a parser that has ``parse_bytes(data, path)`` (a
 only have decoded text: UTF-8 decoding is lossless when it succeeds, so the bytes are recovered
 exactly; when undecodable bytes were replaced (U+FFFD) they are gone, and the parser says so.
 
-The PDF and image parsers also render a page to show (a :class:`kb_core.plugin.PageRenderer`);
+The PDF and image parsers also render a page to show (a :class:`kb_core.plugin.pages.PageRenderer`);
 :func:`png_page` encodes it.
 """
 
@@ -15,7 +15,8 @@ import io
 from typing import Any
 
 from kb_core import KbError
-from kb_core.plugin import ParsedDocument, RenderedPage
+from kb_core.plugin import ParsedDocument
+from kb_core.plugin.pages import RenderedPage
 
 NEEDS_BYTES_HINT = "pass the file's bytes to parse_bytes (kb-core 0.2 and later do this when ingesting)"
 

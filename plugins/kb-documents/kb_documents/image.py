@@ -26,7 +26,8 @@ from typing import Any
 from PIL import ExifTags, Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
 from kb_core import KbError
-from kb_core.plugin import OcrImage, ParsedDocument, RenderedPage
+from kb_core.plugin import OcrImage, ParsedDocument
+from kb_core.plugin.pages import RenderedPage
 from kb_documents.assemble import Page, assemble
 from kb_documents.binary import BinaryParser, png_page
 from kb_documents.limits import Limits

@@ -19,7 +19,8 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from kb_core import KbError
-from kb_core.plugin import ParsedDocument, RenderedPage
+from kb_core.plugin import ParsedDocument
+from kb_core.plugin.pages import RenderedPage
 from kb_documents.assemble import Content, Heading, Page, assemble, content_of
 from kb_documents.binary import BinaryParser, png_page
 from kb_documents.grid import align_tables

@@ -14,7 +14,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from kb_core import Config, KbError
-from kb_core.plugin import PageRenderer, ParserContext
+from kb_core.plugin import ParserContext
+from kb_core.plugin.pages import PageRenderer
 from kb_core.testing import PageRendererContract, load_registry
 from kb_documents.image import ImageParser
 from kb_documents.limits import Limits

@@ -14,7 +14,7 @@ the document's own file, ``source_root / path``, checked before a byte of it is 
 The file is opened without blocking (a FIFO or a device put there since is refused, never waited
 on), and read no further than its ingested size. At most two pages are read and rendered at a time:
 the file is read and hashed only once a render's turn has come, so waiting requests hold no file in
-memory. The image is made anew by the document's own parser, a :class:`kb_core.plugin.PageRenderer`
+memory. The image is made anew by the document's own parser, a :class:`kb_core.plugin.pages.PageRenderer`
 found in the registry by the parser's name (kb-documents' ``pdf`` and ``image``, within their own
 limits), in a child process (:mod:`kb_serve.render`: pdfium must not run in two threads at once, and
 an upload may be parsing a PDF in this process), never the file's own bytes, and not cached
@@ -39,7 +39,8 @@ from starlette.routing import Route
 from kb_core import Document, KbError, KnowledgeBase, NotFoundError
 from kb_core.bounds import PAGE
 from kb_core.commands import stored_file
-from kb_core.plugin import PageRenderer, ParserContext, RenderedPage
+from kb_core.plugin import ParserContext
+from kb_core.plugin.pages import PageRenderer, RenderedPage
 from kb_serve import reading, render
 from kb_serve.bodies import json_response, off_loop, path_param
 from kb_serve.errors import ApiError

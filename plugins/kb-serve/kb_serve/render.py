@@ -2,7 +2,7 @@
 
 ``GET /documents/{path}/pages/{page}.png`` (:mod:`kb_serve.page_images`) runs this file as a script,
 ``python -I render.py``, writes a :func:`request` to its stdin and reads a :func:`reply` from its
-stdout. The parser (a :class:`kb_core.plugin.PageRenderer` from the registry, pickled) decodes and
+stdout. The parser (a :class:`kb_core.plugin.pages.PageRenderer` from the registry, pickled) decodes and
 renders the page within its own limits (kb-documents: the image formats it reads, its pixel limit, a
 photo decoded smaller): this module holds no image format, limit or decoder of its own. A process of its own,
 because a renderer's library may not be called from two threads at once (pdfium: an upload's ingest
@@ -23,7 +23,7 @@ import sys
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
-    from kb_core.plugin import RenderedPage
+    from kb_core.plugin.pages import RenderedPage
 
 FAILED = 2
 
@@ -37,7 +37,7 @@ def request(parser: Any, path: str, page: int, max_side: int, data: bytes) -> by
 
 def reply(out: bytes) -> RenderedPage | None:
     """The image the child wrote on its stdout; None when it wrote none."""
-    from kb_core.plugin import RenderedPage
+    from kb_core.plugin.pages import RenderedPage
 
     head, _, data = out.partition(b"\n")
     try:
@@ -51,7 +51,7 @@ def reply(out: bytes) -> RenderedPage | None:
 def _render(stdin: BinaryIO, stdout: BinaryIO) -> None:
     head = json.loads(stdin.readline())
     sys.path[:] = [entry for entry in head["sys_path"] if isinstance(entry, str)]  # (what the server imports)
-    from kb_core.plugin import PageRenderer
+    from kb_core.plugin.pages import PageRenderer
 
     parser = pickle.loads(stdin.read(int(head["pickled"])))  # noqa: S301 - written by the server that started us
     if not isinstance(parser, PageRenderer):

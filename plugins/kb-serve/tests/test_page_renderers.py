@@ -18,7 +18,8 @@ import pytest
 
 import kb_core
 from kb_core import KbError
-from kb_core.plugin import Block, ParsedDocument, RegisterParser, RenderedPage, hookimpl
+from kb_core.plugin import Block, ParsedDocument, RegisterParser, hookimpl
+from kb_core.plugin.pages import RenderedPage
 from kb_serve.page_images import MAX_SIDE
 
 KB_SERVE = Path(__file__).resolve().parents[1] / "kb_serve"
