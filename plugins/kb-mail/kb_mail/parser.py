@@ -21,7 +21,6 @@ import unicodedata
 from collections.abc import Iterator
 from email.message import EmailMessage, Message
 from email.parser import BytesHeaderParser
-from email.policy import default as default_policy
 from pathlib import Path, PurePosixPath
 
 from kb_core import KbError
@@ -29,7 +28,7 @@ from kb_core.bounds import MESSAGE_BYTES
 from kb_core.plugin import ParsedDocument
 from kb_core.plugin.containers import Part
 from kb_mail.mbox import RawMessage, read_mbox
-from kb_mail.render import body_part, clean, header, parse_message, render
+from kb_mail.render import POLICY, body_part, clean, header, parse_message, render
 
 #: Characters of a name made from a Message-ID or an attachment's file name (past it: cut, with a hash).
 NAME_CHARS = 120
@@ -38,10 +37,22 @@ _UNSAFE_FILE = re.compile(r"[/\\#\x00-\x1f\x7f]+")
 #: A message that may have attachments: a ``name=`` or ``filename=`` parameter somewhere (RFC 2231 too).
 _MAY_ATTACH = re.compile(rb"name\*?(?:[0-9]+\*?)?\s*=", re.IGNORECASE)
 MESSAGE_EXTENSION = ".eml"
+#: Lines starting ``--`` (MIME boundaries) one message may have: the standard library takes about half a
+#: millisecond a part, so a message of a million empty parts would take minutes. Past it, the message is skipped.
+MOST_BOUNDARIES = 10_000
+#: Attachments of one message kb reads (the others are left out): each is a document of its own.
+MOST_ATTACHMENTS = 1000
 
 
 def _cap() -> int:
     return int(MESSAGE_BYTES.high)
+
+
+def _shape_problem(data: bytes) -> str:
+    """Why a message is not parsed at all ('' when it is parsed): too many MIME parts."""
+    if data.count(b"\n--") > MOST_BOUNDARIES:
+        return f"the message has more than {MOST_BOUNDARIES:,} MIME boundary lines; skipped"
+    return ""
 
 
 def _too_large(size: int) -> str:
@@ -57,7 +68,7 @@ def _shorten(name: str, whole: str) -> str:
 def message_name(head: bytes) -> str:
     """The name of a message under its mbox: its Message-ID made safe, else a hash of its first bytes."""
     try:
-        headers = BytesHeaderParser(policy=default_policy).parsebytes(head)
+        headers = BytesHeaderParser(policy=POLICY).parsebytes(head)
         raw = header(headers, "Message-ID")
     except Exception:
         raw = ""
@@ -79,13 +90,16 @@ def file_name(name: str, fallback: str) -> str:
     return safe
 
 
-def _unique(name: str, taken: set[str]) -> str:
-    candidate, number = name, 1
+def _unique(name: str, taken: dict[str, int]) -> str:
+    """``name``, or ``name~2``, ``~3``... (before its extension) when taken; ``taken`` counts each name's uses."""
+    number = taken.get(name, 1)
+    candidate = name
     path = PurePosixPath(name)
     while candidate in taken:
         number += 1
         candidate = f"{path.stem}~{number}{path.suffix}" if path.suffix and path.stem else f"{name}~{number}"
-    taken.add(candidate)
+    taken[name] = number
+    taken[candidate] = taken.get(candidate, 1)
     return candidate
 
 
@@ -95,10 +109,10 @@ def attachments(message: EmailMessage, *, decode: bool = True) -> list[tuple[str
     names alone (the bytes are empty)."""
     body = body_part(message)
     found: list[tuple[str, bytes]] = []
-    taken: set[str] = set()
+    taken: dict[str, int] = {}
 
     def visit(part: Message) -> None:
-        if part is body:
+        if part is body or len(found) >= MOST_ATTACHMENTS:
             return
         try:
             kind = part.get_content_type()
@@ -136,6 +150,8 @@ class MailParser:
         """One message; its attachments are listed in its headers (``parts`` makes them documents)."""
         if len(data) > _cap():
             raise KbError(_too_large(len(data)))
+        if problem := _shape_problem(data):
+            raise KbError(problem)
         try:
             message = parse_message(data)
             names = [name for name, _ in attachments(message, decode=False)] if _MAY_ATTACH.search(data) else []
@@ -147,7 +163,7 @@ class MailParser:
         """An ``.eml``: its message and its attachments; an ``.mbox``: every message and its attachments."""
         if path.lower().endswith(".mbox"):
             total = file.stat().st_size
-            taken: set[str] = set()
+            taken: dict[str, int] = {}
             for raw in read_mbox(file, _cap()):
                 name = _unique(message_name(raw.head or raw.data), taken)
                 yield from self._message_parts(raw, name, total)
@@ -164,8 +180,9 @@ class MailParser:
         yield from self._message_parts(RawMessage(data, size), "", size)
 
     def _message_parts(self, raw: RawMessage, name: str, total: int) -> Iterator[Part]:
-        if raw.problem:
-            yield Part(name, b"", MESSAGE_EXTENSION, problem=raw.problem, done=raw.end, total=total)
+        problem = raw.problem or _shape_problem(raw.data)
+        if problem:
+            yield Part(name, b"", MESSAGE_EXTENSION, problem=problem, done=raw.end, total=total)
             return
         yield Part(name, raw.data, MESSAGE_EXTENSION, done=raw.end, total=total)
         if not _MAY_ATTACH.search(raw.data):

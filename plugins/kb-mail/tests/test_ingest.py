@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ PDF = DOCUMENT_FIXTURES / "report.pdf"
 DOCX = DOCUMENT_FIXTURES / "handbook.docx"
 
 
-def _thread() -> list[object]:
+def _thread() -> list[EmailMessage]:
     first = message(
         "Heron pump maintenance",
         "The heron pump seals were replaced on Monday by the Ridgeback crew.\n\nNext inspection in spring.\n",
@@ -39,7 +40,7 @@ def _thread() -> list[object]:
     return [first, reply, newsletter]
 
 
-def _hits(kb: kb_core.KnowledgeBase, text: str) -> list[kb_core.Hit]:
+def _hits(kb: kb_core.KnowledgeBase, text: str) -> tuple[kb_core.Hit, ...]:
     return kb_core.search(kb, kb_core.SearchQuery(text=text, mode="lexical", k=5)).hits
 
 
