@@ -8,7 +8,9 @@
    compared with ``answer`` in absolute value (for a percent answer, the result or, when the derivation
    does not multiply by 100, the result times 100: TAT-QA writes a percentage point difference as is),
    and checked with ``check_computation`` against its context as a passage (the table's rows as
-   ``a | b | c`` lines, then the paragraphs), which says whether kb finds every operand in the text.
+   ``a | b | c`` lines, then the paragraphs), which says whether kb finds every operand in the text;
+   then with the checks of a computed answer (the operation the question asks for, each operand's row,
+   period column or sentence): how often they would refuse a right computation.
 
     python bench/computation_questions.py            # figures
     python bench/computation_questions.py --show 20  # and up to 20 examples of each kind of miss
@@ -30,6 +32,8 @@ sys.path.insert(0, str(REPO))
 
 from kb_core.answers.computation import Computation, asks_for_computation, check_computation
 from kb_core.answers.numbers import ExpressionError, evaluate, parse
+from kb_core.answers.operand_places import operands_problem
+from kb_core.answers.operations import operation_problem
 
 DATASETS = REPO.parent / "shared" / "datasets"
 TATQA = DATASETS / "tatqa-tune"
@@ -81,6 +85,18 @@ def agrees(value: Fraction, answer: float) -> tuple[bool, bool]:
     return exact, close
 
 
+def placement(done: Computation, context: str, question: str) -> tuple[str, str]:
+    """What the checks of a computed answer say of a right computation: the operation the question asks for
+    (kb_core.answers.operations), then each operand's row, period column and sentence
+    (kb_core.answers.operand_places): ("accepted", "") or the refusal and its detail."""
+    assert done.tree is not None
+    operation = operation_problem(question, done.tree)
+    if operation is not None:
+        return "refused: operation_off_question", operation
+    placed = operands_problem(done, done.tree, {1: context}, question)
+    return ("refused: operand_off_question", placed) if placed is not None else ("accepted", "")
+
+
 def derivations(show: int) -> dict[str, Any]:
     """TAT-QA's arithmetic derivations evaluated with kb's parser, and their operands found in their context."""
     texts = context_texts()
@@ -112,6 +128,10 @@ def derivations(show: int) -> dict[str, Any]:
         checked = check_computation(derivation, {1: texts.get(row["id"], "")}, question=row["question"])
         if isinstance(checked, Computation):
             counts["every operand found in the context"] += 1
+            placed = placement(checked, texts.get(row["id"], ""), row["question"])
+            counts[f"then {placed[0]}"] += 1
+            if placed[1]:
+                examples.setdefault(placed[0], []).append(f"{row['question']} {derivation!r}: {placed[1]}")
         else:
             counts[f"check refused: {checked.reason}"] += 1
             examples.setdefault(checked.reason, []).append(f"{derivation!r}: {checked.detail}")

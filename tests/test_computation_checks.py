@@ -133,3 +133,15 @@ def test_a_row_another_document_also_has_makes_the_question_ambiguous() -> None:
     assert rival_documents(done, passages, {1: "a.pdf", 2: "a.pdf"}, question) == []  # the same report
     elsewhere = {1: TABLE, 2: "Other report\n| 2017 | 2016\nOther assets | 5,000 | 4,000"}
     assert rival_documents(done, elsewhere, documents, question) == []  # not for the periods asked
+
+
+def test_a_table_with_a_row_per_period_is_read_by_its_columns_heading() -> None:
+    leases = "Maturities\n| Operating leases | Finance leases\n2021 | 138 | 6\n2022 | 135 | 7"
+    question = "What was the change in operating leases between 2021 and 2022?"
+    assert _problem(question, "135 - 138", leases) is None
+    assert "7 is in no row" in (_problem(question, "7 - 6", leases) or "")  # the finance leases column
+
+
+def test_a_total_of_rows_needs_no_row_called_total() -> None:
+    deferred = "Deferred revenue\n| 2019\nCurrent deferred revenue | 4,483\nNon-current deferred revenue | 3,444"
+    assert _problem("What is the total deferred revenue in 2019?", "4,483 + 3,444", deferred) is None

@@ -75,11 +75,13 @@ _MAX_DIVISOR = 12  # the most terms an average written out as (a + b + ...) / n 
 
 @attrs.frozen
 class Place:
-    """Where an operand is written: the passage's number (``[#n]``), the 1-based line in it, and the text there."""
+    """Where an operand is written: the passage's number (``[#n]``), the 1-based line in it, the text there, and
+    its offset in the passage's text."""
 
     passage: int
     line: int
     text: str
+    offset: int = 0
 
 
 @attrs.frozen
@@ -172,7 +174,7 @@ def _index(passages: Mapping[int, str]) -> dict[Fraction, list[tuple[int, Writte
 
 
 def _operand(number: WrittenNumber, source: Source, held: list[tuple[int, WrittenNumber]]) -> Operand:
-    places = tuple(Place(passage, written.line, written.text) for passage, written in held)
+    places = tuple(Place(passage, written.line, written.text, written.start) for passage, written in held)
     first = held[0][1] if held else number
     digits = first.digits + ("%" if number.percent or first.percent else "")
     return Operand(

@@ -30,7 +30,7 @@ __all__ = ["PERIOD", "named_rows", "operands_problem", "periods_of", "rival_docu
 
 #: A period as questions and table headings write it: 2019, FY2019, FY 19, F19, fiscal 2019, fiscal year 2019.
 PERIOD = regex.compile(
-    r"(?<![\w.,])(?:(?:FY|F|fiscal(?:\s+year)?)\s?'?(?P<short>\d{2}(?:\d{2})?)|(?P<year>(?:19|20)\d\d))(?!\d)(?![.,]\d)",
+    r"(?<![\w.])(?:(?:FY|F|fiscal(?:\s+year)?)\s?'?(?P<short>\d{2}(?:\d{2})?)|(?P<year>(?:19|20)\d\d))(?!\d)(?!\.\d)(?!,\d{3}\b)",
     regex.IGNORECASE,
 )
 _WORD = regex.compile(r"[^\W\d_]{3,}")
@@ -121,39 +121,75 @@ def _header_periods(lines: Sequence[str], index: int, column: int) -> set[int]:
     return set()
 
 
-def _place_periods(
-    lines: Sequence[str], place: Place, words: set[str], named: list[int], counted: bool
-) -> set[int] | None:
-    """The periods of the column holding ``place`` (empty when not headed by one) when the place is in a row or
-    sentence the question names (any row, when the rows are ``counted``); None when it is not."""
+def _header_words(lines: Sequence[str], index: int, column: int) -> set[str]:
+    """The words heading ``column`` above table row ``index`` (the header rows: those with an empty first cell)."""
+    words: set[str] = set()
+    for line in reversed(lines[:index]):
+        cells = line.split("|")
+        if "|" not in line:
+            break
+        if not cells[0].strip() and column < len(cells):
+            words |= words_of(cells[column])
+    return words
+
+
+def _row_named(lines: Sequence[str], index: int, words: set[str]) -> bool:
+    """Whether table row ``index`` fits the question's ``words``, and no row of its table fits them better."""
+    own = _row_fit(lines, index, words)
+    return bool(own) and all(_row_fit(lines, other, words) <= own for other in _table_rows(lines, index))
+
+
+def _column_named(lines: Sequence[str], index: int, column: int, words: set[str]) -> bool:
+    """Whether the heading of ``column`` (above table row ``index``) fits the question's ``words``, and no other
+    column's heading fits them better ("Workforce reduction | Facility costs" over a row per date)."""
+    width = lines[index].count("|") + 1
+    fits = [_fit(_header_words(lines, index, other), words) for other in range(1, width)]
+    own = fits[column - 1] if 0 < column <= len(fits) else 0
+    return bool(own) and own == max(fits)
+
+
+def _place_periods(text: str, place: Place, words: set[str], allowed: set[int], counted: bool) -> set[int] | None:
+    """The periods of the cell holding ``place`` (its column's heading, or its row's label in a table with a row
+    per period; empty when none) when the place is in a row, column or sentence the question names (any row,
+    when the rows are ``counted``) and in a period ``allowed`` (when there are); None when it is not."""
+    lines = text.splitlines()
     index = place.line - 1
     if not 0 <= index < len(lines):
         return None
     line = lines[index]
     if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
         return set() if len(words_of(line) & words) >= min(2, len(words)) else None
-    own = _row_fit(lines, index, words)
-    if not counted and (not own or any(_row_fit(lines, other, words) > own for other in _table_rows(lines, index))):
-        return None
-    cells = line.split("|")
-    written = regex.compile(rf"(?<![\d.,]){regex.escape(place.text.strip())}(?![\d.,]*\d)")
-    column = next((i for i, cell in enumerate(cells) if i and written.search(cell)), None)
-    periods = set() if column is None else _header_periods(lines, index, column)
-    if named and periods and not periods & set(named):
+    column = text[: place.offset].rsplit("\n", 1)[-1].count("|")  # the cells before the number's
+    by_row = set(periods_of(line.split("|")[0]))
+    if by_row:  # a row per period ("2021 | 138 | 6"): the column's heading names the item
+        periods = by_row
+        if not counted and not _fit(_header_words(lines, index, column), words):
+            return None
+    else:
+        if not counted and not _row_named(lines, index, words) and not _column_named(lines, index, column, words):
+            return None
+        periods = _header_periods(lines, index, column) if column else set()
+    if allowed and periods and not periods & allowed:
         return None
     return periods
 
 
 def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str], question: str) -> str | None:
     """Why the operands of ``done`` (parsed as ``tree``) are not the numbers ``question`` asks about, or None."""
+    operation = performed_operation(tree)
     words, named = words_of(question), _spanned(question, periods_of(question), tree)
-    counted = performed_operation(tree) == "count"  # the rows counted are not named: they are every row
+    if operation == "total":  # "the total deferred revenue": a sum of rows, none of them labelled "total"
+        words -= {"total", "sum"}
+    counted = operation == "count"  # the rows counted are not named: they are every row
+    allowed = set(named)
+    if operation == "average" and len(named) == 1:  # "the 2019 average" of a balance: its opening and closing
+        allowed.add(named[0] - 1)
     periods: list[set[int]] = []
     for operand in done.operands:
         if operand.source != "passage":
             periods.append(set())
             continue
-        fitting = [found for found in _fitting_periods(operand, passages, words, named, counted) if found is not None]
+        fitting = [found for found in _fitting_periods(operand, passages, words, allowed, counted) if found is not None]
         if not fitting:
             return f"{operand.literal} is in no row, column or sentence the question names: take each number from those"
         periods.append(set().union(*fitting))
@@ -161,12 +197,9 @@ def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str],
 
 
 def _fitting_periods(
-    operand: Operand, passages: Mapping[int, str], words: set[str], named: list[int], counted: bool
+    operand: Operand, passages: Mapping[int, str], words: set[str], allowed: set[int], counted: bool
 ) -> list[set[int] | None]:
-    return [
-        _place_periods(passages.get(place.passage, "").splitlines(), place, words, named, counted)
-        for place in operand.places
-    ]
+    return [_place_periods(passages.get(place.passage, ""), place, words, allowed, counted) for place in operand.places]
 
 
 def _coverage_problem(operands: Sequence[Operand], periods: list[set[int]], tree: Node, named: list[int]) -> str | None:
