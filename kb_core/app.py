@@ -13,11 +13,11 @@ from kb_core.config import Config, load_config
 from kb_core.errors import KbError
 from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, OcrEngine, SearchIndex
 from kb_core.extend.options import check_declared
+from kb_core.extend.record_store import RecordStore, StoreContext
 from kb_core.extend.registry import Registry
 from kb_core.extend.registry import registry as default_registry
 from kb_core.privacy import quiet_dependencies
 from kb_core.storage.sqlite_files import make_private_dir
-from kb_core.storage.store import StoreOfRecord
 from kb_core.storage.view import ReadOnlyStore
 from kb_core.types import Progress
 
@@ -31,7 +31,7 @@ class KnowledgeBase:
         self.registry = registry or default_registry()
         check_declared(config, self.registry.options)  # the plugins' [backends.NAME] tables
         self._create = create
-        self._store: StoreOfRecord | None = None
+        self._store: RecordStore | None = None
         self._embedder: Embedder | None = None
         self._indexes: dict[str, SearchIndex] = {}
         self._llms: dict[str, LanguageModel] = {}
@@ -45,10 +45,18 @@ class KnowledgeBase:
         return self.config.kb_path
 
     @property
-    def store(self) -> StoreOfRecord:
-        """The store of record (opened, and migrated, on first use)."""
+    def store(self) -> RecordStore:
+        """The store of record ``[store] backend`` names (opened, and migrated, on first use)."""
         if self._store is None:
-            self._store = StoreOfRecord(self.directory, create=self._create)
+            name = self.config.store.backend
+            context = StoreContext(
+                self.config,
+                self.config.backend_options(name),
+                self.progress,
+                directory=self.directory,
+                create=self._create,
+            )
+            self._store = self.registry.store_factory(name)(context)
         return self._store
 
     def embedder(self) -> Embedder:

@@ -133,6 +133,13 @@ class IndexesConfig:
 
 
 @attrs.define
+class StoreConfig:
+    """Which registered store of record keeps the knowledge base (``register_stores``)."""
+
+    backend: str = "sqlite"
+
+
+@attrs.define
 class Config:
     """The effective configuration of one invocation."""
 
@@ -143,6 +150,7 @@ class Config:
     rag: RagConfig = attrs.field(factory=RagConfig)
     conversations: ConversationsConfig = attrs.field(factory=ConversationsConfig)
     indexes: IndexesConfig = attrs.field(factory=IndexesConfig)
+    store: StoreConfig = attrs.field(factory=StoreConfig)
     backends: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     sources: dict[str, str] = attrs.field(factory=dict, eq=False)
 

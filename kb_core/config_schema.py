@@ -203,6 +203,7 @@ RULES: dict[str, Rule] = {
     "conversations.standalone": text(STANDALONE_METHODS),
     "conversations.history_tokens": whole(0, MAX_CONTEXT_TOKENS, note="0 = none"),
     "indexes.enabled": Rule("texts", nonempty=True),
+    "store.backend": text(nonempty=True),
     "backends": Rule("tables"),  # each plugin checks its own [backends.NAME] table
 }
 

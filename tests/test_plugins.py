@@ -44,11 +44,15 @@ def test_kb_load_plugins_restricts_what_loads(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("KB_PLUGIN_MODULES", raising=False)
     monkeypatch.setenv("KB_LOAD_PLUGINS", "parsers,embedders")
     registry = load_registry()
-    assert sorted(p.name for p in registry.plugins) == ["embedders", "parsers"]
+    assert sorted(p.name for p in registry.plugins) == ["embedders", "parsers", "stores"]
     with pytest.raises(NotFoundError, match="no language model named 'llamacpp'"):
         registry.get("language_models", "llamacpp")
     monkeypatch.setenv("KB_LOAD_PLUGINS", "")
-    assert load_registry().plugins == []
+    only = load_registry()  # the core's store of record loads whatever KB_LOAD_PLUGINS says
+    assert [(p.name, p.distribution, p.provides) for p in only.plugins] == [
+        ("stores", "kb-core", {"stores": ["sqlite"]})
+    ]
+    assert only.names("stores") == ["sqlite"] and only.names("parsers") == []
 
 
 def test_kb_plugin_modules_loads_plugins_that_are_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,6 +60,7 @@ def test_kb_plugin_modules_loads_plugins_that_are_not_installed(monkeypatch: pyt
     monkeypatch.setenv("KB_PLUGIN_MODULES", "kb_core.testing.indexes:TestIndexesPlugin, kb_core.builtin.parsers")
     registry = load_registry()
     assert [(p.name, p.distribution) for p in registry.plugins] == [
+        ("stores", "kb-core"),
         ("kb_core.builtin.parsers", "KB_PLUGIN_MODULES"),
         ("kb_core.testing.indexes:TestIndexesPlugin", "KB_PLUGIN_MODULES"),
     ]

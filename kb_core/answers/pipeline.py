@@ -57,11 +57,12 @@ from kb_core.config_schema import UNSUPPORTED_POLICIES
 from kb_core.crashes import inside_model
 from kb_core.errors import KbError
 from kb_core.extend.contracts import LanguageModel
+from kb_core.extend.record_store import RecordStore
 from kb_core.limits import CheckedText, check_k, check_text
 from kb_core.retrieval.search import check_mode_and_k, checked_search
 from kb_core.storage.answers import save_answer
 from kb_core.storage.regions import noted_low_confidence, with_regions
-from kb_core.storage.store import StoreOfRecord, now_iso
+from kb_core.storage.store import now_iso
 from kb_core.types import (
     NOT_ANSWERED,
     Answer,
@@ -98,7 +99,7 @@ class RagPipeline:
     def __init__(
         self,
         config: Config,
-        store: StoreOfRecord,
+        store: RecordStore,
         retrieve: Callable[[SearchQuery], Sequence[Hit]],
         language_model: Callable[[], LanguageModel],
         embedding_ref: Callable[[], ModelRef | None] = lambda: None,

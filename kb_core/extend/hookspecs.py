@@ -1,4 +1,4 @@
-"""The extension surface of kb: seven hooks, each receiving a typed ``register`` callable.
+"""The extension surface of kb: eight hooks, each receiving a typed ``register`` callable.
 
 A plugin is a module with functions marked ``@hookimpl`` and named like the specs below (both
 ``hookimpl`` and the ``Register*`` protocols are public as :mod:`kb_core.plugin`'s); it is found
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ParserContext,
     )
     from kb_core.extend.options import Option
+    from kb_core.extend.record_store import RecordStore, StoreContext
 
 hookspec = pluggy.HookspecMarker("kb")
 hookimpl = pluggy.HookimplMarker("kb")
@@ -119,6 +120,20 @@ class RegisterOcrEngine(Protocol):
     ) -> None: ...
 
 
+class RegisterStore(Protocol):
+    """``register(name, factory, description="...", licence="...", needs="...")``: a store of record."""
+
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[[StoreContext], RecordStore],
+        *,
+        description: str = "",
+        licence: str = "",
+        needs: str = "",
+    ) -> None: ...
+
+
 class RegisterOptions(Protocol):
     """``register(table, {"name": Option.whole(1, 100, 10, "what it is")})``: the options of ``[backends.<table>]``."""
 
@@ -175,6 +190,16 @@ def register_ocr_engines(register: RegisterOcrEngine) -> None:
     ``factory(FactoryContext)`` returns an :class:`~kb_core.extend.contracts.OcrEngine`; it is
     made on the first page an ingest needs read, and ``ctx.options`` holds its
     ``[backends.<name>]`` table.
+    """
+
+
+@hookspec
+def register_stores(register: RegisterStore) -> None:
+    """Register stores of record, chosen by ``[store] backend`` (default ``"sqlite"``, the core's own).
+
+    ``factory(StoreContext)`` returns a :class:`~kb_core.extend.record_store.RecordStore`: where documents,
+    chunks, the change feed the indexes follow, the answer ledger and threads are kept. Not an index
+    (``register_indexes``): indexes are derived from the store of record.
     """
 
 

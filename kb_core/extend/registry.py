@@ -6,7 +6,8 @@ comma-separated list of entry-point names (an empty value loads none); tests use
 a user chasing a misbehaving plugin. ``KB_PLUGIN_MODULES`` loads plugins that are not installed:
 a comma-separated list of ``module`` or ``module:object`` (a class is instantiated), as llm's
 ``LLM_LOAD_PLUGINS`` or pytest's ``-p`` do; the core's tests use it to run ``kb`` in a
-subprocess with the test indexes of :mod:`kb_core.testing`.
+subprocess with the test indexes of :mod:`kb_core.testing`. The core's store of record
+(:mod:`kb_core.builtin.stores`) is always loaded: no knowledge base opens without one.
 """
 
 from __future__ import annotations
@@ -26,20 +27,22 @@ from kb_core.extend.options import Declared, declaration_problem
 
 if TYPE_CHECKING:
     from kb_core.extend.contracts import Embedder, FactoryContext, IndexContext, LanguageModel, SearchIndex
+    from kb_core.extend.record_store import RecordStore, StoreContext
 
 ENTRY_POINT_GROUP = "kb"
 CORE_DISTRIBUTION = "kb-core"
 LOAD_ENV = "KB_LOAD_PLUGINS"
 MODULES_ENV = "KB_PLUGIN_MODULES"
 #: The kinds of thing a plugin registers.
-Kind = Literal["parsers", "embedders", "indexes", "language_models", "ocr_engines", "commands"]
-KINDS: tuple[Kind, ...] = ("parsers", "embedders", "indexes", "language_models", "ocr_engines", "commands")
+Kind = Literal["parsers", "embedders", "indexes", "language_models", "ocr_engines", "stores", "commands"]
+KINDS: tuple[Kind, ...] = ("parsers", "embedders", "indexes", "language_models", "ocr_engines", "stores", "commands")
 LABELS = {
     "parsers": "parser",
     "embedders": "embedder",
     "indexes": "index",
     "language_models": "language model",
     "ocr_engines": "OCR engine",
+    "stores": "store of record",
     "commands": "command",
 }
 
@@ -51,6 +54,7 @@ DETAILS: dict[str, frozenset[str]] = {
     "indexes": COMMON_DETAILS | {"mode"},
     "language_models": COMMON_DETAILS | {"default_model"},
     "ocr_engines": COMMON_DETAILS | {"languages"},
+    "stores": COMMON_DETAILS,
     "commands": frozenset(),
 }
 INDEX_MODES = ("lexical", "vector")
@@ -152,6 +156,10 @@ class Registry:
         """The factory of the embedder ``name``."""
         return cast("Callable[[FactoryContext], Embedder]", self.get("embedders", name).factory)
 
+    def store_factory(self, name: str) -> Callable[[StoreContext], RecordStore]:
+        """The factory of the store of record ``name``."""
+        return cast("Callable[[StoreContext], RecordStore]", self.get("stores", name).factory)
+
     def language_model_factory(self, name: str) -> Callable[[FactoryContext], LanguageModel]:
         """The factory of the language model backend ``name``."""
         return cast("Callable[[FactoryContext], LanguageModel]", self.get("language_models", name).factory)
@@ -183,6 +191,20 @@ def _plugin_modules() -> list[tuple[str, object]]:
             ) from None
         plugins.append((spec, plugin() if isinstance(plugin, type) else plugin))
     return plugins
+
+
+def _core_store(found: list[tuple[str, object, str, str]]) -> list[tuple[str, object, str, str]]:
+    """The core's store of record as a plugin to load, named ``stores``, whatever ``KB_LOAD_PLUGINS`` says
+    (nothing when it is loaded already)."""
+    from kb_core.builtin import stores
+
+    if any(module is stores for _name, module, _dist, _version in found):
+        return []
+    try:
+        version = md.version(CORE_DISTRIBUTION)
+    except md.PackageNotFoundError:  # pragma: no cover - kb-core runs uninstalled
+        version = "0"
+    return [("stores", stores, CORE_DISTRIBUTION, version)]
 
 
 def _collect(pm: pluggy.PluginManager, registry: Registry) -> dict[str, dict[str, list[str]]]:
@@ -231,6 +253,7 @@ def load_registry(extra_plugins: Iterable[tuple[str, object]] = ()) -> Registry:
         version = ep.dist.version if ep.dist else "0"
         found.append((ep.name, module, dist, version))
     found.extend((name, module, MODULES_ENV, "0") for name, module in _plugin_modules())
+    found.extend(_core_store(found))
     found.extend((name, module, "(in process)", "0") for name, module in extra_plugins)
     found.sort(key=lambda f: (f[2] != CORE_DISTRIBUTION, f[0]))  # the core's own plugins first
     try:

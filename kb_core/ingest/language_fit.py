@@ -67,10 +67,7 @@ class LanguageFit:
 
 def corpus_profile(kb: KnowledgeBase) -> dict[str, float]:
     """Words per script over a sample of the stored chunks."""
-    rows = kb.store.conn.execute(
-        "SELECT substr(text, 1, ?) FROM chunks ORDER BY chunk_id LIMIT ?", (SAMPLE_CHARS, SAMPLE_CHUNKS)
-    ).fetchall()
-    return merge(script_profile(text) for (text,) in rows)
+    return merge(script_profile(text) for text in kb.store.sample_chunk_texts(SAMPLE_CHUNKS, SAMPLE_CHARS))
 
 
 def _vector_enabled(kb: KnowledgeBase) -> bool:

@@ -16,10 +16,10 @@ from pathlib import Path
 import attrs
 
 from kb_core.errors import KbError
+from kb_core.extend.record_store import RecordStore
 from kb_core.ingest.chunker import chunk_id
 from kb_core.ingest.source import SourceProblem, normalise
 from kb_core.limits import as_typed, check_unicode
-from kb_core.storage.store import StoreOfRecord
 
 
 @attrs.frozen
@@ -73,7 +73,7 @@ def is_protected(path: str, prefixes: Sequence[str]) -> bool:
     return False
 
 
-def absorb_inner_roots(store: StoreOfRecord, root: Root) -> list[tuple[str, str]]:
+def absorb_inner_roots(store: RecordStore, root: Root) -> list[tuple[str, str]]:
     """Re-key the documents of stored roots inside ``root`` under it (``a.md`` of ``notes/sub`` becomes
     ``sub/a.md`` of ``notes``), chunks and all, in one transaction; returns (old root, note) pairs.
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Literal, cast
 
 import attrs
 
+from kb_core.extend.record_store import CitationRecord, RecordStore
 from kb_core.storage.freshness import CitationState, CitedText, StaleReason, fingerprint, recheck, span_lines
 from kb_core.storage.lines import MAX_LINES
-from kb_core.storage.store import StoreOfRecord, now_iso
+from kb_core.storage.store import now_iso
 from kb_core.types import AnswerCitation
 
 #: An answer's state, from its citations' (worst first: stale, unverifiable, re-anchored, valid).
@@ -73,33 +74,39 @@ def answer_state(states: Iterable[str]) -> AnswerState:
     return next((state for state in _WORST_FIRST if state in seen), "valid")
 
 
-def record_citations(store: StoreOfRecord, answer_id: str, citations: Sequence[AnswerCitation]) -> None:
+def record_citations(store: RecordStore, answer_id: str, citations: Sequence[AnswerCitation]) -> None:
     """Keep what an answer's ``citations`` rest on (inside the caller's transaction, if any).
 
     Only a grounded answer has citations; a refusal's candidates are not recorded.
     """
-    cited = [c for c in citations if c.marker is not None]
+    cited = [(c, c.marker) for c in citations if c.marker is not None]
     if not cited:
         return
-    chunks = store.get_chunks([c.chunk_id for c in cited])
-    hashes = store.document_hashes_of([c.citation.path for c in cited])
-    rows = []
-    for c in cited:
+    chunks = store.get_chunks([c.chunk_id for c, _ in cited])
+    hashes = store.document_hashes_of([c.citation.path for c, _ in cited])
+    records = []
+    for c, marker in cited:
         chunk = chunks.get(c.chunk_id)
         text = chunk.text if chunk is not None else None
-        rows.append(
-            (answer_id, c.marker, c.chunk_id, c.citation.path, c.citation.start_line, c.citation.end_line)
-            + (text, fingerprint(text) if text is not None else None, hashes.get(c.citation.path))
-            + ("valid" if text is not None else "unchecked", now_iso())
+        records.append(
+            CitationRecord(
+                answer_id,
+                marker,
+                c.chunk_id,
+                c.citation.path,
+                c.citation.start_line,
+                c.citation.end_line,
+                cited_text=text,
+                fingerprint=fingerprint(text) if text is not None else None,
+                doc_hash=hashes.get(c.citation.path),
+                state="valid" if text is not None else "unchecked",
+                checked_at=now_iso(),
+            )
         )
-    store.conn.executemany(
-        "INSERT OR REPLACE INTO answer_citations (answer_id, marker, chunk_id, doc_path, start_line, end_line,"
-        " cited_text, fingerprint, doc_hash, state, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
+    store.insert_citations(records)
 
 
-def document_lines(store: StoreOfRecord, path: str) -> list[str | None] | None:
+def document_lines(store: RecordStore, path: str) -> list[str | None] | None:
     """The document's lines as its stored chunks hold them (None: no such document).
 
     A line no chunk covers (a blank line between blocks) is None; so is every line of a chunk
@@ -124,78 +131,65 @@ def document_lines(store: StoreOfRecord, path: str) -> list[str | None] | None:
     return lines
 
 
-def recheck_documents(store: StoreOfRecord, paths: Iterable[str] | None = None) -> FreshnessReport:
+def recheck_documents(store: RecordStore, paths: Iterable[str] | None = None) -> FreshnessReport:
     """Re-check the stored citations of the documents ``paths`` (None: of every document).
 
     Only the answers citing them are read, once. A document whose content hash is the one its
     citations were last checked against is not read again.
     """
     began = time.perf_counter()
-    if paths is None:
-        rows = store.conn.execute("SELECT rowid, * FROM answer_citations ORDER BY answer_id, marker").fetchall()
-        wanted = None
-    else:
-        wanted = set(paths)
-        query = (
-            "SELECT rowid, * FROM answer_citations WHERE answer_id IN"
-            " (SELECT answer_id FROM answer_citations WHERE doc_path IN ({marks})) ORDER BY answer_id, marker"
-        )
-        unique = {row["rowid"]: row for row in store.rows_in(query, sorted(wanted))}  # batches may overlap
-        rows = sorted(unique.values(), key=lambda row: (row["answer_id"], row["marker"]))
-    by_path: dict[str, list[Any]] = defaultdict(list)
+    wanted = None if paths is None else set(paths)
+    rows = store.citations_citing(None if wanted is None else sorted(wanted))
+    by_path: dict[str, list[CitationRecord]] = defaultdict(list)
     for row in rows:
-        if row["state"] != "unverifiable" and (wanted is None or row["doc_path"] in wanted):
-            by_path[row["doc_path"]].append(row)
+        if row.state != "unverifiable" and (wanted is None or row.doc_path in wanted):
+            by_path[row.doc_path].append(row)
     hashes = store.document_hashes_of(list(by_path))
-    now = {row["rowid"]: _now(row) for row in rows}
+    now = {row.row_id: _now(row) for row in rows}
     updates = []
     for path, cited in by_path.items():
         current = hashes.get(path)
-        if all(r["doc_hash"] == current and r["state"] in ("valid", "reanchored") for r in cited):
+        if all(r.doc_hash == current and r.state in ("valid", "reanchored") for r in cited):
             continue
         lines = document_lines(store, path)
         for row in cited:
-            now[row["rowid"]], parameters = _checked(store, row, lines, current)
-            updates.append(parameters)
+            now[row.row_id], update = _checked(store, row, lines, current)
+            updates.append(update)
     if updates:
         with store.transaction():
-            store.conn.executemany(
-                "UPDATE answer_citations SET start_line = ?, end_line = ?, cited_text = ?, fingerprint = ?,"
-                " doc_hash = ?, state = ?, reason = ?, now_text = ?, checked_at = ? WHERE rowid = ?",
-                updates,
-            )
+            store.update_citations(updates)
     by_answer: dict[str, list[CitationNow]] = defaultdict(list)
     for row in rows:
-        by_answer[row["answer_id"]].append(now[row["rowid"]])
+        by_answer[row.answer_id].append(now[row.row_id])
     return _report(store, by_answer, began)
 
 
-def _now(row: Any) -> CitationNow:
-    """An ``answer_citations`` row as it stands."""
+def _now(row: CitationRecord) -> CitationNow:
+    """A stored citation as it stands."""
     return CitationNow(
-        marker=row["marker"],
-        path=row["doc_path"],
-        start_line=row["start_line"],
-        end_line=row["end_line"],
-        state=row["state"],
-        reason=row["reason"],
-        cited_text=row["cited_text"],
-        now_text=row["now_text"],
+        marker=row.marker,
+        path=row.doc_path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        state=cast("CitationState", row.state),
+        reason=cast("StaleReason", row.reason),
+        cited_text=row.cited_text,
+        now_text=row.now_text,
     )
 
 
 def _checked(
-    store: StoreOfRecord, row: Any, lines: Sequence[str | None] | None, doc_hash: str | None
-) -> tuple[CitationNow, tuple[Any, ...]]:
-    """One citation row re-checked: how it stands now, and the parameters of its UPDATE."""
-    text = row["cited_text"]
+    store: RecordStore, row: CitationRecord, lines: Sequence[str | None] | None, doc_hash: str | None
+) -> tuple[CitationNow, CitationRecord]:
+    """One stored citation re-checked: how it stands now, and the record to write."""
+    text = row.cited_text
     if text is None:  # stored before kb kept cited text: what its chunk id still points to, if anything
-        chunk = store.get_chunks([row["chunk_id"]]).get(row["chunk_id"])
+        chunk = store.get_chunks([row.chunk_id]).get(row.chunk_id)
         text = chunk.text if chunk is not None else None
     if text is None:
         checked = attrs.evolve(_now(row), state="unverifiable", reason="", now_text=None)
     else:
-        outcome = recheck(CitedText(row["doc_path"], row["start_line"], row["end_line"], text), lines)
+        outcome = recheck(CitedText(row.doc_path, row.start_line, row.end_line, text), lines)
         checked = attrs.evolve(
             _now(row),
             start_line=outcome.start_line,
@@ -205,21 +199,30 @@ def _checked(
             cited_text=text,
             now_text=outcome.now,
         )
-    stamp = fingerprint(text) if text is not None else None
-    parameters = (checked.start_line, checked.end_line, text, stamp, doc_hash, checked.state, checked.reason)
-    return checked, (*parameters, checked.now_text, now_iso(), row["rowid"])
+    update = attrs.evolve(
+        row,
+        start_line=checked.start_line,
+        end_line=checked.end_line,
+        cited_text=text,
+        fingerprint=fingerprint(text) if text is not None else None,
+        doc_hash=doc_hash,
+        state=checked.state,
+        reason=checked.reason,
+        now_text=checked.now_text,
+        checked_at=now_iso(),
+    )
+    return checked, update
 
 
-def citations_now(store: StoreOfRecord, answer_ids: Sequence[str]) -> dict[str, list[CitationNow]]:
+def citations_now(store: RecordStore, answer_ids: Sequence[str]) -> dict[str, list[CitationNow]]:
     """answer id -> its citations as they stand now, by marker."""
     found: dict[str, list[CitationNow]] = defaultdict(list)
-    query = "SELECT * FROM answer_citations WHERE answer_id IN ({marks}) ORDER BY answer_id, marker"
-    for row in store.rows_in(query, answer_ids):
-        found[row["answer_id"]].append(_now(row))
+    for row in store.citations_of(answer_ids):
+        found[row.answer_id].append(_now(row))
     return found
 
 
-def _report(store: StoreOfRecord, by_answer: dict[str, list[CitationNow]], began: float) -> FreshnessReport:
+def _report(store: RecordStore, by_answer: dict[str, list[CitationNow]], began: float) -> FreshnessReport:
     counts: dict[str, int] = defaultdict(int)
     stale: list[StaleAnswer] = []
     for answer_id, citations in sorted(by_answer.items()):
@@ -229,8 +232,8 @@ def _report(store: StoreOfRecord, by_answer: dict[str, list[CitationNow]], began
             broken = tuple(
                 sorted((c for c in citations if c.state in ("stale", "unverifiable")), key=lambda c: c.marker)
             )
-            row = store.conn.execute("SELECT question FROM answers WHERE answer_id = ?", (answer_id,)).fetchone()
-            stale.append(StaleAnswer(answer_id, row[0] if row else "", state, broken))
+            entry = store.answer_entry(answer_id)
+            stale.append(StaleAnswer(answer_id, entry.question if entry else "", state, broken))
     return FreshnessReport(
         answers_checked=len(by_answer),
         valid=counts["valid"],

@@ -1,6 +1,9 @@
 """The store of record: one SQLite file (``kb.sqlite3``) that owns identity and content.
 
 Documents are keyed by their path inside the knowledge base; chunks by a deterministic id.
+The answer ledger and threads are in :mod:`kb_core.storage.sqlite_ledger`; the contract this
+store fills, and another store of record (a plugin's) would, is
+:class:`kb_core.extend.record_store.RecordStore`.
 Every change to a document appends to ``index_outbox`` in the same transaction, and every
 derived index records in ``index_state`` the last outbox entry it applied. That is how an
 interrupted run is detected and completed (see :mod:`kb_core.ingest.index_sync`).
@@ -32,18 +35,10 @@ from kb_core.storage.sqlite_files import (
     storage_error_for,
     writable,
 )
+from kb_core.storage.sqlite_ledger import SqliteLedger
 from kb_core.types import Chunk, Document
 
 DB_NAME = "kb.sqlite3"
-
-
-def sql_limit(limit: int | None) -> int:
-    """``limit`` as SQLite's ``LIMIT``: -1 (all) for None, and at most SQLite's largest integer.
-
-    >>> sql_limit(None), sql_limit(5), sql_limit(2**70) == 2**63 - 1
-    (-1, 5, True)
-    """
-    return -1 if limit is None else min(limit, 2**63 - 1)
 
 
 def now_iso() -> str:
@@ -79,8 +74,9 @@ def _row_to_document(row: sqlite3.Row) -> Document:
     )
 
 
-class StoreOfRecord:
-    """The SQLite store of record of one knowledge base directory."""
+class StoreOfRecord(SqliteLedger):
+    """The SQLite store of record of one knowledge base directory: kb's built-in
+    :class:`~kb_core.extend.record_store.RecordStore` (``[store] backend = "sqlite"``)."""
 
     def __init__(self, kb_dir: Path, *, create: bool = True) -> None:
         self.kb_dir = Path(kb_dir)
@@ -291,6 +287,11 @@ class StoreOfRecord:
         cursor = self.conn.execute("SELECT * FROM chunks ORDER BY doc_path, ordinal")
         while rows := cursor.fetchmany(batch):
             yield [_row_to_chunk(r) for r in rows]
+
+    def sample_chunk_texts(self, count: int, length: int) -> list[str]:
+        """The first ``length`` characters of at most ``count`` chunks, the same sample every time (by chunk id)."""
+        rows = self.conn.execute("SELECT substr(text, 1, ?) FROM chunks ORDER BY chunk_id LIMIT ?", (length, count))
+        return [row[0] for row in rows]
 
     # -- the index outbox ---------------------------------------------------------------------
 

@@ -15,8 +15,8 @@ from typing import Any
 import attrs
 
 from kb_core.errors import NotFoundError
+from kb_core.extend.record_store import RecordStore, ThreadSummary, TurnRecord
 from kb_core.storage.answers import save_answer
-from kb_core.storage.store import StoreOfRecord, sql_limit
 from kb_core.types import Answer, to_json
 
 
@@ -35,17 +35,6 @@ class StoredTurn:
 
 
 @attrs.frozen
-class ThreadSummary:
-    """A thread in the list: its id, times, how many turns and its first question."""
-
-    thread_id: str
-    created_at: str
-    updated_at: str
-    turns: int
-    first_question: str
-
-
-@attrs.frozen
 class Thread:
     """A whole thread, turns in order (``thread.v1``)."""
 
@@ -56,7 +45,7 @@ class Thread:
 
 
 def add_turn(
-    store: StoreOfRecord,
+    store: RecordStore,
     thread_id: str | None,
     asked: str,
     standalone: str,
@@ -74,56 +63,39 @@ def add_turn(
     with store.transaction():
         if thread_id is None:
             thread_id = f"thr_{secrets.token_hex(6)}"
-            store.conn.execute(
-                "INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)",
-                (thread_id, answer.created_at, answer.created_at),
-            )
+            store.create_thread(thread_id, answer.created_at)
         else:
             existing_thread(store, thread_id)
         save_answer(store, answer)
-        row = store.conn.execute("SELECT coalesce(max(position), 0) FROM turns WHERE thread_id = ?", (thread_id,))
-        position = int(row.fetchone()[0]) + 1
-        store.conn.execute(
-            "INSERT INTO turns (thread_id, position, answer_id, asked, standalone, method, rewrite_ms,"
-            " rewrite_prompt_tokens, answer_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                thread_id,
-                position,
-                answer.answer_id,
-                asked,
-                standalone,
-                method,
-                rewrite_ms,
-                rewrite_prompt_tokens,
-                json.dumps(to_json(answer), ensure_ascii=False),
-                answer.created_at,
-            ),
+        turn = TurnRecord(
+            0,
+            answer.answer_id,
+            asked,
+            standalone,
+            method,
+            rewrite_ms,
+            rewrite_prompt_tokens,
+            answer.created_at,
+            json.dumps(to_json(answer), ensure_ascii=False),
         )
-        store.conn.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (answer.created_at, thread_id))
+        position = store.append_turn(thread_id, turn)
     return thread_id, position
 
 
-def list_threads(store: StoreOfRecord, limit: int | None = None) -> list[ThreadSummary]:
+def list_threads(store: RecordStore, limit: int | None = None) -> list[ThreadSummary]:
     """Threads, the most recently continued first (at most ``limit``)."""
-    rows = store.conn.execute(
-        "SELECT t.thread_id, t.created_at, t.updated_at, count(u.position),"
-        " (SELECT asked FROM turns WHERE thread_id = t.thread_id ORDER BY position LIMIT 1)"
-        " FROM threads AS t LEFT JOIN turns AS u ON u.thread_id = t.thread_id"
-        " GROUP BY t.thread_id ORDER BY coalesce(max(u.rowid), 0) DESC, t.rowid DESC LIMIT ?",  # newest turn first
-        (sql_limit(limit),),
-    ).fetchall()
-    return [ThreadSummary(r[0], r[1], r[2], int(r[3]), r[4] or "") for r in rows]
+    return store.thread_summaries(limit)
 
 
-def last_thread(store: StoreOfRecord) -> str | None:
+def last_thread(store: RecordStore) -> str | None:
     """The id of the most recently continued thread, or None when there is none."""
     threads = list_threads(store, limit=1)
     return threads[0].thread_id if threads else None
 
 
-def existing_thread(store: StoreOfRecord, thread_id: str) -> str:
+def existing_thread(store: RecordStore, thread_id: str) -> str:
     """``thread_id`` when that thread exists; a NotFoundError when it does not (nothing else is read)."""
-    if store.conn.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is None:
+    if store.thread_record(thread_id) is None:
         raise _not_found(thread_id)
     return thread_id
 
@@ -132,33 +104,35 @@ def _not_found(thread_id: str) -> NotFoundError:
     return NotFoundError(f"no thread with id {thread_id[:40]!r}", hint="see 'kb threads list' for the ids")
 
 
-def stored_thread(store: StoreOfRecord, thread_id: str) -> Thread:
+def stored_thread(store: RecordStore, thread_id: str) -> Thread:
     """The thread ``thread_id`` with its turns in order (NotFoundError when there is none)."""
-    row = store.conn.execute(
-        "SELECT thread_id, created_at, updated_at FROM threads WHERE thread_id = ?", (thread_id,)
-    ).fetchone()
-    if row is None:
+    record = store.thread_record(thread_id)
+    if record is None:
         raise _not_found(thread_id)
-    turns = store.conn.execute(
-        "SELECT position, asked, standalone, method, rewrite_ms, rewrite_prompt_tokens, created_at, answer_json"
-        " FROM turns WHERE thread_id = ? ORDER BY position",
-        (thread_id,),
-    ).fetchall()
+    turns = store.turns_of(thread_id)
     return Thread(
-        row[0],
-        row[1],
-        row[2],
-        tuple(StoredTurn(t[0], t[1], t[2], t[3], t[4], t[5], t[6], json.loads(t[7])) for t in turns),
+        record.thread_id,
+        record.created_at,
+        record.updated_at,
+        tuple(
+            StoredTurn(
+                t.position,
+                t.asked,
+                t.standalone,
+                t.method,
+                t.rewrite_ms,
+                t.rewrite_prompt_tokens,
+                t.created_at,
+                json.loads(t.answer_json),
+            )
+            for t in turns
+        ),
     )
 
 
-def delete_thread(store: StoreOfRecord, thread_id: str) -> int:
+def delete_thread(store: RecordStore, thread_id: str) -> int:
     """Delete a thread, its turns and their stored answers (securely, as ``kb answers purge``); turns deleted."""
-    store.conn.execute("PRAGMA secure_delete = ON")
-    with store.transaction():  # a turn added meanwhile is read and deleted with the others
-        existing_thread(store, thread_id)
-        answers = [r[0] for r in store.conn.execute("SELECT answer_id FROM turns WHERE thread_id = ?", (thread_id,))]
-        store.conn.executemany("DELETE FROM answers WHERE answer_id = ?", [(a,) for a in answers])
-        store.conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
-    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return len(answers)
+    deleted = store.delete_thread(thread_id)  # a turn added meanwhile is deleted with the others
+    if deleted is None:
+        raise _not_found(thread_id)
+    return deleted

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from kb_core.storage.store import StoreOfRecord
+from kb_core.extend.record_store import RecordStore
 from kb_core.types import Chunk, Document
 
 
@@ -18,7 +18,7 @@ class ReadOnlyStore:
     and this view gives them no way to.
     """
 
-    _store: StoreOfRecord
+    _store: RecordStore
 
     def get_document(self, path: str) -> Document | None:
         """The stored document at ``path``, or None."""

@@ -16,7 +16,8 @@ get the real parts it works with: :class:`StoreOfRecord` (an index's ``IndexCont
 (and, in process, ``extra_plugins``) as kb does, for a test that looks a registration up or hands
 ``KnowledgeBase`` a registry. An OCR engine proves itself with :class:`OcrEngineContract`; a parser
 reads page images without one through :class:`ScriptedOcr` (registered by :class:`ScriptedOcrPlugin`), and
-a parser that renders its pages to show proves it with :class:`PageRendererContract`.
+a parser that renders its pages to show proves it with :class:`PageRendererContract`; a store of
+record (``register_stores``) with :class:`RecordStoreContract`, which the core's SQLite store passes too.
 Its pytest plugin (``pytest_plugin``) isolates every test's environment when a project asks for it.
 """
 
@@ -53,6 +54,7 @@ from kb_core.testing.model_contract import LanguageModelContract
 from kb_core.testing.ocr import OcrEngineContract, ScriptedOcr, ScriptedOcrPlugin, blank_image
 from kb_core.testing.real import StoreOfRecord, real_embedder
 from kb_core.testing.render_contract import PageRendererContract
+from kb_core.testing.store_contract import RecordStoreContract
 from kb_core.testing.vector_index_contract import (
     OFF_TOPIC,
     ON_TOPIC,
@@ -77,6 +79,7 @@ __all__ = [
     "PageRendererContract",
     "ParserContract",
     "Received",
+    "RecordStoreContract",
     "Script",
     "ScriptedLanguageModel",
     "ScriptedOcr",

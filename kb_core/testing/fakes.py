@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import regex
 
-from kb_core.storage.store import StoreOfRecord
+from kb_core.extend.record_store import RecordStore
 from kb_core.types import Chunk, Document, ModelRef
 
 _WORD = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}]*|\p{N}+")
@@ -92,7 +92,7 @@ def document_chunks(path: str, texts: Sequence[str]) -> list[Chunk]:
 
 
 def store_document(
-    store: StoreOfRecord, path: str, texts: Sequence[str], metadata: dict[str, Any] | None = None
+    store: RecordStore, path: str, texts: Sequence[str], metadata: dict[str, Any] | None = None
 ) -> list[Chunk]:
     """Put a document of ``texts`` (and ``metadata``) into the store of record; return its chunks."""
     chunks = document_chunks(path, texts)
