@@ -145,8 +145,7 @@ def stored_answer(kb: KnowledgeBase, answer_id: str) -> dict[str, Any]:
     if not _ANSWER_ID.fullmatch(answer_id):
         raise ApiError(404, f"no stored answer with id {answer_id[:40]!r}", hint="GET /answers lists them")
     now = kb_core.stored_answer(kb.store, answer_id)  # a NotFoundError is a 404
-    (raw,) = kb.store.conn.execute("SELECT citations_json FROM answers WHERE answer_id = ?", (answer_id,)).fetchone()
-    given = json.loads(raw or "[]")
+    given = json.loads(kb.store.answer_citations_json(answer_id) or "[]")
     citations = [c for c in given if isinstance(c, dict)] if isinstance(given, list) else []
     standing = {c.marker: c for c in now.citations}
     for citation in citations:
