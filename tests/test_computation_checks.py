@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kb_core.answers.computation import Computation, check_computation
 from kb_core.answers.numbers import ExpressionError, parse
-from kb_core.answers.operand_places import operands_problem, periods_of, rival_documents
+from kb_core.answers.operand_places import names_no_row, operands_problem, periods_of, rival_documents
 from kb_core.answers.operations import asked_operations, operation_problem, performed_operation
 
 TABLE = """Balance sheet
@@ -145,3 +145,16 @@ def test_a_table_with_a_row_per_period_is_read_by_its_columns_heading() -> None:
 def test_a_total_of_rows_needs_no_row_called_total() -> None:
     deferred = "Deferred revenue\n| 2019\nCurrent deferred revenue | 4,483\nNon-current deferred revenue | 3,444"
     assert _problem("What is the total deferred revenue in 2019?", "4,483 + 3,444", deferred) is None
+
+
+def test_a_column_kb_cannot_tell_is_a_period_the_question_names_is_refused() -> None:
+    headed = "Interest\n(Dollars in millions) | 2019 | Change | 2018\nInterest expense | $2,082 | 3% | $2,025"
+    question = "What was the difference in interest expense in 2019 and 2018?"
+    assert _problem(question, "2,082 - 2,025", headed) is None  # a heading of words and periods
+    unheaded = "Interest\n| December 31, | December 31,\nInterest expense | $2,082 | $2,025"
+    assert "2,082 is in no row" in (_problem(question, "2,082 - 2,025", unheaded) or "")
+
+
+def test_a_question_that_names_no_row_in_particular() -> None:
+    assert names_no_row("What was the percentage change in the total between 2018 and 2019?")
+    assert not names_no_row("What was the percentage change in total revenue between 2018 and 2019?")

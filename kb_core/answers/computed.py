@@ -31,7 +31,7 @@ import attrs
 from kb_core.answers.citations import cited_markers
 from kb_core.answers.computation import Computation, ComputationRefusal, check_computation
 from kb_core.answers.numbers import read_numbers
-from kb_core.answers.operand_places import named_rows, operands_problem, rival_documents
+from kb_core.answers.operand_places import named_rows, names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import operation_problem
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import Verdict
@@ -161,15 +161,9 @@ def computed(
     placed = None if tree is None else operands_problem(done, tree, passages, question)
     if placed is not None:
         return ComputationRefusal(reply.expression, "operand_off_question", placed)
-    rivals = rival_documents(done, passages, documents or {}, question)
-    if rivals:
-        used = sorted({(documents or {}).get(o.passage, "") for o in done.operands if o.passage is not None})
-        named = ", ".join([*used, *rivals][:4])
-        return ComputationRefusal(
-            reply.expression,
-            "ambiguous_source",
-            f"the question fits the tables of several documents ({named}): say which one it is about",
-        )
+    ambiguous = _ambiguity(done, passages, documents or {}, question)
+    if ambiguous is not None:
+        return ComputationRefusal(reply.expression, "ambiguous_source", ambiguous)
     markers = _markers_of(done, reply.markers)
     scale = "" if done.percent else _scale(done, passages)
     text = f"{done.result_text(scale=scale)} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
@@ -246,6 +240,21 @@ def show(answer: Answer, on_token: TokenCallback | None) -> None:
         raise
     except Exception as exc:  # a closed terminal: the answer is kept all the same
         log.info("token callback failed (%s)", exc)
+
+
+def _ambiguity(
+    done: Computation, passages: Mapping[int, str], documents: Mapping[int, str], question: str
+) -> str | None:
+    """Why the question does not say which document's table it is about, or None: another document's row fits it
+    as well, or it names no row in particular ("the total") and the passages come from several documents."""
+    used = sorted({documents.get(o.passage, "") for o in done.operands if o.passage is not None})
+    others = rival_documents(done, passages, documents, question)
+    if not others and names_no_row(question):
+        others = sorted(set(documents.values()) - set(used))
+    if not others:
+        return None
+    named = ", ".join([*used, *others][:4])
+    return f"the question fits the tables of several documents ({named}): say which one it is about"
 
 
 def _states(stated: str, done: Computation) -> bool:

@@ -26,7 +26,7 @@ from kb_core.answers.numbers import Binary, Negative, Node, Number, walk
 from kb_core.answers.operations import performed_operation
 from kb_core.answers.tables import readable_tables
 
-__all__ = ["PERIOD", "named_rows", "operands_problem", "periods_of", "rival_documents", "words_of"]
+__all__ = ["PERIOD", "named_rows", "names_no_row", "operands_problem", "periods_of", "rival_documents", "words_of"]
 
 #: A period as questions and table headings write it: 2019, FY2019, FY 19, F19, fiscal 2019, fiscal year 2019.
 PERIOD = regex.compile(
@@ -34,6 +34,9 @@ PERIOD = regex.compile(
     regex.IGNORECASE,
 )
 _WORD = regex.compile(r"[^\W\d_]{3,}")
+_DIGIT = regex.compile(r"\d")
+#: Words that label a row in almost every table: a question naming only these names no row in particular.
+_GENERIC = frozenset({"total", "net", "other", "gross", "subtotal", "balance", "item"})
 #: Words of a question that name no row: how it asks, and what it asks to compute.
 _ASKING = frozenset(
     "what which how much many was were the and for from between during over than that this these those with "
@@ -110,13 +113,15 @@ def _table_rows(lines: Sequence[str], index: int) -> range:
 
 
 def _header_periods(lines: Sequence[str], index: int, column: int) -> set[int]:
-    """The periods heading ``column`` of the table row ``index``: from the nearest row above with a period and an
-    empty first cell (none when no such row, or it has no such column)."""
+    """The periods heading ``column`` of the table row ``index``: from the nearest row above that is a header of
+    periods (an empty first cell, or every other cell a period or words: ``(In millions) | 2019 | Change | 2018``);
+    none when there is no such row, or it has no such column."""
     for line in reversed(lines[:index]):
         if "|" not in line:
             return set()
         cells = line.split("|")
-        if not cells[0].strip() and PERIOD.search(line):
+        heads = not cells[0].strip() or all(periods_of(cell) or not _DIGIT.search(cell) for cell in cells[1:])
+        if heads and PERIOD.search(line):
             return set(periods_of(cells[column])) if column < len(cells) else set()
     return set()
 
@@ -148,17 +153,28 @@ def _column_named(lines: Sequence[str], index: int, column: int, words: set[str]
     return bool(own) and own == max(fits)
 
 
+def _sentence_periods(line: str, words: set[str], allowed: set[int]) -> set[int] | None:
+    """The ``allowed`` periods a prose line names (empty when it names none), when it holds two of the question's
+    ``words`` (all, when it has fewer) and names no period only outside ``allowed``; else None."""
+    if len(words_of(line) & words) < min(2, len(words)):
+        return None
+    named = set(periods_of(line))
+    if allowed and named and not named & allowed:
+        return None
+    return named & allowed
+
+
 def _place_periods(text: str, place: Place, words: set[str], allowed: set[int], counted: bool) -> set[int] | None:
     """The periods of the cell holding ``place`` (its column's heading, or its row's label in a table with a row
-    per period; empty when none) when the place is in a row, column or sentence the question names (any row,
-    when the rows are ``counted``) and in a period ``allowed`` (when there are); None when it is not."""
+    per period) when the place is in a row, column or sentence the question names (any row, when the rows are
+    ``counted``) and, when periods are ``allowed``, in a column kb can tell is one of them; None when it is not."""
     lines = text.splitlines()
     index = place.line - 1
     if not 0 <= index < len(lines):
         return None
     line = lines[index]
     if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
-        return set() if len(words_of(line) & words) >= min(2, len(words)) else None
+        return _sentence_periods(line, words, allowed)
     column = text[: place.offset].rsplit("\n", 1)[-1].count("|")  # the cells before the number's
     by_row = set(periods_of(line.split("|")[0]))
     if by_row:  # a row per period ("2021 | 138 | 6"): the column's heading names the item
@@ -169,7 +185,7 @@ def _place_periods(text: str, place: Place, words: set[str], allowed: set[int], 
         if not counted and not _row_named(lines, index, words) and not _column_named(lines, index, column, words):
             return None
         periods = _header_periods(lines, index, column) if column else set()
-    if allowed and periods and not periods & allowed:
+    if allowed and not periods & allowed:  # another period's column, or one kb cannot tell
         return None
     return periods
 
@@ -230,6 +246,12 @@ def _divisor(tree: Node) -> int | None:
             if isinstance(right, Number) and isinstance(left, Binary) and left.op == "-":
                 return right.index
     return None
+
+
+def names_no_row(question: str) -> bool:
+    """Whether ``question`` names no row in particular: its only content words are ones almost every table has
+    ("the change in the total")."""
+    return not words_of(question) - _GENERIC
 
 
 def rival_documents(
