@@ -19,7 +19,8 @@ HTTP shares), :mod:`kb_core.plugin.options` (a plugin's ``[backends.<table>]`` o
 :mod:`kb_core.plugin.containers` (a parser of files that hold documents: an mbox, a zip),
 :mod:`kb_core.plugin.pages` (a parser that renders a page to show: a scan, a photo),
 :mod:`kb_core.plugin.stores` (a store of record other than the core's SQLite file),
-:mod:`kb_core.commands` (what a command added to ``kb`` needs), :mod:`kb_core.bounds`
+:mod:`kb_core.service` (the answer service every front end runs questions through, and kb's words about an
+answer), :mod:`kb_core.commands` (what a command added to ``kb`` needs), :mod:`kb_core.bounds`
 (the range of every number a person or a request gives kb) and
 :mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin; :mod:`kb_core.testing.hostile`
 its generators of hostile inputs); every other submodule is

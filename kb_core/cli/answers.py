@@ -65,8 +65,8 @@ def ask_command(
     ("and since which version?"), which kb makes a question that reads on its own from the turns
     before; it says what it searched for.
     """
-    from kb_core.answers.pipeline import AskOptions, ask
-    from kb_core.conversations import ask_in_thread
+    from kb_core.answers.pipeline import AskOptions
+    from kb_core.service import AnswerService
 
     crashed = last_crash()
     if crashed:
@@ -86,14 +86,15 @@ def ask_command(
     previous = stored_answer(kb.store, again_id.strip()) if again_id else None
     asked = previous.question if previous else str(question)
     turn = None
+    service = AnswerService.over(kb)  # (kb's local paths are the user's own: shown)
     with terminal_progress() as progress:  # joining and loading a model the first time
         kb.progress = progress
         if previous is None:  # a question starts a thread that --continue goes on with
             searched = None if as_json or not in_thread else searched_printer(asked)
-            turn = ask_in_thread(kb, asked, current, options, None if as_json else on_token, searched)
+            turn = service.ask_in_thread(asked, current, options, None if as_json else on_token, on_standalone=searched)
             answer = turn.answer
         else:
-            answer = ask(kb, asked, options, None if as_json else on_token)
+            answer = service.ask(asked, options, None if as_json else on_token)
 
     def human() -> None:
         print_outcome(answer, streamed_text(answer, pieces))

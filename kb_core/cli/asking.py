@@ -11,10 +11,12 @@ from kb_core.answers.prompts import RAG_V1, TEMPLATES
 from kb_core.app import KnowledgeBase
 from kb_core.conversations import Standalone
 from kb_core.errors import KbError
+from kb_core.output import envelope
+from kb_core.service import words
 from kb_core.storage.regions import LOW_CONFIDENCE_NOTE, rests_on_low_confidence
 from kb_core.storage.threads import existing_thread, last_thread
 from kb_core.terminal import shown
-from kb_core.types import NOT_ANSWERED, Answer, AnswerCitation, ComputedAnswer
+from kb_core.types import Answer, AnswerCitation, ComputedAnswer
 
 
 def dim(text: str) -> str:
@@ -69,49 +71,43 @@ def print_sources(answer: Answer | None) -> None:
         click.echo("nothing asked yet in this thread")
         return
     listed = answer.citations or answer.candidates
-    click.echo("Sources:" if answer.citations else "Nothing cited; nearest candidates:")
+    click.echo(words.say("sources") if answer.citations else words.say("nothing_cited"))
     for c in listed:
         marker = f"[#{c.marker}] " if c.marker is not None else ""
         click.echo(f"  {marker}{_source(c)}")
 
 
 def print_outcome(answer: Answer, streamed: str | None) -> None:
-    """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates."""
+    """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates,
+    in the answer service's words (:mod:`kb_core.service.words`)."""
+    said = envelope("answer.v1", answer)
     if streamed is None:
         click.echo(answer.answer)
     else:
         click.echo()
-        if streamed.strip() != answer.answer:  # citations repaired, sentences dropped, verdict withheld, withdrawn
-            click.echo(dim("As checked: ") + answer.answer)
+        if streamed.strip() != answer.answer:  # citations repaired, sentences dropped, verdict withheld
+            click.echo(dim(words.say("as_checked") + " ") + answer.answer)
     if answer.grounded:
         click.echo()
-        click.echo(click.style("Sources:", bold=True))
+        click.echo(click.style(words.say("sources"), bold=True))
         for c in answer.citations:
             click.echo(f"  [#{c.marker}] {_source(c)}")
-        verdict = click.style("grounded", fg="green")
-        if answer.verdict in ("yes", "no"):
-            verdict += _verdict_line(answer)
+        verdict = click.style(words.say("grounded"), fg="green")
+        stated = words.verdict_sentence(said)
+        if stated:
+            verdict += " " + stated
         if rests_on_low_confidence(answer.citations):
             verdict += click.style(f"; {LOW_CONFIDENCE_NOTE}", fg="yellow")
     else:
-        verdict = click.style(f"refused ({answer.refusal_reason})", fg="yellow")
-        if answer.note:
-            verdict += f": {answer.note}"
-        if answer.candidates and answer.refusal_reason != "score_gate":  # the gate's text lists them already
+        verdict = click.style(words.refusal_line(said), fg="yellow")
+        if words.lists_candidates(said):
             click.echo()
-            withdrawn = answer.refusal_detail == NOT_ANSWERED  # its candidates are what it cited
-            click.echo(click.style("It cited:" if withdrawn else "Nearest candidates:", bold=True))
+            click.echo(click.style(words.candidates_heading(said), bold=True))
             for c in answer.candidates:
                 click.echo(f"  {_source(c)}")
-    if answer.ignored_instructions:
-        markers = ", ".join(f"[#{m}]" for m in answer.ignored_instructions)
-        click.echo(
-            click.style(
-                f"Note: {markers} contains instructions addressed to the assistant; kb treated them "
-                "as data and ignored them.",
-                fg="yellow",
-            )
-        )
+    ignored = words.ignored_note([f"[#{m}]" for m in answer.ignored_instructions])
+    if ignored:
+        click.echo(click.style(ignored, fg="yellow"))
     usage = answer.usage
     timing = f"{usage.latency_ms / 1000:.1f} s"
     if usage.first_token_ms is not None:
@@ -130,14 +126,6 @@ def _source(citation: AnswerCitation) -> str:
         read = f"read by OCR, confidence {region.confidence:.2f}" + (", low" if region.low else "")
         line += f"  {path}#{region.fragment()}  ({read})"
     return line
-
-
-def _verdict_line(answer: Answer) -> str:
-    """How kb stated a yes/no verdict: with its confidence, or why it withheld it."""
-    sure = "unknown" if answer.verdict_confidence is None else f"{answer.verdict_confidence:.2f}"
-    if answer.verdict_withheld:
-        return f"; verdict withheld (the model said {answer.verdict}, confidence {sure}: the passages do not settle it)"
-    return f"; verdict {answer.verdict} (confidence {sure})"
 
 
 def print_computation(computation: ComputedAnswer) -> None:

@@ -17,7 +17,7 @@ from kb_core.bounds import LIST_LIMIT
 from kb_core.cli.asking import chosen_thread, echoing, print_outcome, print_sources, searched_printer, streamed_text
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.cli.options import Bounded, backend_option, input_file, out_option
-from kb_core.conversations import METHODS, StandaloneMethod, ask_in_thread
+from kb_core.conversations import METHODS, StandaloneMethod
 from kb_core.errors import EXIT_NO_RESULT, KbError, NotFoundError
 from kb_core.storage.threads import delete_thread, list_threads, stored_thread
 from kb_core.terminal import shortened, shown
@@ -44,7 +44,10 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
     Answers stream as they are written; the arrow keys recall earlier questions; /help lists the
     commands. The conversation is kept as a thread ('kb threads').
     """
+    from kb_core.service import AnswerService
+
     kb = session.kb(create=False)
+    service = AnswerService.over(kb)  # (kb's local paths are the user's own: shown)
     current = chosen_thread(kb, thread_id, continue_last)
     if sys.stdin.isatty():
         import readline  # noqa: F401 - gives input() line editing and history with the arrow keys
@@ -79,7 +82,8 @@ def chat_command(session: Session, thread_id: str | None, continue_last: bool) -
         try:
             with terminal_progress() as progress:
                 kb.progress = progress
-                turn = ask_in_thread(kb, line, current, AskOptions(), on_token, searched_printer(line))
+                searched = searched_printer(line)
+                turn = service.ask_in_thread(line, current, AskOptions(), on_token, on_standalone=searched)
         except KeyboardInterrupt:
             click.echo(click.style("\n(stopped; nothing kept. Ask again or go on.)", fg="yellow"))
             continue

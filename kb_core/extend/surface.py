@@ -14,6 +14,7 @@ PUBLIC_MODULES: dict[str, str] = {
     "kb_core.plugin.options": "docs/plugins.md",
     "kb_core.plugin.containers": "docs/plugins.md",
     "kb_core.plugin.stores": "docs/plugins.md",
+    "kb_core.service": "docs/python-api.md",
     "kb_core.commands": "docs/plugins.md",
     "kb_core.bounds": "docs/plugins.md",
     "kb_core.testing": "docs/plugins.md",

@@ -3,13 +3,14 @@
 Each method returns a :class:`Reply`: a schema version and a payload that
 :func:`kb_core.commands.envelope` turns into exactly what the matching ``kb ... --json`` command prints,
 plus the text shown to the model. Mistakes raise :class:`kb_core.KbError` with the CLI's own
-one-line message; :mod:`kb_mcp.server` turns them into MCP tool errors. A lock serialises the
-calls, since the SDK runs synchronous tools on worker threads.
+one-line message; :mod:`kb_mcp.server` turns them into MCP tool errors. The calls go through kb_core's
+answer service over the one open knowledge base (:meth:`kb_core.service.AnswerService.over`), which
+takes them one at a time (the SDK runs synchronous tools on worker threads) and queues questions
+for the model as every front end's are.
 """
 
 from __future__ import annotations
 
-import threading
 import unicodedata
 from typing import Any
 
@@ -18,6 +19,7 @@ import attrs
 import kb_core
 from kb_core.bounds import LIST_LIMIT, K
 from kb_core.commands import TEXT_PARSERS, dumps, envelope, stored_file, stored_lines
+from kb_core.service import AnswerService
 from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
@@ -91,14 +93,11 @@ class KbTools:
         self.backend = backend
         self.inbox = Inbox(kb)
         self.ingest_folders = ingest_folders or IngestFolders()  # none: only text is ingested
-        self._lock = threading.Lock()
+        self.service = AnswerService.over(kb)
 
     def close_if_idle(self) -> bool:
         """Close the knowledge base unless a call is running (then False); no call runs after it."""
-        if not self._lock.acquire(blocking=False):
-            return False
-        self.kb.close()  # the lock stays held: a call arriving now waits until the process ends
-        return True
+        return self.service.close_if_idle()
 
     def search(self, query: str, mode: str | None = None, k: int | None = None, path: str | None = None) -> Reply:
         """Hits with citations and scores in [0, 1] (``search_response.v1``)."""
@@ -109,8 +108,7 @@ class KbTools:
             kb_core.check_path_glob(path)
         cfg = self.kb.config.search
         request = kb_core.SearchQuery(text=query, k=k or cfg.default_k, mode=mode or cfg.mode, path_glob=path)
-        with self._lock:
-            response = kb_core.search(self.kb, request)
+        response = self.service.read(lambda kb: kb_core.search(kb, request))
         return Reply("search_response.v1", response)
 
     def ask(self, question: str, mode: str | None = None, k: int | None = None, thread_id: str | None = None) -> Reply:
@@ -126,18 +124,18 @@ class KbTools:
         _check_k(k)
         wanted = None if thread_id is None else _thread_id(thread_id)
         options = kb_core.AskOptions(k=k, mode=mode, backend=self.backend)
-        with self._lock:
-            if wanted is not None:
-                self._stored_thread(wanted)  # an unknown id is refused before anything is asked
-            turn = kb_core.ask_in_thread(self.kb, question, wanted, options)
+        if wanted is not None:
+            self.service.read(lambda _kb: self._stored_thread(wanted))  # an unknown id: refused before asking
+        turn = self.service.ask_in_thread(question, wanted, options)
         return Reply("ask.v1", asked_in_thread(turn))
 
     def threads(self, thread_id: str | None = None, limit: int = 20) -> Reply:
         """The most recently continued threads (``thread_list.v1``), or one thread's turns (``thread.v1``)."""
-        with self._lock:
-            if thread_id is not None:
-                return Reply("thread.v1", self._stored_thread(_thread_id(thread_id)))
-            threads = kb_core.list_threads(self.kb.store, LIST_LIMIT.check(limit, "limit"))
+        if thread_id is not None:
+            wanted = _thread_id(thread_id)
+            return Reply("thread.v1", self.service.read(lambda _kb: self._stored_thread(wanted)))
+        chosen = LIST_LIMIT.check(limit, "limit")
+        threads = self.service.read(lambda kb: kb_core.list_threads(kb.store, chosen))
         return Reply("thread_list.v1", {"threads": threads})
 
     def _stored_thread(self, thread_id: str) -> Any:
@@ -154,18 +152,17 @@ class KbTools:
     def list_documents(self, prefix: str = "") -> Reply:
         """Stored documents whose path starts with ``prefix`` (``document_list.v1``)."""
         _check_length(prefix, "prefix", kb_core.LIMITS.path_chars)
-        with self._lock:
-            documents = self.kb.store.list_documents(_nfc(prefix) if prefix else "")
+        documents = self.service.read(lambda kb: kb.store.list_documents(_nfc(prefix) if prefix else ""))
         return Reply("document_list.v1", {"documents": documents})
 
     def answers(self, answer_id: str | None = None, stale: bool = False, limit: int = 20) -> Reply:
         """One stored answer with its citations as they stand now (``stored_answer.v1``), or the newest
         stored answers with whether each still holds (``answer_history.v1``; ``stale``: only those that do not)."""
-        with self._lock:
-            if answer_id:
-                _check_length(answer_id, "answer_id", 64)
-                return Reply("stored_answer.v1", kb_core.stored_answer(self.kb.store, answer_id.strip()))
-            found, total = kb_core.list_answers(self.kb.store, LIST_LIMIT.check(limit, "limit"), stale_only=stale)
+        if answer_id:
+            wanted = _check_length(answer_id, "answer_id", 64).strip()
+            return Reply("stored_answer.v1", self.service.read(lambda kb: kb_core.stored_answer(kb.store, wanted)))
+        chosen = LIST_LIMIT.check(limit, "limit")
+        found, total = self.service.read(lambda kb: kb_core.list_answers(kb.store, chosen, stale_only=stale))
         return Reply("answer_history.v1", {"answers": found, "total": total})
 
     def fetch(self, target: str) -> Reply:
@@ -175,25 +172,28 @@ class KbTools:
             raise kb_core.KbError(
                 "the target is empty", hint="give a citation (notes/a.md#L12-L34), a chunk id or a document path"
             )
-        with self._lock:
-            try:
-                kind, value = kb_core.inspect_target(self.kb, wanted)
-            except kb_core.NotFoundError:
-                return self._fetch_lines(wanted)
-            if kind == "chunk":
-                chunk = value
-                return _fetched(
-                    wanted,
-                    chunk.doc_path,
-                    chunk.start_line,
-                    chunk.end_line,
-                    chunk.text,
-                    chunk_id=chunk.chunk_id,
-                    source="chunk",
-                )
-            document, chunks = value
-            text, source = self._document_text(document, chunks)
-            return _fetched(wanted, document.path, 1, max(1, len(text.splitlines())), text, source=source)
+        return self.service.read(lambda _kb: self._fetch(wanted))
+
+    def _fetch(self, wanted: str) -> Reply:
+        """What :meth:`fetch` returns for a checked target (called holding the knowledge base)."""
+        try:
+            kind, value = kb_core.inspect_target(self.kb, wanted)
+        except kb_core.NotFoundError:
+            return self._fetch_lines(wanted)
+        if kind == "chunk":
+            chunk = value
+            return _fetched(
+                wanted,
+                chunk.doc_path,
+                chunk.start_line,
+                chunk.end_line,
+                chunk.text,
+                chunk_id=chunk.chunk_id,
+                source="chunk",
+            )
+        document, chunks = value
+        text, source = self._document_text(document, chunks)
+        return _fetched(wanted, document.path, 1, max(1, len(text.splitlines())), text, source=source)
 
     def _fetch_lines(self, target: str) -> Reply:
         """A citation whose line span is not one chunk's: those lines of its document."""
@@ -237,11 +237,13 @@ class KbTools:
                 "give either path (a file or folder to ingest) or text with a name",
                 hint='e.g. {"path": "/home/me/notes"} or {"text": "...", "name": "a.md"}',
             )
-        with self._lock:
+
+        def work(kb: kb_core.KnowledgeBase) -> kb_core.IngestReport:
             if path is not None:
-                report = kb_core.ingest_paths(self.kb, [self.ingest_folders.check(path)])
-            else:
-                report = self.inbox.store(name or "", text or "")
+                return kb_core.ingest_paths(kb, [self.ingest_folders.check(path)])
+            return self.inbox.store(name or "", text or "")
+
+        report = self.service.write(work)
         return Reply("ingest_report.v1", report)
 
 

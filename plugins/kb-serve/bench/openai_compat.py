@@ -13,7 +13,7 @@ For each question of ``fixtures/golden/answers.jsonl`` (the set ``bench/answers.
    completion validate as ``ChatCompletionChunk`` / ``ChatCompletion`` (pydantic, strictly).
 3. **The same answer as ``kb ask --json``.** ``kb ask --json`` (a subprocess, the same knowledge
    base and configuration) and ``/v1`` (streamed, and whole) give the same text and citations in
-   ``answer.v1`` (the ``kb`` field), and the message is made from it (``openai_format.message``;
+   ``answer.v1`` (the ``kb`` field), and the message is made from it (``kb_core.service.markdown.message``;
    a stream's after a rule when kb's checks changed what it streamed).
 
 The server is the kb-serve app under a real uvicorn on 127.0.0.1 over the fixture corpus ingested
@@ -47,9 +47,9 @@ import uvicorn
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from kb_core import KnowledgeBase, ingest_paths, load_config
+from kb_core.service import markdown
 from kb_serve import ServeSettings, create_app
 from kb_serve.client import iter_sse
-from kb_serve.openai_format import AS_CHECKED, RULE, message
 from kb_serve.running import bind
 
 REPO = Path(__file__).resolve().parents[3]
@@ -147,8 +147,7 @@ def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def made_from(content: str, answer: dict[str, Any], base: str) -> bool:
     """Whether ``content`` is the message kb makes of ``answer`` (whole, or after a streamed text and a rule)."""
-    whole = message(answer, base)
-    return content == whole or content.endswith((RULE + whole, RULE + AS_CHECKED + whole))
+    return markdown.is_reply(content, answer)
 
 
 def spread(values: list[float]) -> dict[str, float]:

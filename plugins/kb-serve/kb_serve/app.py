@@ -248,7 +248,7 @@ def create_app(
         Route("/ask", api.ask, methods=["POST"]),
         Route("/ask/stream", api.ask_stream, methods=["POST"]),
         *threads.routes(),
-        *OpenAIApi(service, threads.in_use).routes(),  # /v1: OpenAI's chat API (errors in its shape)
+        *OpenAIApi(service).routes(),  # /v1: OpenAI's chat API (errors in its shape)
     ]
     app = Starlette(
         routes=routes,

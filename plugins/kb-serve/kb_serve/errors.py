@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 from starlette.datastructures import MutableHeaders
@@ -17,16 +16,13 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kb_core import KbError, ModelUnavailableError, NotFoundError, WriterBusyError
+from kb_core.service import GenerationBusy, ThreadInUse, cut_paths
 
 EXIT_STORAGE = 5
 #: Seconds a client is told to wait (``Retry-After``) before asking a busy server again.
 RETRY_AFTER_S = 5
 #: Characters of an error message or hint kept in a response (a client's input may be echoed in it).
 MAX_TEXT_CHARS = 400
-# An absolute path of two or more parts (POSIX, or a Windows drive): a slash that does not follow a
-# word, a URL or another path; its last part is kept, the folders before it are not shown.
-_POSIX_PATH = re.compile(r"(?<![\w.~:/>\\-])/(?:[^\s/'\"`]+/)+(?=[^\s/'\"`]+)")
-_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"`]+\\)+(?=[^\s\\'\"`]+)")
 
 
 class ApiError(KbError):
@@ -46,7 +42,9 @@ def status_of(exc: KbError) -> int:
         return exc.status
     if isinstance(exc, NotFoundError):
         return 404
-    if isinstance(exc, WriterBusyError | ModelUnavailableError):
+    if isinstance(exc, ThreadInUse):
+        return 409
+    if isinstance(exc, WriterBusyError | ModelUnavailableError | GenerationBusy):
         return 503
     if exc.exit_code == EXIT_STORAGE:
         return 507
@@ -55,17 +53,8 @@ def status_of(exc: KbError) -> int:
 
 def headers_of(exc: KbError) -> dict[str, str]:
     """The headers a kb error's response carries: ``Retry-After`` when the server is busy, not broken."""
-    busy = isinstance(exc, WriterBusyError) or (isinstance(exc, ApiError) and exc.busy)
+    busy = isinstance(exc, WriterBusyError | GenerationBusy) or (isinstance(exc, ApiError) and exc.busy)
     return {"Retry-After": str(RETRY_AFTER_S)} if busy else {}
-
-
-def cut_paths(text: str) -> str:
-    """``text`` with every absolute path of two or more parts cut to its last part.
-
-    >>> cut_paths("cannot open /home/ann/kb/kb.sqlite3: locked")
-    'cannot open …/kb.sqlite3: locked'
-    """
-    return _WINDOWS_PATH.sub("…\\\\", _POSIX_PATH.sub("…/", text))
 
 
 def public_text(text: str) -> str:

@@ -5,7 +5,8 @@
 * ``POST /v1/chat/completions`` asks the last user message in a kb thread, whole or streamed
   (``"stream": true``: ``chat.completion.chunk`` events, then ``data: [DONE]``), through the service's
   ``ask_in_thread`` and :func:`kb_serve.asking.respond`, as ``POST /threads/{id}/ask`` does: the same
-  checks, limits, queue and stop on disconnect. The reply is written by :mod:`kb_serve.openai_format`.
+  checks, limits, queue and stop on disconnect. The reply is kb_core's Markdown (:mod:`kb_core.service.markdown`)
+  in OpenAI's shapes (:mod:`kb_serve.openai_format`).
 
 **Which thread.** A client that knows kb names it: the ``kb_thread`` body field or the ``X-Kb-Thread``
 header (a 404 when there is no such thread; the earlier messages are then not read). Other clients
@@ -39,13 +40,13 @@ from starlette.routing import Route
 import kb_core
 from kb_core import AskOptions, KbError, KnowledgeBase
 from kb_core.bounds import SEED, TEMPERATURE, Bound
+from kb_core.service import Showing, markdown
 from kb_serve import openai_format as fmt
 from kb_serve.asking import Emit, respond, tokens
 from kb_serve.bodies import field_within, off_loop, path_param, read_json
 from kb_serve.client import parse_sse
 from kb_serve.errors import OpenAIError, openai_error_of, openai_error_response
 from kb_serve.service import KbService
-from kb_serve.threads import ThreadsInUse, public_answer
 
 __all__ = ["ChatRequest", "OpenAIApi", "chat_request", "recognised_thread"]
 
@@ -192,33 +193,33 @@ def _thread_named(body: dict[str, Any], header: str | None) -> str | None:
     return path_param(chosen.strip(), "the thread id") if chosen and chosen.strip() else None
 
 
-def recognised_thread(kb: KnowledgeBase, earlier: tuple[Pair, ...]) -> str | None:
-    """The stored thread whose turns are ``earlier`` (user message, assistant reply), the most recent first; or None."""
+def recognised_thread(kb: KnowledgeBase, earlier: tuple[Pair, ...], showing: Showing) -> str | None:
+    """The stored thread whose turns are ``earlier`` (user message, assistant reply), the most recent first; or None.
+    ``showing``: how the replies showed answers."""
     if not earlier:
         return None
-    first = fmt.fingerprint(earlier[0][0])
+    first = markdown.fingerprint(earlier[0][0])
     for summary in kb_core.list_threads(kb.store, MAX_THREADS_SEARCHED):
-        if summary.turns != len(earlier) or fmt.fingerprint(summary.first_question) != first:
+        if summary.turns != len(earlier) or markdown.fingerprint(summary.first_question) != first:
             continue
         turns = kb_core.stored_thread(kb.store, summary.thread_id).turns
-        if all(_same_turn(turn, pair) for turn, pair in zip(turns, earlier, strict=True)):
+        if all(_same_turn(turn, pair, showing) for turn, pair in zip(turns, earlier, strict=True)):
             return summary.thread_id
     return None
 
 
-def _same_turn(turn: Any, pair: Pair) -> bool:
+def _same_turn(turn: Any, pair: Pair, showing: Showing) -> bool:
     """Whether a stored turn is the user message and the reply of ``pair``."""
-    if fmt.fingerprint(turn.asked) != fmt.fingerprint(pair[0]):
+    if markdown.fingerprint(turn.asked) != markdown.fingerprint(pair[0]):
         return False
-    return fmt.is_reply(pair[1], public_answer(turn.answer))  # (as the reply showed it: the note without folders)
+    return markdown.is_reply(pair[1], showing.answer_json(turn.answer))  # (as the reply showed it)
 
 
 class OpenAIApi:
-    """The route handlers of ``/v1`` over one :class:`KbService` (``in_use``: the threads ``/threads`` guards)."""
+    """The route handlers of ``/v1`` over one :class:`KbService`."""
 
-    def __init__(self, service: KbService, in_use: ThreadsInUse) -> None:
+    def __init__(self, service: KbService) -> None:
         self.service = service
-        self.in_use = in_use
 
     def routes(self) -> list[Route]:
         """``GET /v1/models`` and ``POST /v1/chat/completions``."""
@@ -242,8 +243,7 @@ class OpenAIApi:
         """``POST /v1/chat/completions``: the last user message asked in its kb thread, whole or streamed."""
 
         def work(emit: Emit, gone: threading.Event) -> kb_core.Turn:
-            with self.in_use.asking(thread_id):
-                return self.service.ask_in_thread(chat.question, thread_id, chat.options, tokens(emit), gone)
+            return self.service.ask_in_thread(chat.question, thread_id, chat.options, tokens(emit), gone)
 
         def error_data(exc: KbError) -> dict[str, Any]:
             """An error in the stream, as OpenAI's error object (a thread deleted under the answer: its 404)."""
@@ -280,7 +280,7 @@ class OpenAIApi:
 
         def find(kb: KnowledgeBase) -> str | None:
             if named is None:
-                return recognised_thread(kb, earlier) if earlier else None
+                return recognised_thread(kb, earlier, self.service.answers.showing) if earlier else None
             try:
                 return kb_core.stored_thread(kb.store, named).thread_id
             except kb_core.NotFoundError as exc:
@@ -310,7 +310,7 @@ class Made:
     async def chunks(self, events: AsyncIterator[bytes], include_usage: bool) -> AsyncIterator[bytes]:
         """kb's answer stream (``token`` events, then ``turn`` or ``error``) as OpenAI's chunks, then ``[DONE]``."""
         extra: dict[str, Any] = {"usage": None} if include_usage else {}
-        linked = fmt.LinkedStream()
+        linked = markdown.LinkedStream()
         try:
             yield _data(self._chunk({"role": "assistant", "content": ""}, **extra))
             async for raw in events:
@@ -333,7 +333,7 @@ class Made:
     def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
         return fmt.chunk(self.id, self.created, self.model, delta, finish, **extra)
 
-    def _last(self, linked: fmt.LinkedStream, turn: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    def _last(self, linked: markdown.LinkedStream, turn: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
         """The chunks after the model's text: the rest of the message, the finish (with ``kb``), the usage."""
         answer = {"schema_version": "answer.v1", **turn["answer"]}
         extra: dict[str, Any] = {"usage": None} if include_usage else {}

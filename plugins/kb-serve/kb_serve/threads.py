@@ -21,13 +21,10 @@ as answers are (no local model paths).
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
-import attrs
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -37,7 +34,7 @@ from kb_core import NotFoundError
 from kb_core.bounds import LIST_LIMIT
 from kb_serve.asking import Emit, ask_options, respond, tokens
 from kb_serve.bodies import int_param, json_response, off_loop, path_param, read_json
-from kb_serve.errors import ApiError, cut_paths
+from kb_serve.errors import ApiError
 from kb_serve.service import KbService
 
 #: Threads one ``GET /threads`` lists by default (at most: ``kb_core.bounds.LIST_LIMIT``, as ``kb threads list``).
@@ -53,17 +50,6 @@ def wants_stream(request: Request) -> bool:
     return "text/event-stream" in request.headers.get("accept", "").lower()
 
 
-def public_answer(answer: dict[str, Any]) -> dict[str, Any]:
-    """A stored turn's ``answer.v1`` as responses show answers: no model or embedding file, no folders in the note."""
-    shown = dict(answer)
-    for key in ("model", "embedding"):
-        if isinstance(shown.get(key), dict):
-            shown[key] = {**shown[key], "path": None}
-    if isinstance(shown.get("note"), str):
-        shown["note"] = cut_paths(shown["note"])
-    return shown
-
-
 def _thread_id(request: Request) -> str:
     return path_param(request.path_params["thread_id"], "the thread id")
 
@@ -76,56 +62,11 @@ def _known(work: Callable[[], T]) -> T:
         raise ApiError(404, exc.message, hint=THREADS_HINT) from None
 
 
-class ThreadsInUse:
-    """The threads a question is waiting or being answered in, and those being deleted: never both at once."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._asking: Counter[str] = Counter()
-        self._deleting: set[str] = set()
-
-    @contextmanager
-    def asking(self, thread_id: str | None) -> Iterator[None]:
-        """Mark ``thread_id`` in use for the block (None: a new thread, which nobody can delete yet)."""
-        if thread_id is None:
-            yield
-            return
-        with self._lock:
-            if thread_id in self._deleting:
-                raise ApiError(409, "this thread is being deleted", hint=THREADS_HINT)
-            self._asking[thread_id] += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._asking[thread_id] -= 1
-                if self._asking[thread_id] <= 0:
-                    del self._asking[thread_id]
-
-    @contextmanager
-    def deleting(self, thread_id: str) -> Iterator[None]:
-        """Mark ``thread_id`` as being deleted for the block; a 409 when a question is under way in it."""
-        with self._lock:
-            if self._asking[thread_id] or thread_id in self._deleting:
-                raise ApiError(
-                    409,
-                    "a question is being answered in this thread (or it is being deleted)",
-                    hint="delete it once the answer is done (or stopped)",
-                )
-            self._deleting.add(thread_id)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._deleting.discard(thread_id)
-
-
 class ThreadApi:
     """The route handlers of ``/threads`` over one :class:`KbService`."""
 
     def __init__(self, service: KbService) -> None:
         self.service = service
-        self.in_use = ThreadsInUse()
 
     def routes(self) -> list[Route]:
         """The routes (one per path, so a 405 names every method of it in ``Allow``)."""
@@ -156,21 +97,14 @@ class ThreadApi:
     async def show(self, request: Request) -> Response:
         """``GET /threads/{id}``: the thread's turns in order (``thread.v1``)."""
         thread_id = _thread_id(request)
-        thread = await self._read(
-            lambda: self.service.read(lambda kb: _known(lambda: kb_core.stored_thread(kb.store, thread_id)))
-        )
-        turns = tuple(attrs.evolve(t, answer=public_answer(t.answer)) for t in thread.turns)
-        return json_response("thread.v1", attrs.evolve(thread, turns=turns))
+        thread = await self._read(lambda: _known(lambda: self.service.answers.thread(thread_id)))
+        return json_response("thread.v1", thread)
 
     async def delete(self, request: Request) -> Response:
         """``DELETE /threads/{id}``: the thread, its turns and their stored answers (``thread_deleted.v1``)."""
         thread_id = _thread_id(request)
 
-        def work() -> int:
-            with self.in_use.deleting(thread_id):
-                return self.service.write(lambda kb: _known(lambda: kb_core.delete_thread(kb.store, thread_id)))
-
-        turns = await anyio.to_thread.run_sync(work)
+        turns = await anyio.to_thread.run_sync(lambda: _known(lambda: self.service.answers.delete_thread(thread_id)))
         return json_response("thread_deleted.v1", {"thread_id": thread_id, "turns": turns})
 
     async def follow_up(self, request: Request) -> Response:
@@ -189,9 +123,8 @@ class ThreadApi:
             def searched(standalone: Any) -> None:  # kb_core's Standalone: what kb searches with, before it does
                 emit("standalone", {"question": standalone.question, "method": standalone.method})
 
-            with self.in_use.asking(thread_id):
-                return self.service.ask_in_thread(
-                    question, thread_id, options, on_token=tokens(emit), gone=gone, on_standalone=searched
-                )
+            return self.service.ask_in_thread(
+                question, thread_id, options, on_token=tokens(emit), gone=gone, on_standalone=searched
+            )
 
         return await respond(self.service, work, "turn.v1", wants_stream(request), request.receive, label=question)

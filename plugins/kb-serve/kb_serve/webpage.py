@@ -3,7 +3,9 @@
 The page is plain HTML, CSS and ES modules shipped in the package (no build step, nothing fetched
 from elsewhere). The files are read once, when the app is made, into an allow-list: a request
 names one of them or gets a 404, so no request can reach another file. ``/`` is ``index.html``;
-the rest is under ``/page/``. The page and its assets are the only paths served without the
+the rest is under ``/page/``. One asset is made here, not read: ``/page/js/words.js``, kb_core's words
+about an answer (:func:`kb_core.service.words.page_words`), so the page says answers as every
+front end does and holds no wording of its own. The page and its assets are the only paths served without the
 bearer token (they hold no data; the page asks for the token before it calls the API).
 
 Every response (the API's JSON too) carries ``X-Content-Type-Options: nosniff``,
@@ -15,6 +17,7 @@ body opened in a tab runs nothing).
 from __future__ import annotations
 
 import hashlib
+import json
 from importlib import resources
 from importlib.abc import Traversable
 
@@ -24,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kb_core.service import words
 from kb_serve.errors import ApiError
 
 PAGE_CSP = "; ".join(
@@ -52,6 +56,8 @@ MEDIA_TYPES = {
 }
 #: Where the page's assets are served.
 PREFIX = "/page/"
+#: The module of the page that holds kb's words about an answer (made from kb_core's).
+WORDS_MODULE = PREFIX + "js/words.js"
 
 
 @attrs.frozen
@@ -79,9 +85,15 @@ def load_assets() -> dict[str, Asset]:
     for name, entry in _walk(resources.files("kb_serve").joinpath("page"), "").items():
         body = entry.read_bytes()
         media_type = MEDIA_TYPES["." + name.rsplit(".", 1)[1]]
-        etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
-        assets["/" if name == "index.html" else PREFIX + name] = Asset(body, media_type, etag)
+        assets["/" if name == "index.html" else PREFIX + name] = _asset(body, media_type)
+    said = json.dumps(words.page_words(), ensure_ascii=False, indent=1)
+    words_js = f"// kb's words about an answer, from kb_core.service.words.\nexport const PAGE_WORDS = {said};\n"
+    assets[WORDS_MODULE] = _asset(words_js.encode(), MEDIA_TYPES[".js"])
     return assets
+
+
+def _asset(body: bytes, media_type: str) -> Asset:
+    return Asset(body, media_type, '"' + hashlib.sha256(body).hexdigest()[:20] + '"')
 
 
 def is_public(method: str, path: str) -> bool:

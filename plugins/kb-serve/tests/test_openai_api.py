@@ -21,9 +21,9 @@ from kb_serve_chat import FIRST, FOLLOW_UP, OFF_TOPIC, PORT_QUESTION, TOPIC, con
 
 from kb_core import LIMITS
 from kb_core.plugin import GenerateRequest, hookimpl
+from kb_core.service import markdown
 from kb_core.testing import ScriptedLanguageModel, extractive
 from kb_serve.openai_api import OpenAIApi
-from kb_serve.openai_format import MARKER, RULE, LinkedStream, fingerprint, linked, message
 from kb_serve.openapi import kb_schema, own_schema
 
 REPO = Path(__file__).resolve().parents[3]
@@ -92,14 +92,14 @@ def test_the_reply_is_kbs_answer_with_links_to_the_cited_lines_and_its_sources(
     assert data["object"] == "chat.completion" and data["model"] == "kb"
     assert answer["grounded"] is True and "7341" in content
     assert data["choices"][0]["finish_reason"] == "stop"
-    assert content.startswith(linked(answer["answer"])) and "[[1]][kb-1]" in content and "[#1]" not in content
+    assert content.startswith(markdown.linked(answer["answer"])) and "[[1]][kb-1]" in content and "[#1]" not in content
     assert "\n\nSources:\n\n- [1] [notes/heliograph.md, lines " in content
     (label, base, path, start, end), *_ = DEFINITION.findall(content)
     cited = answer["citations"][0]["citation"]
     assert (label, base, path) == ("1", server.url, "notes%2Fheliograph.md")  # the page's own #/doc/ route
     assert (int(start), int(end)) == (cited["start_line"], cited["end_line"])
     assert any("7341" in line for line in lines_of("notes/heliograph.md", int(start), int(end)))
-    assert content == message(answer, server.url)
+    assert content == markdown.message(answer, server.url)
     usage = answer["usage"]
     assert data["usage"]["prompt_tokens"] == usage["prompt_tokens"] > 0
     assert data["usage"]["completion_tokens"] == usage["completion_tokens"] > 0
@@ -124,7 +124,7 @@ def test_the_stream_is_the_same_message_its_markers_linked_as_they_come(start_se
     assert all(c["usage"] is None for c in chunks[:-1])
     deltas = [c["choices"][0]["delta"]["content"] for c in middle]
     assert any("[[1]][kb-1]" in d for d in deltas) and not any("[#" in d or d.endswith("[") for d in deltas)
-    assert content_of(chunks) == whole["choices"][0]["message"]["content"] == message(final["kb"], server.url)
+    assert content_of(chunks) == whole["choices"][0]["message"]["content"] == markdown.message(final["kb"], server.url)
     assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
 
 
@@ -153,9 +153,9 @@ def test_an_answer_kb_refuses_after_it_streamed_ends_with_the_refusal_after_a_ru
     answer = chunks[-1]["kb"]
     assert answer["grounded"] is False and answer["refusal_reason"] == whole["kb"]["refusal_reason"]
     content = content_of(chunks)
-    streamed, refusal = content.split(RULE)
+    streamed, refusal = content.split(markdown.RULE)
     assert streamed == "The daemon is written in COBOL and runs on the moon [[1]][kb-1]."
-    assert refusal == message(answer, server.url) and refusal.startswith(
+    assert refusal == markdown.message(answer, server.url) and refusal.startswith(
         f"kb refused to answer ({answer['refusal_reason']})"
     )
     assert whole["choices"][0]["message"]["content"] == refusal  # a refused answer is not shown as if it were one
@@ -435,15 +435,21 @@ def test_a_stream_cut_anywhere_links_the_markers_of_the_whole_text(words: str, c
         pieces.append(text[at : at + size])
         at += size
     pieces.append(text[at:])
-    stream = LinkedStream()
+    stream = markdown.LinkedStream()
     sent = [stream.feed(piece) for piece in pieces]
     sent = [piece for piece in sent if piece]
     assert not sent or not sent[0][0].isspace() and not any(piece[-1].isspace() for piece in sent)  # blanks held
     whole = "".join(sent)
-    assert sum(len(LINK.findall(piece)) for piece in sent) == len(LINK.findall(whole)) == len(MARKER.findall(text))
+    assert (
+        sum(len(LINK.findall(piece)) for piece in sent)
+        == len(LINK.findall(whole))
+        == len(markdown.MARKER_PATTERN.findall(text))
+    )
     answer = {"grounded": True, "answer": text.strip(), "citations": [], "note": ""}
-    assert "".join(sent) + stream.rest(answer, "http://h") == message(answer, "http://h")
-    assert fingerprint(message(answer, "http://h")) == fingerprint(message(answer, "http://other:1"))
+    assert "".join(sent) + stream.rest(answer, "http://h") == markdown.message(answer, "http://h")
+    assert markdown.fingerprint(markdown.message(answer, "http://h")) == markdown.fingerprint(
+        markdown.message(answer, "http://other:1")
+    )
 
 
 JSON = st.recursive(

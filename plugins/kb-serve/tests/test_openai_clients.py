@@ -23,7 +23,7 @@ import pytest
 from kb_serve_chat import FIRST, FOLLOW_UP, OFF_TOPIC, PORT_QUESTION, conversing
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from kb_serve.openai_format import message
+from kb_core.service import markdown
 from kb_serve.openapi import kb_schema
 
 CURL = "/usr/bin/curl"
@@ -59,7 +59,7 @@ def test_the_openai_package_gets_kbs_answer_whole_and_streamed(start_server: Cal
     answer = extra(whole, "kb")
     jsonschema.validate(answer, kb_schema("answer.v1"))
     assert answer["grounded"] is True and "7341" in content and HELIOGRAPH_LINK.search(content)
-    assert content == message(answer, server.url) and whole.choices[0].finish_reason == "stop"
+    assert content == markdown.message(answer, server.url) and whole.choices[0].finish_reason == "stop"
     assert whole.usage is not None and whole.usage.prompt_tokens == answer["usage"]["prompt_tokens"] > 0
     assert whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens
 
@@ -200,7 +200,7 @@ def test_the_embedded_model_streams_an_answer_to_the_openai_package(
     jsonschema.validate(answer, kb_schema("answer.v1"))
     assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 3  # it came token by token
     if answer["grounded"]:
-        assert text == message(answer, server.url) or text.endswith(message(answer, server.url))
+        assert text == markdown.message(answer, server.url) or text.endswith(markdown.message(answer, server.url))
         assert "2024" in text and "#/doc/notes%2FCHANGELOG.txt/L" in text
     else:
-        assert text.endswith(message(answer, server.url)) and "kb refused to answer" in text
+        assert text.endswith(markdown.message(answer, server.url)) and "kb refused to answer" in text

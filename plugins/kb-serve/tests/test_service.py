@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from kb_core import Cancelled
-from kb_serve.service import CachingEmbedder, GenerationGate
-from kb_serve.settings import ApiError
+from kb_core.service import CachingEmbedder, GenerationBusy, GenerationGate
+from kb_serve.errors import headers_of, status_of
 
 #: The longest a test waits for an event it expects (a limit against hangs, not a measure of speed).
 WAIT_S = 60.0
@@ -67,9 +67,9 @@ def test_the_gate_lets_one_through_queues_the_limit_and_refuses_the_rest() -> No
     holder.start()
     assert inside.wait(WAIT_S) and gate.busy
     gate.admit()  # one may wait
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(GenerationBusy) as refused:
         gate.admit()
-    assert refused.value.status == 503
+    assert status_of(refused.value) == 503 and "Retry-After" in headers_of(refused.value)
     release.set()
     holder.join(WAIT_S)
     assert gate.waiting == 1 and not gate.busy  # the admitted one has not taken its turn yet

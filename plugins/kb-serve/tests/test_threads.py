@@ -22,11 +22,11 @@ import pytest
 from kb_core import LIMITS
 from kb_core.bounds import LIST_LIMIT
 from kb_core.plugin import GenerateRequest
+from kb_core.service import ThreadInUse, ThreadsInUse
 from kb_core.testing import extractive, following_up
 from kb_serve.client import iter_sse, parse_sse
-from kb_serve.errors import ApiError
+from kb_serve.errors import status_of
 from kb_serve.openapi import document, kb_schema, own_schema
-from kb_serve.threads import ThreadsInUse
 
 FIRST = "What does the Heliograph daemon do?"
 FOLLOW_UP = "Which port does it listen on?"
@@ -242,13 +242,13 @@ def test_an_overlong_thread_id_is_refused_like_a_path(start_server: Callable[...
 def test_a_thread_is_never_asked_in_and_deleted_at_once() -> None:
     in_use = ThreadsInUse()
     with in_use.asking("thr_a"), in_use.asking("thr_a"), in_use.asking(None):
-        with pytest.raises(ApiError) as refused, in_use.deleting("thr_a"):
+        with pytest.raises(ThreadInUse) as refused, in_use.deleting("thr_a"):
             pass
-        assert refused.value.status == 409
+        assert status_of(refused.value) == 409
         with in_use.deleting("thr_b"):  # another thread
-            with pytest.raises(ApiError) as late, in_use.asking("thr_b"):
+            with pytest.raises(ThreadInUse) as late, in_use.asking("thr_b"):
                 pass
-            assert late.value.status == 409 and "being deleted" in late.value.message
+            assert status_of(late.value) == 409 and "being deleted" in late.value.message
     with in_use.deleting("thr_a"), in_use.asking("thr_b"):
         pass  # both free again
 

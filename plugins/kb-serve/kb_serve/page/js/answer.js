@@ -4,56 +4,35 @@
 
 import { renderComputation } from "./computation.js";
 import { append, docHref, el, langProp, place } from "./dom.js";
+import { PAGE_WORDS } from "./words.js";
 
 const MARKER = /\[#(\d{1,3})\]/g;
 
-const DETAILS = {
-  model_refused: "The model said the passages it was given do not answer the question.",
-  empty: "The model gave an empty answer.",
-  no_claim: "The answer said nothing beyond the question and its citations.",
-  invalid_marker: "The answer cited a passage it had not been given.",
-  no_citation: "The answer cited none of the passages it was given.",
-  not_answered:
-    "Asked after answering, the model judged that the passages do not state the answer, so kb withdrew it.",
-  unsupported_claim: "The answer made a claim that none of the passages supports, so kb did not keep it.",
-};
+const { words: WORDS, details: DETAILS, reason_sentences: REASONS } = PAGE_WORDS;
 
 function score(value) {
   return typeof value === "number" ? value.toFixed(2) : "?";
 }
 
-/** A refusal's reason in two or three words (the history's badges). */
-export const REASON_WORDS = {
-  no_chunks: "nothing found",
-  score_gate: "weak evidence",
-  llm_self_judge: "not answered",
-  unsupported: "unsupported claim",
-  generation_error: "model error",
-  computation: "not worked out",
-};
+/** kb's sentence ``name`` with its {places} filled in from ``values`` (the words are kb_core's, sent by kb serve). */
+export function say(name, values = {}, table = WORDS) {
+  return (table[name] || "").replace(/\{(\w+)\}/g, (_, key) => String(values[key] ?? "?"));
+}
 
-/** Why kb refused, in one sentence. */
+function capitalised(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** A refusal's reason in two or three words (the history's badges). */
+export const REASON_WORDS = PAGE_WORDS.reasons;
+
+/** Why kb refused, in one sentence (as kb_core.service.words.reason_sentence says it). */
 export function refusalSentence(answer) {
   const retrieval = answer.retrieval || {};
-  switch (answer.refusal_reason) {
-    case "no_chunks":
-      return "Nothing in the knowledge base matched the question, so kb did not ask the model.";
-    case "score_gate":
-      return (
-        `The closest passage kb found scores ${score(retrieval.top_score)}, below the ` +
-        `${score(retrieval.score_gate)} it needs to trust the evidence, so kb did not ask the model.`
-      );
-    case "unsupported":
-      return DETAILS.unsupported_claim;
-    case "generation_error":
-      return "The language model failed while writing the answer.";
-    case "computation":
-      return "kb could not work the answer out from numbers written in the passages.";
-    case "llm_self_judge":
-      return DETAILS[answer.refusal_detail] || "The model's answer did not pass kb's checks.";
-    default:
-      return "kb did not answer.";
-  }
+  const reason = answer.refusal_reason || "";
+  if (reason === "llm_self_judge" && DETAILS[answer.refusal_detail]) return DETAILS[answer.refusal_detail];
+  const values = { top_score: score(retrieval.top_score), score_gate: score(retrieval.score_gate) };
+  return say(reason in REASONS ? reason : "", values, REASONS);
 }
 
 /** How kb stated the yes/no verdict: with its confidence, or withheld (null for other questions). */
@@ -61,9 +40,7 @@ function yesNo(answer) {
   if (answer.verdict !== "yes" && answer.verdict !== "no") return null;
   const sure = typeof answer.verdict_confidence === "number" ? answer.verdict_confidence.toFixed(2) : "unknown";
   const word = answer.verdict === "yes" ? "Yes" : "No";
-  const text = answer.verdict_withheld
-    ? ` Verdict withheld: the model leaned to "${word}" (confidence ${sure}), but the passages do not settle it.`
-    : ` Verdict "${word}" stated with confidence ${sure}.`;
+  const text = ` ${say(answer.verdict_withheld ? "verdict_withheld" : "verdict_stated", { word, sure })}`;
   return el("span", { className: answer.verdict_withheld ? "yes-no withheld" : "yes-no" }, text);
 }
 
@@ -79,22 +56,19 @@ function restsOnLowOcr(answer) {
 /** The warning of a grounded answer resting only on text OCR read with low confidence, with kb's note (else null). */
 function ocrNote(answer) {
   if (!restsOnLowOcr(answer)) return null;
-  const said = answer.note ? ` kb's note: ${answer.note}` : " It rests only on text read by OCR with low confidence: check it against the page.";
-  return el("p", { className: "ocr-note", role: "note" }, el("strong", {}, "Low OCR confidence"), said);
+  const said = ` ${answer.note ? say("kb_note", { note: answer.note }) : say("low_ocr_sentence")}`;
+  return el("p", { className: "ocr-note", role: "note" }, el("strong", {}, say("low_ocr")), said);
 }
 
 function verdict(answer) {
   if (answer.grounded) {
-    const check =
-      typeof answer.answer_check === "number"
-        ? ` Asked afterwards, the model judged that the passages state it (p = ${answer.answer_check.toFixed(2)}).`
-        : "";
+    const check = typeof answer.answer_check === "number" ? ` ${say("check_sentence", { p: score(answer.answer_check) })}` : "";
     return el(
       "div",
       { className: "verdict grounded", role: "status" },
-      el("strong", {}, "Grounded"),
+      el("strong", {}, capitalised(say("grounded"))),
       " ",
-      el("span", {}, `Every claim in the answer is backed by a passage it cites.${check}`),
+      el("span", {}, `${say("grounded_sentence")}${check}`),
       yesNo(answer),
       ocrNote(answer),
     );
@@ -102,10 +76,10 @@ function verdict(answer) {
   return el(
     "div",
     { className: "verdict refused", role: "status" },
-    el("strong", {}, "Refused"),
+    el("strong", {}, capitalised(say("refused"))),
     " ",
     el("span", { className: "reason" }, refusalSentence(answer)),
-    answer.note ? el("span", { className: "note" }, ` kb's note: ${answer.note}`) : null,
+    answer.note ? el("span", { className: "note" }, ` ${say("kb_note", { note: answer.note })}`) : null,
   );
 }
 
@@ -290,10 +264,10 @@ export function renderAnswer(answer, { onOpen, stored = false, elapsed = null, a
     root.append(el("p", { className: "hint muted small" }, "Hover over or select a sentence to light the passage that supports it."));
   }
   if (cited.length) {
-    root.append(el("h3", {}, "Sources"), el("ol", { className: "sources" }, cited.map((c) => source(c, onOpen))));
+    root.append(el("h3", {}, say("sources_title")), el("ol", { className: "sources" }, cited.map((c) => source(c, onOpen))));
   }
   if (!answer.grounded && candidates.length) {
-    const title = answer.refusal_detail === "not_answered" ? "Passages the withdrawn answer cited" : "Nearest passages";
+    const title = say(answer.refusal_detail === "not_answered" ? "cited_title" : "nearest_title");
     root.append(el("h3", {}, title), el("ol", { className: "sources candidates" }, candidates.map((c) => source(c, onOpen))));
   }
   if (stored && (answer.state === "stale" || answer.state === "unverifiable")) root.append(staleness(answer));

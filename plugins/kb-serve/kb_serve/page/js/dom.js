@@ -4,6 +4,8 @@
 // link may only point inside the page ("#..."), so no data can become a javascript: URL. The boxes
 // drawn over a page image are SVG elements of three kinds, their attributes from an allow-list too.
 
+import { PAGE_WORDS } from "./words.js";
+
 const PROPERTIES = new Set([
   "className", "id", "type", "title", "lang", "hidden", "disabled", "tabIndex", "value",
   "placeholder", "name", "htmlFor", "checked", "multiple", "accept", "role", "dir", "alt",
@@ -168,5 +170,7 @@ export function docHref(path, start, end) {
 /** A citation's place as people read it: "notes/a.md, lines 3–6". */
 export function place(citation) {
   const { path, start_line: start, end_line: end } = citation;
-  return start === end ? `${path}, line ${start}` : `${path}, lines ${start}–${end}`;
+  const words = PAGE_WORDS.words; // kb_core.service.words.place, as kb serve sends it
+  const template = start === end ? words.line : words.lines;
+  return template.replace(/\{(\w+)\}/g, (_, key) => String({ path, start, end }[key]));
 }

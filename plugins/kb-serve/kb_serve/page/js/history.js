@@ -1,7 +1,7 @@
 // History: the questions asked before (GET /answers, newest first); one reopens with its citations.
 
 import { getJSON } from "./api.js";
-import { REASON_WORDS } from "./answer.js";
+import { REASON_WORDS, say } from "./answer.js";
 import { byId, el, fill, langProp, setText } from "./dom.js";
 
 function when(created) {
@@ -12,7 +12,8 @@ function when(created) {
 function row(item, onReopen) {
   const reason = item.refusal_reason || "";
   const broken = item.state === "stale" || item.state === "unverifiable";
-  const outcome = item.grounded ? (broken ? `grounded, now ${item.state}` : "grounded") : `refused: ${REASON_WORDS[reason] || reason || "?"}`;
+  const grounded = say("grounded");
+  const outcome = item.grounded ? (broken ? `${grounded}, now ${item.state}` : grounded) : `${say("refused")}: ${REASON_WORDS[reason] || reason || "?"}`;
   return el(
     "li",
     { className: item.grounded ? "asked grounded" : "asked refused" },

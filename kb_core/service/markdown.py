@@ -1,0 +1,158 @@
+"""An answer in Markdown: its text with every ``[#n]`` a link to the cited lines, then its sources; or the refusal.
+
+A grounded answer is its text with every marker as the reference link ``[[n]][kb-n]``, then the
+sources (each citation's place, a link), kb's notes, then the links' definitions (``[kb-n]:
+BASE/#/doc/PATH/L3-L9``: the cited lines on ``kb serve``'s page). Reference links, because a
+marker's passage is known only once the answer is done: a stream writes ``[[n]][kb-n]`` as the
+marker arrives, and the definitions at its end make every marker a link.
+
+A refusal is kb's own text when it refused before asking the model (no passage, or none above the
+score gate, with the nearest ones listed), then the refusal line with its reason and note
+(:func:`kb_core.service.words.refusal_line`), then the nearest passages (or, for an answer the
+answer check withdrew, those it cited) as links. A model's answer kb refused is never repeated.
+The words are :mod:`kb_core.service.words`'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from kb_core.answers.citations import MARKER_PATTERN
+from kb_core.service import words
+
+#: The start of a marker a stream may still complete.
+PARTIAL_MARKER = re.compile(r"\[(?:#[0-9]{0,3})?\Z")
+#: A link definition this module writes (for :func:`fingerprint`, which leaves out the host it names).
+_DEFINITION = re.compile(r"^\[kb-c?[0-9]+\]: \S+$", re.MULTILINE)
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>])")
+#: Between text a stream sent and the message kb's checks made of it.
+RULE = "\n\n---\n\n"
+
+Answer = Mapping[str, Any]
+
+
+def page_link(base: str, citation: Mapping[str, Any]) -> str:
+    """The address of ``citation``'s lines on kb's page (its ``#/doc/PATH/Lstart-Lend`` route) under ``base``."""
+    return f"{base}/#/doc/{quote(citation['path'], safe='')}/L{citation['start_line']}-L{citation['end_line']}"
+
+
+def linked(text: str) -> str:
+    """``text`` with every ``[#n]`` as the reference link ``[[n]][kb-n]``."""
+    return MARKER_PATTERN.sub(lambda m: f"[[{m[1]}]][kb-{m[1]}]", text)
+
+
+def escaped(text: str) -> str:
+    """``text`` with Markdown's special characters escaped."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
+def place(source: Mapping[str, Any]) -> str:
+    """A cited passage as people read it, Markdown-escaped: ``notes/a.md, lines 3–9`` (and its scan page)."""
+    cited = source["citation"]
+    shown = words.place(escaped(cited["path"]), cited["start_line"], cited["end_line"])
+    region = source.get("region")
+    if region:
+        low = ", low" if region["low"] else ""
+        shown += f", page {region['page']} (OCR confidence {region['confidence']:.2f}{low})"
+    return shown
+
+
+def _label(source: Mapping[str, Any], index: int) -> str:
+    return f"kb-{source['marker']}" if source.get("marker") is not None else f"kb-c{index}"
+
+
+def _definitions(sources: list[Mapping[str, Any]], base: str) -> str:
+    lines = [f"[{_label(s, i)}]: {page_link(base, s['citation'])}" for i, s in enumerate(sources, 1)]
+    return "\n".join(dict.fromkeys(lines))  # a marker cited twice is defined once
+
+
+def _notes(answer: Answer) -> list[str]:
+    """kb's notes under an answer: passages holding instructions, which kb ignored."""
+    note = words.ignored_note([f"passage [{m}]" for m in answer.get("ignored_instructions") or []])
+    return [note] if note else []
+
+
+def message(answer: Answer, base: str) -> str:
+    """``answer`` (answer.v1) in Markdown, its links under ``base`` (``http://host:port``; "" for none)."""
+    if answer["grounded"]:
+        return linked(answer["answer"]) + sources_part(answer, base)
+    return refusal(answer, base)
+
+
+def sources_part(answer: Answer, base: str) -> str:
+    """What follows a grounded answer's text: the sources list, kb's notes, the links' definitions."""
+    citations = answer["citations"]
+    listed = [f"- [{c['marker']}] [{place(c)}][{_label(c, i)}]" for i, c in enumerate(citations, 1)]
+    note = [f"Note: {answer['note']}"] if answer.get("note") else []
+    parts = [words.say("sources"), "\n".join(listed), *note, *_notes(answer), _definitions(citations, base)]
+    return "\n\n" + "\n\n".join(p for p in parts if p)
+
+
+def refusal(answer: Answer, base: str) -> str:
+    """A refusal in words: why (and kb's own text, when it refused before the model), then the nearest passages."""
+    reason = answer.get("refusal_reason") or ""
+    parts = [answer["answer"].strip()] if reason in words.KB_WORDS and answer["answer"].strip() else []
+    parts.append(words.refusal_line(answer))
+    candidates = answer.get("candidates") or []
+    listed = words.lists_candidates(answer)
+    if listed:
+        shown = [f"- [{place(c)}][{_label(c, i)}] (score {c['score']:.2f})" for i, c in enumerate(candidates, 1)]
+        parts += [words.candidates_heading(answer), "\n".join(shown)]
+    parts += _notes(answer)
+    if listed:
+        parts.append(_definitions(candidates, base))
+    return "\n\n".join(parts)
+
+
+def is_reply(content: str, answer: Answer) -> bool:
+    """Whether ``content`` is what kb replied with ``answer``: its message, whole or after streamed text and
+    the rule (blanks and the host of the links aside)."""
+    said, whole = fingerprint(content), message(answer, "")
+    after_rule = (fingerprint(RULE + whole), fingerprint(RULE + words.say("as_checked") + "\n\n" + whole))
+    return said == fingerprint(whole) or said.endswith(after_rule)
+
+
+def fingerprint(content: str) -> str:
+    """A message as kb wrote it, to compare: no link definitions (they name the host), blanks as one space."""
+    return " ".join(_DEFINITION.sub("", content).split())
+
+
+class LinkedStream:
+    """Checked text as a Markdown message's deltas: markers linked as they come, an incomplete marker and blanks at
+    either end held back; then, from the finished answer, the rest of the message."""
+
+    def __init__(self) -> None:
+        self.streamed: list[str] = []  # the text received
+        self.sent: list[str] = []  # what went out
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        """The delta to send for the next piece of ``text`` (may be empty)."""
+        self.streamed.append(text)
+        pending = self._held + text
+        if not self.sent:
+            pending = pending.lstrip()
+        partial = PARTIAL_MARKER.search(pending)
+        ready = pending[: partial.start() if partial else len(pending)].rstrip()
+        self._held = pending[len(ready) :]
+        out = linked(ready)
+        if out:
+            self.sent.append(out)
+        return out
+
+    def rest(self, answer: Answer, base: str) -> str:
+        """The content still to send once ``answer`` (answer.v1) is done: the sent deltas plus it make the message."""
+        tail = linked(self._held.rstrip())  # an incomplete marker the text ended with (never a marker)
+        self._held = ""
+        if tail:
+            self.sent.append(tail)
+        whole = message(answer, base)
+        if not self.sent:
+            return whole
+        if answer["grounded"] and "".join(self.streamed).strip() == answer["answer"]:
+            return tail + sources_part(answer, base)
+        checked = words.say("as_checked") + "\n\n" if answer["grounded"] else ""
+        return tail + RULE + checked + whole
