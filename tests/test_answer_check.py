@@ -59,20 +59,22 @@ def test_a_grounded_answer_the_judge_confirms_stays_grounded(store: StoreOfRecor
 
 
 @pytest.mark.parametrize(
-    ("script", "overrides"),
+    ("script", "overrides", "asked"),
     [
-        (["Insufficient evidence."], {"rag.answer_check": 0.5}),  # already a refusal: nothing to check
-        (["The daemon is written in Go [#1]."], {"rag.answer_check": 0.5}),  # unsupported: refused before
-        (["The daemon listens on TCP port 7341 [#1]."], {"rag.answer_check": 0.0}),  # the check is off
-        (["The daemon listens on TCP port 7341 [#1]."], {"rag.prompt_template_version": "rag-v2"}),  # no judge
+        (["Insufficient evidence."], {"rag.answer_check": 0.5}, 1),  # already a refusal: the check changes nothing
+        (["The daemon is written in Go [#1]."], {"rag.answer_check": 0.5}, 1),  # unsupported: refused anyway
+        (["The daemon listens on TCP port 7341 [#1]."], {"rag.answer_check": 0.0}, 0),  # the check is off
+        (["The daemon listens on TCP port 7341 [#1]."], {"rag.prompt_template_version": "rag-v2"}, 0),  # no judge
     ],
 )
-def test_the_judge_is_asked_only_about_grounded_answers_when_on(
-    store: StoreOfRecord, script: list[str], overrides: dict[str, object]
+def test_the_judge_is_asked_before_the_answer_and_counts_only_for_grounded_ones(
+    store: StoreOfRecord, script: list[str], overrides: dict[str, object], asked: int
 ) -> None:
+    """The judge reads the passages and the question, not the answer: it is asked before the model writes (so
+    no text is shown that it would withdraw), whenever it is on; only a grounded answer is withdrawn by it."""
     llm = CheckingLanguageModel(script, yes=0.0)
     answer = ask(store, llm, **overrides)
-    assert llm.checks == [] and answer.answer_check is None
+    assert len(llm.checks) == asked and answer.answer_check is None
     assert answer.refusal_detail != "not_answered"
 
 

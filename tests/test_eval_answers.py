@@ -260,7 +260,7 @@ def test_ask_gate_refusal_through_the_real_command(kb_dir: Path) -> None:
     env = {"KB_PLUGIN_MODULES": f"{TEST_PLUGINS},kb_core.testing.language_models:ScriptedPlugin"}
     done = run_kb("--kb", str(kb_dir), "--backend", "scripted", "ask", "Who won the 2018 FIFA World Cup?", env=env)
     assert done.returncode == 1, done.stderr
-    assert "refused (score_gate)" in done.stdout or "refused (no_chunks)" in done.stdout
+    assert "refused to answer (score_gate)" in done.stdout or "refused to answer (no_chunks)" in done.stdout
     assert "Insufficient evidence" in done.stdout
 
 

@@ -420,7 +420,7 @@ def test_special_tokens_are_removed_before_validation_and_display(store: StoreOf
     script = ["<|im_start|>", "assistant\n", "Paris <|", "im_end|>", "[#1]<tool_call>", "</tool_call>", "<|eot_id|>"]
     h = Harness(store, hits_for((0, 0.9)), ScriptedLanguageModel(script))
     answer = h.pipeline().ask("capital of France?", AskOptions(), shown.append)
-    assert "".join(shown) == "assistant\nParis [#1]"
+    assert "".join(shown) == "Paris [#1]"  # only checked text is shown: no template residue either
     assert answer.answer == "Paris [#1]"  # the role name left alone on the first line is template residue
     assert answer.grounded
 
@@ -570,17 +570,19 @@ def test_chunks_deleted_after_retrieval_fall_back_to_no_chunks(store: StoreOfRec
 # -- streaming and usage ----------------------------------------------------------------------------
 
 
-def test_tokens_stream_to_the_callback_as_they_come(store: StoreOfRecord) -> None:
+def test_checked_sentences_stream_to_the_callback_as_they_are_checked(store: StoreOfRecord) -> None:
     seen: list[str] = []
-    llm = ScriptedLanguageModel(["Par", "is", " [#1]"])
+    llm = ScriptedLanguageModel(["Paris [#1].", " Paris", " [#1]."])
 
     def script_checker(piece: str) -> None:
         seen.append(piece)
         assert len(llm.requests) == 1  # called during generation, not after
 
-    answer = Harness(store, hits_for((0, 0.9)), llm).pipeline().ask("capital?", AskOptions(), script_checker)
-    assert seen == ["Par", "is", " [#1]"]
-    assert answer.answer == "Paris [#1]"
+    question = "What is the capital of France?"  # (not a yes/no question, whose text is held to the end)
+    answer = Harness(store, hits_for((0, 0.9)), llm).pipeline().ask(question, AskOptions(), script_checker)
+    # a call per token ("" while held); the first sentence once the second began, the rest at the end
+    assert seen == ["", "Paris [#1].", "", " Paris [#1]."]
+    assert answer.answer == "Paris [#1]. Paris [#1]."
 
 
 def test_a_failing_callback_does_not_stop_generation(store: StoreOfRecord) -> None:
@@ -595,7 +597,7 @@ def test_a_failing_callback_does_not_stop_generation(store: StoreOfRecord) -> No
         .pipeline()
         .ask("capital?", AskOptions(), broken)
     )
-    assert calls == ["Paris"]
+    assert calls == [""]  # (the first call, made while the text is held)
     assert answer.grounded and answer.answer == "Paris is [#1]"
     assert answers_rows(store)[-1]["answer"] == "Paris is [#1]"
 

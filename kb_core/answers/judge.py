@@ -18,23 +18,39 @@ from kb_core.extend.contracts import AnswerChecker, LanguageModel
 from kb_core.types import NOT_ANSWERED, GenerateRequest
 
 
+def check_first(
+    llm: LanguageModel, prompt: QuestionPrompt, entries: list[str], threshold: float
+) -> tuple[float | None, float]:
+    """P(Yes) that the passages state the answer, and its ms, asked before the answer is written (the judge reads
+    the passages and the question only); (None, 0) when no check applies (see :func:`answer_check`)."""
+    judge, user = prompt.template.judge, prompt.judge_user("\n\n".join(entries))
+    if judge is None or user is None or not isinstance(llm, AnswerChecker) or threshold <= 0:
+        return None, 0.0
+    began = time.perf_counter()
+    return round(llm.yes_probability(GenerateRequest(system=judge.system, user=user)), 4), elapsed_ms(began)
+
+
 def answer_check(
-    llm: LanguageModel, prompt: QuestionPrompt, entries: list[str], verdict: Verdict, threshold: float
+    llm: LanguageModel,
+    prompt: QuestionPrompt,
+    entries: list[str],
+    verdict: Verdict,
+    threshold: float,
+    asked: tuple[float | None, float] | None = None,
 ) -> tuple[Verdict, float | None, float]:
     """The verdict after the check (withdrawn when P(Yes) is below ``threshold``), P(Yes), its ms.
 
     Only a grounded answer is judged; a ``threshold`` of 0, a template without a judge or a
-    backend without token probabilities leaves it as it is (P(Yes) None).
+    backend without token probabilities leaves it as it is (P(Yes) None). ``asked``: what
+    :func:`check_first` found already (the check is not asked again).
     """
-    judge, user = prompt.template.judge, prompt.judge_user("\n\n".join(entries))
-    if judge is None or user is None or not isinstance(llm, AnswerChecker):
+    if not verdict.grounded:
         return verdict, None, 0.0
-    if not verdict.grounded or threshold <= 0:
+    check, took = asked if asked is not None else check_first(llm, prompt, entries, threshold)
+    if check is None:
         return verdict, None, 0.0
-    began = time.perf_counter()
-    check = round(llm.yes_probability(GenerateRequest(system=judge.system, user=user)), 4)
     if check >= threshold:
-        return verdict, check, elapsed_ms(began)
+        return verdict, check, took
     note = (
         f"asked after answering, the model judged that the passages do not state the answer "
         f"(p={check:.2f}, below {threshold:.2f})"
@@ -47,4 +63,4 @@ def answer_check(
         text=prompt.template.unanswered_refusal,
         refusal_detail=NOT_ANSWERED,
     )
-    return withdrawn, check, elapsed_ms(began)
+    return withdrawn, check, took

@@ -25,8 +25,9 @@ before it as a ``history`` block the model reads before the question (never evid
 check above holds as for a single question).
 
 Every answer, refusals included, is written to the ``answers`` table. The token loop runs on
-the calling thread; ``on_token`` receives the answer's text as it is generated (special tokens
-removed), and an ``on_token`` that fails is dropped without stopping the generation, unless it
+the calling thread; ``on_token`` receives the answer's text only as far as kb has checked it
+(:mod:`kb_core.answers.release`: a sentence at a time; a refusal sends none; ``""`` while text is
+held back), and an ``on_token`` that fails is dropped without stopping the generation, unless it
 raises :class:`~kb_core.errors.Cancelled`: then the model stops and nothing is stored.
 """
 
@@ -43,11 +44,12 @@ from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.computation import asks_for_computation
 from kb_core.answers.injection import without_instructions
-from kb_core.answers.judge import answer_check
+from kb_core.answers.judge import answer_check, check_first
 from kb_core.answers.operations import counts_rows
 from kb_core.answers.packing import WHOLE, evidence_budget, pack, select, with_whole_document
 from kb_core.answers.prompts import question_prompt
 from kb_core.answers.questions import kind_of, verdict_of
+from kb_core.answers.release import CheckedRelease
 from kb_core.answers.run import AskOptions, QuestionRun, citation_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import Verdict, validate
@@ -215,9 +217,14 @@ class RagPipeline:
             if worked_out is not None:
                 return worked_out
         prompt, request = self._request(run, entries, constrained)
-        raw, done, first_token_ms, generation_ms = stream_answer(llm, request, on_token, run.started)
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
+        sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
+        asked = check_first(llm, run.prompt, entries, rag.answer_check)  # before the model writes: no text shown yet
+        strict = lambda text: validate(text, run.question, passages, sources, yes_no=run.kind.yes_no)  # noqa: E731
+        withdrawn_early = asked[0] is not None and asked[0] < rag.answer_check
+        release = CheckedRelease(on_token, strict, hold=run.kind.yes_no or withdrawn_early)  # only checked text shown
+        raw, done, first_token_ms, generation_ms = stream_answer(llm, request, release.feed, run.started)
         if done.finish_reason == "error":
             verdict = Verdict(
                 grounded=False,
@@ -227,9 +234,9 @@ class RagPipeline:
                 refusal_detail="generation_error",
             )
         else:
-            sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.kind.yes_no)
-        verdict, check, check_ms = answer_check(llm, run.prompt, entries, verdict, rag.answer_check)
+        verdict, check, check_ms = answer_check(llm, run.prompt, entries, verdict, rag.answer_check, asked)
+        verdict = release.settle(verdict)  # text shown is never withdrawn: the answer is then what was shown
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
         citations = self._citations(run, items, verdict.cited if verdict.grounded or withdrawn else ())
         usage = TokenUsage(
@@ -246,7 +253,7 @@ class RagPipeline:
         stated = state_verdict(verdict, opening, done.verdict_no_share, passages, rag, run.template)
         verdict, confidence, held = stated
         ignored = tuple(m for m, chunk in packed_chunks.items() if passages[m] != chunk.text)
-        return self._answer(
+        answer = self._answer(
             run,
             verdict.text or raw,
             verdict,
@@ -264,6 +271,8 @@ class RagPipeline:
             ignored=ignored,
             candidates=citations if withdrawn else None,
         )
+        release.finish(answer.answer, answer.grounded)  # the rest of a grounded answer; a refusal shows nothing
+        return answer
 
     def _compute(
         self,
