@@ -31,11 +31,11 @@ __all__ = [
     "LINE",
     "LIST_LIMIT",
     "MESSAGE_BYTES",
-    "MESSAGE_BYTES",
     "PAGE",
     "PORT",
     "QUERY_CACHE",
     "QUEUE",
+    "ROW_CELLS",
     "SEED",
     "SLIDE",
     "TEMPERATURE",
@@ -155,9 +155,8 @@ PORT = whole("port", 0, 65_535)
 QUEUE = whole("queue", 0, 256, note="0 = none wait")
 #: Bytes of one file, or of one upload request (kb serve's --max-file-bytes, --max-upload-bytes): 4 GB at most.
 FILE_BYTES = whole("bytes", 1, 4_000_000_000)
-#: Bytes of one mail message kb reads (an mbox's message, an ``.eml`` file), its attachments included: a mail
-#: system's 25 MB attachment limit is about 34 MB once encoded. A larger message is reported and skipped.
-MESSAGE_BYTES = whole("bytes of a mail message", 1, 64_000_000)
+#: Cells of one table row a parser keeps (a wider row is cut, with a warning).
+ROW_CELLS = whole("cells of a table row", 1, 1000)
 #: Bytes of one mail message kb reads (an mbox's message, an ``.eml`` file), its attachments included: a mail
 #: system's 25 MB attachment limit is about 34 MB once encoded. A larger message is reported and skipped.
 MESSAGE_BYTES = whole("bytes of a mail message", 1, 64_000_000)

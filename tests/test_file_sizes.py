@@ -44,6 +44,7 @@ EXCEPTIONS: dict[str, str] = {
     "plugins/kb-tantivy/tests/test_index.py": "kb-tantivy's index tests; 33 lines over, not split in this pass",
     "bench/ocr_engines.py": "a standalone comparison of five OCR engines, one adapter each; not imported",
     "bench/fuzz_inputs.py": "a standalone fuzzing bench, one strategy per input kind; not imported",
+    "bench/recordings.py": "a standalone bench of speech engines, each in its own scratch venv; not imported",
 }
 
 

@@ -8,6 +8,7 @@ from pathlib import PurePosixPath
 
 import attrs
 
+from kb_core import bounds
 from kb_core.types import Block
 
 MAX_TITLE_CHARS = 200
@@ -16,7 +17,7 @@ MAX_LIST_INDENT = 8
 NEWLINE = re.compile(r"\r\n|\r|\n")
 SPACES = re.compile(r"\s+")
 #: The most cells a table row keeps (CSV, HTML): past it a row is cut.
-MAX_CELLS_PER_ROW = 1000
+MAX_CELLS_PER_ROW = bounds.ROW_CELLS.high
 
 
 def split_lines(text: str) -> list[str]:

@@ -4,7 +4,7 @@
 documents in reading order. Each spine document with text is a chapter: a part
 (:mod:`kb_documents.parts`) whose first line is ``Chapter N`` (N counts the chapters with text,
 in reading order, so a cover image is no chapter) and whose headings are the document's own
-``<h1>``-``<h6>``, read by :class:`kb_core.builtin.parsers.HtmlParser` (tables as ``cell | cell``
+``<h1>``-``<h6>``, read by :class:`kb_core.plugin.containers.HtmlParser` (tables as ``cell | cell``
 rows, lists, ``<pre>`` code). A citation ``book.epub#chapter=3&L40-L52`` names chapter 3 and the
 lines; the heading path (``Chapter 3 > The Harbour``) names it by its title.
 
@@ -24,8 +24,8 @@ from urllib.parse import unquote
 from xml.etree.ElementTree import Element
 
 from kb_core import KbError
-from kb_core.builtin.parsers import HtmlParser
 from kb_core.plugin import Block, ParsedDocument
+from kb_core.plugin.containers import HtmlParser
 from kb_documents.assemble import Content, Heading, Page
 from kb_documents.binary import BinaryParser
 from kb_documents.limits import Limits

@@ -24,8 +24,7 @@ from pathlib import PurePosixPath
 from xml.etree.ElementTree import Element
 
 from kb_core import KbError
-from kb_core.bounds import digits_value
-from kb_core.builtin.parsers.blocks import MAX_CELLS_PER_ROW
+from kb_core.bounds import ROW_CELLS, digits_value
 from kb_core.plugin import ParsedDocument
 from kb_documents.assemble import Content, Heading, Page, assemble
 from kb_documents.binary import BinaryParser
@@ -79,13 +78,13 @@ def _rows(table: Element) -> Iterator[tuple[Element, int]]:
 
 
 def _cells(row: Element) -> tuple[str, ...]:
-    """A row's cells as text, repeated cells expanded up to ``MAX_CELLS_PER_ROW``."""
+    """A row's cells as text, repeated cells expanded up to ``kb_core.bounds.ROW_CELLS``."""
     cells: list[str] = []
     for cell in row:
         if cell.tag not in (f"{TABLE}table-cell", f"{TABLE}covered-table-cell"):
             continue
         value = " ".join(text_of(p) for p in cell.iter() if p.tag in (f"{TEXT}p", f"{TEXT}h")).strip()
-        room = MAX_CELLS_PER_ROW - len(cells)
+        room = ROW_CELLS.high - len(cells)
         cells.extend([value] * min(_repeat(cell, "number-columns-repeated"), room))
         if room <= 1:
             break
