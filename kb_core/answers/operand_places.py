@@ -47,10 +47,10 @@ _ASKING = frozenset(
 )
 
 
-def words_of(text: str) -> set[str]:
+def words_of(text: str) -> frozenset[str]:
     """The content words of ``text``, lower case, a plural's ``s`` dropped."""
     words = {w.lower() for w in _WORD.findall(text)} - _ASKING
-    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words} - _ASKING
+    return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words) - _ASKING
 
 
 def periods_of(text: str) -> list[int]:
@@ -76,29 +76,42 @@ def _spanned(question: str, named: list[int], tree: Node) -> list[int]:
     return list(range(first, last + 1)) if last - first < 12 else named
 
 
-def _fit(label: set[str], words: set[str]) -> int:
+class _Words(frozenset[str]):
+    """A question's content words, and the ``optional`` ones a label may leave out: a total of rows ("the total
+    deferred revenue") sums rows none of which is called total."""
+
+    optional: frozenset[str] = frozenset()
+
+
+def _fit(label: frozenset[str], words: frozenset[str]) -> int:
     """How well a row labelled ``label`` fits the question's ``words``: 3 the same words, 2 the label all in the
-    question, 1 the question all in the label, 0 not at all (a label of no words fits nothing)."""
+    question, 1 the question all in the label, 0 not at all (a label of no words fits nothing); the best of
+    the question's words with and without their optional ones."""
+    optional = words.optional if isinstance(words, _Words) else frozenset()
+    return max(_plain_fit(label, words), _plain_fit(label, words - optional) if optional & words else 0)
+
+
+def _plain_fit(label: frozenset[str], words: frozenset[str]) -> int:
     if not label or not words:
         return 0
     return 3 if label == words else 2 if label <= words else 1 if words <= label else 0
 
 
-def _row_fit(lines: Sequence[str], index: int, words: set[str]) -> int:
+def _row_fit(lines: Sequence[str], index: int, words: frozenset[str]) -> int:
     """The fit of table row ``index``: of its own label, or of its label with its section's."""
     own = words_of(lines[index].split("|")[0])
     return max(_fit(own, words), _fit(own | _section_above(lines, index), words))
 
 
-def _section_above(lines: Sequence[str], index: int) -> set[str]:
+def _section_above(lines: Sequence[str], index: int) -> frozenset[str]:
     """The words of the section row above a table row (``Industrial Solutions: | | |``)."""
     for line in reversed(lines[:index]):
         if "|" not in line:
-            return set()
+            break
         cells = line.split("|")
         if all(not cell.strip() for cell in cells[1:]) and cells[0].strip():
             return words_of(cells[0])
-    return set()
+    return frozenset()
 
 
 def _table_rows(lines: Sequence[str], index: int) -> range:
@@ -126,9 +139,9 @@ def _header_periods(lines: Sequence[str], index: int, column: int) -> set[int]:
     return set()
 
 
-def _header_words(lines: Sequence[str], index: int, column: int) -> set[str]:
+def _header_words(lines: Sequence[str], index: int, column: int) -> frozenset[str]:
     """The words heading ``column`` above table row ``index`` (the header rows: those with an empty first cell)."""
-    words: set[str] = set()
+    words: frozenset[str] = frozenset()
     for line in reversed(lines[:index]):
         cells = line.split("|")
         if "|" not in line:
@@ -138,13 +151,13 @@ def _header_words(lines: Sequence[str], index: int, column: int) -> set[str]:
     return words
 
 
-def _row_named(lines: Sequence[str], index: int, words: set[str]) -> bool:
+def _row_named(lines: Sequence[str], index: int, words: frozenset[str]) -> bool:
     """Whether table row ``index`` fits the question's ``words``, and no row of its table fits them better."""
     own = _row_fit(lines, index, words)
     return bool(own) and all(_row_fit(lines, other, words) <= own for other in _table_rows(lines, index))
 
 
-def _column_named(lines: Sequence[str], index: int, column: int, words: set[str]) -> bool:
+def _column_named(lines: Sequence[str], index: int, column: int, words: frozenset[str]) -> bool:
     """Whether the heading of ``column`` (above table row ``index``) fits the question's ``words``, and no other
     column's heading fits them better ("Workforce reduction | Facility costs" over a row per date)."""
     width = lines[index].count("|") + 1
@@ -153,7 +166,7 @@ def _column_named(lines: Sequence[str], index: int, column: int, words: set[str]
     return bool(own) and own == max(fits)
 
 
-def _sentence_periods(line: str, words: set[str], allowed: set[int]) -> set[int] | None:
+def _sentence_periods(line: str, words: frozenset[str], allowed: set[int]) -> set[int] | None:
     """The ``allowed`` periods a prose line names (empty when it names none), when it holds two of the question's
     ``words`` (all, when it has fewer) and names no period only outside ``allowed``; else None."""
     if len(words_of(line) & words) < min(2, len(words)):
@@ -164,7 +177,7 @@ def _sentence_periods(line: str, words: set[str], allowed: set[int]) -> set[int]
     return named & allowed
 
 
-def _place_periods(text: str, place: Place, words: set[str], allowed: set[int], counted: bool) -> set[int] | None:
+def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[int], counted: bool) -> set[int] | None:
     """The periods of the cell holding ``place`` (its column's heading, or its row's label in a table with a row
     per period) when the place is in a row, column or sentence the question names (any row, when the rows are
     ``counted``) and, when periods are ``allowed``, in a column kb can tell is one of them; None when it is not."""
@@ -193,9 +206,9 @@ def _place_periods(text: str, place: Place, words: set[str], allowed: set[int], 
 def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str], question: str) -> str | None:
     """Why the operands of ``done`` (parsed as ``tree``) are not the numbers ``question`` asks about, or None."""
     operation = performed_operation(tree)
-    words, named = words_of(question), _spanned(question, periods_of(question), tree)
+    words, named = _Words(words_of(question)), _spanned(question, periods_of(question), tree)
     if operation == "total":  # "the total deferred revenue": a sum of rows, none of them labelled "total"
-        words -= {"total", "sum"}
+        words.optional = frozenset({"total", "sum"})
     counted = operation == "count"  # the rows counted are not named: they are every row
     allowed = set(named)
     if operation == "average" and len(named) == 1:  # "the 2019 average" of a balance: its opening and closing
@@ -213,7 +226,7 @@ def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str],
 
 
 def _fitting_periods(
-    operand: Operand, passages: Mapping[int, str], words: set[str], allowed: set[int], counted: bool
+    operand: Operand, passages: Mapping[int, str], words: frozenset[str], allowed: set[int], counted: bool
 ) -> list[set[int] | None]:
     return [_place_periods(passages.get(place.passage, ""), place, words, allowed, counted) for place in operand.places]
 
@@ -276,7 +289,7 @@ def rival_documents(
     return rivals
 
 
-def _rival_row(lines: Sequence[str], index: int, words: set[str], named: list[int], fit: int) -> bool:
+def _rival_row(lines: Sequence[str], index: int, words: frozenset[str], named: list[int], fit: int) -> bool:
     """Whether table row ``index`` fits ``words`` at least as well as ``fit`` and has a number in a column of
     one of the ``named`` periods (any number, when none is named)."""
     cells = lines[index].split("|")
@@ -288,7 +301,7 @@ def _rival_row(lines: Sequence[str], index: int, words: set[str], named: list[in
     return any(_header_periods(lines, index, column) & set(named) for column in filled)
 
 
-def _best_place_fit(operand: Operand, passages: Mapping[int, str], words: set[str]) -> int:
+def _best_place_fit(operand: Operand, passages: Mapping[int, str], words: frozenset[str]) -> int:
     """How well the best table row holding ``operand`` fits the question's ``words`` (0: in no table row)."""
     best = 0
     for place in operand.places:
