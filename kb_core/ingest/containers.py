@@ -16,21 +16,45 @@ from __future__ import annotations
 import bisect
 import hashlib
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
 from kb_core.errors import KbError
 from kb_core.extend.containers import ContainerParser, Part
+from kb_core.ingest.prepared import Prepared
 from kb_core.ingest.source import SourceFile
 from kb_core.limits import LIMITS
 from kb_core.storage.store import now_iso
 from kb_core.types import Document, IngestWarning
 
-if TYPE_CHECKING:
-    from kb_core.ingest.pipeline import Ingester, _Prepared
+
+class Ingester(Protocol):
+    """What reading a container needs of :class:`kb_core.ingest.pipeline.Ingester` (named here, not imported:
+    the pipeline imports this module)."""
+
+    kb: Any
+    store: Any
+    progress: Callable[[str, int, int], None] | None
+    parsers: Any
+    unchanged: int
+    removed: list[str]
+    failed: list[IngestWarning]
+
+    def _prepare(
+        self,
+        file: SourceFile,
+        root: str,
+        content_hash: str,
+        data: bytes,
+        stored: bool,
+        chosen: tuple[str, Any] | None = None,
+    ) -> Prepared | None: ...
+
+    def _write(self, batch: list[Prepared], known: dict[str, str]) -> None: ...
+
 
 HASH_READ_BYTES = 1 << 20
 #: Failed parts a container's document remembers, to report them again when the file is unchanged.
@@ -84,8 +108,8 @@ class _Run:
     stored: dict[str, str]
     names: set[str] = attrs.field(factory=set)
     failed: list[tuple[str, str]] = attrs.field(factory=list)
-    batch: list[_Prepared] = attrs.field(factory=list)
-    own: _Prepared | None = None
+    batch: list[Prepared] = attrs.field(factory=list)
+    own: Prepared | None = None
     shown: tuple[str, int] | None = None  # the progress stage and its total, once shown
 
     def fail(self, ingester: Ingester, path: str, reason: str) -> None:
@@ -201,8 +225,6 @@ def _write_own(ingester: Ingester, run: _Run, root_key: str, parser_name: str, c
         metadata = {**document.metadata, "container": held}
         own = attrs.evolve(run.own, document=attrs.evolve(document, content_hash=content_hash, metadata=metadata))
     else:
-        from kb_core.ingest.pipeline import _Prepared
-
         document = Document(
             path=file.path,
             content_hash=content_hash,
@@ -213,5 +235,5 @@ def _write_own(ingester: Ingester, run: _Run, root_key: str, parser_name: str, c
             metadata={"container": held},
             ingested_at=now_iso(),
         )
-        own = _Prepared(document, (), [])
+        own = Prepared(document, (), [])
     ingester._write([own], run.stored)

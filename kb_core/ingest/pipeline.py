@@ -32,6 +32,7 @@ from kb_core.extend.contracts import BytesParser, ParserContext, TokenStartsEmbe
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.containers import StoredPaths, ingest_container
 from kb_core.ingest.index_sync import SyncResult, sync_all
+from kb_core.ingest.prepared import Prepared as _Prepared
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import (
     IGNORE_FILE,
@@ -46,7 +47,7 @@ from kb_core.ingest.source import (
 from kb_core.storage.cited import FreshnessReport, recheck_documents
 from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import now_iso
-from kb_core.types import Block, Document, IngestWarning, Progress
+from kb_core.types import Document, IngestWarning, Progress
 
 BINARY_SNIFF_BYTES = 8192
 KEPT = "; the stored earlier version is kept"
@@ -68,13 +69,6 @@ class IngestReport:
     indexes: list[SyncResult]
     took_ms: float
     answers: FreshnessReport | None = None  # the stored answers citing a changed document, re-checked
-
-
-@attrs.frozen
-class _Prepared:
-    document: Document
-    blocks: tuple[Block, ...]
-    warnings: list[str]
 
 
 @contextmanager
