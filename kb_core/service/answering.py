@@ -109,7 +109,8 @@ class AnswerService:
     ) -> Answer:
         """Answer ``question`` when its turn at the model comes, as the front end shows answers.
 
-        ``on_token`` hears the text as it is written; ``gone``, once set, stops the question (out of the
+        ``on_token`` hears the checked text as it is released (and ``""`` at each token while text is held back:
+        a stream may say it is alive); ``gone``, once set, stops the question (out of the
         queue, or at the next token) with :class:`~kb_core.errors.Cancelled` and nothing stored;
         ``admitted``: the caller took its place with :meth:`admit` already.
         """
@@ -169,7 +170,7 @@ class AnswerService:
         def token(text: str) -> None:
             if gone is not None and gone.is_set():
                 raise Cancelled("the client left; the answer was stopped")
-            if on_token is not None:
+            if on_token is not None:  # ("" while the pipeline holds text back: a front end may keep its client)
                 on_token(text)
 
         if not admitted:

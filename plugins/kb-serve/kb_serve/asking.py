@@ -3,7 +3,9 @@ or as Server-Sent Events.
 
 Streaming: the generation runs in a worker thread; each piece of text ``kb_core.ask`` hands its
 ``on_token`` callback crosses to the event loop through a queue and goes out as a ``token``
-event (``{"text": ...}``); one final ``answer`` event carries the ``answer.v1`` JSON (for a
+event (``{"text": ...}``); ``on_token`` hears only text kb has checked (docs/architecture.md, "What a
+reader sees"), and while kb holds text back the stream sends a comment line every few seconds; one
+final ``answer`` event carries the ``answer.v1`` JSON (for a
 question asked in a thread, one ``turn`` event carries ``turn.v1``), or one ``error`` event
 carries ``{"error", "hint"}``. A question asked in a thread first sends one ``standalone`` event
 (``{"question", "method"}``: what kb searches with, and how it was made, ``as_asked`` included)
@@ -22,6 +24,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar, cast
 
@@ -39,6 +42,10 @@ from kb_serve.service import KbService
 
 _FIELDS = {"question", "k", "mode", "temperature", "seed", "explain", "constrained", "backend"}
 _END = object()
+#: The event ``tokens`` sends while kb holds text back; the stream says it is alive every KEEP_ALIVE_S with a comment.
+WAIT = "wait"
+KEEP_ALIVE_S = 5.0
+KEEP_ALIVE = b": kb is checking the answer\n\n"
 #: Characters of a ``backend`` name (the numbers' ranges are kb_core.bounds': K, TEMPERATURE, SEED).
 MAX_NAME_CHARS = 100
 #: The status logged for a request whose client left before its answer (nginx's "client closed request").
@@ -104,8 +111,9 @@ Work = Callable[[Emit, threading.Event], T]
 
 
 def tokens(emit: Emit) -> Callable[[str], None]:
-    """An ``on_token`` callback that sends each piece of the answer as a ``token`` event."""
-    return lambda text: emit("token", {"text": text})
+    """An ``on_token`` callback that sends each piece of checked text as a ``token`` event (and, while kb holds
+    text back to check it, a ``wait``, which the stream sends as a comment line now and then)."""
+    return lambda text: emit("token", {"text": text}) if text else emit(WAIT, None)
 
 
 async def ask_response(
@@ -209,11 +217,17 @@ async def _whole(work: Work[Any], schema: str, receive: Receive, gone: threading
 async def _events(pieces: asyncio.Queue[object], gone: threading.Event) -> AsyncIterator[bytes]:
     try:
         yield b": kb answer stream\n\n"  # sent at once: the client sees the stream open while it waits its turn
+        alive = time.monotonic()
         while True:
             item = await pieces.get()
             if item is _END:
                 return
             event, data = cast(tuple[str, Any], item)
-            yield sse(event, data)
+            if event != WAIT:
+                yield sse(event, data)
+                alive = time.monotonic()
+            elif time.monotonic() - alive >= KEEP_ALIVE_S:  # (a client or proxy that times out a silent stream)
+                yield KEEP_ALIVE
+                alive = time.monotonic()
     finally:  # the stream ended, or the client left (Starlette cancels the stream): stop the generation
         gone.set()

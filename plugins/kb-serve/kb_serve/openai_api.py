@@ -42,7 +42,7 @@ from kb_core import AskOptions, KbError, KnowledgeBase
 from kb_core.bounds import SEED, TEMPERATURE, Bound
 from kb_core.service import Showing, markdown
 from kb_serve import openai_format as fmt
-from kb_serve.asking import Emit, respond, tokens
+from kb_serve.asking import KEEP_ALIVE, Emit, respond, tokens
 from kb_serve.bodies import field_within, off_loop, path_param, read_json
 from kb_serve.client import parse_sse
 from kb_serve.errors import OpenAIError, openai_error_of, openai_error_response
@@ -314,6 +314,8 @@ class Made:
         try:
             yield _data(self._chunk({"role": "assistant", "content": ""}, **extra))
             async for raw in events:
+                if bytes(raw).startswith(KEEP_ALIVE):  # kb is checking the answer: the client hears it is alive
+                    yield KEEP_ALIVE
                 for name, data in parse_sse(bytes(raw).decode()):
                     if name == "token":
                         piece = linked.feed(data["text"])

@@ -198,7 +198,7 @@ def test_the_embedded_model_streams_an_answer_to_the_openai_package(
     final = next(c for c in chunks if c.choices and c.choices[0].finish_reason)
     answer = extra(final, "kb")
     jsonschema.validate(answer, kb_schema("answer.v1"))
-    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 3  # it came token by token
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) >= 1  # checked text, then the rest
     if answer["grounded"]:
         assert text == markdown.message(answer, server.url) or text.endswith(markdown.message(answer, server.url))
         assert "2024" in text and "#/doc/notes%2FCHANGELOG.txt/L" in text
