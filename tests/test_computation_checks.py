@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kb_core.answers.computation import Computation, check_computation
 from kb_core.answers.numbers import ExpressionError, parse
 from kb_core.answers.operand_places import names_no_row, operands_problem, periods_of, rival_documents
-from kb_core.answers.operations import asked_operations, operation_problem, performed_operation
+from kb_core.answers.operations import asked_operations, operation_problem, performed_operation, unlike_terms
 
 TABLE = """Balance sheet
 | 2019 | 2018 | 2017
@@ -158,3 +158,10 @@ def test_a_column_kb_cannot_tell_is_a_period_the_question_names_is_refused() -> 
 def test_a_question_that_names_no_row_in_particular() -> None:
     assert names_no_row("What was the percentage change in the total between 2018 and 2019?")
     assert not names_no_row("What was the percentage change in total revenue between 2018 and 2019?")
+
+
+def test_a_sum_or_difference_of_a_percent_and_a_plain_number_is_refused() -> None:
+    assert unlike_terms(parse("13.1 - 77%"), [False, True]) is not None
+    assert unlike_terms(parse("avg(13.1, 77%)"), [False, True]) is not None
+    assert unlike_terms(parse("(4% - 3%) / 3% * 100"), [True, True, True, None]) is None
+    assert unlike_terms(parse("12.4 / 77% * 100"), [False, True, None]) is None  # a ratio may mix them

@@ -49,15 +49,22 @@ def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
 
 
 def _ask(
-    store: StoreOfRecord, question: str, replies: Sequence[str], shown: list[str] | None = None, *, on: bool = True
+    store: StoreOfRecord,
+    question: str,
+    replies: Sequence[str],
+    shown: list[str] | None = None,
+    *,
+    on: bool = True,
+    chunks: Sequence[Chunk] = CHUNKS,
 ) -> Answer:
-    """``question`` answered over both chunks by a model that replies ``replies`` in turn (one per request)."""
+    """``question`` answered over ``chunks`` (both, unless told) by a model that replies ``replies`` in turn (one
+    per request)."""
     config = load_config(
         kb_dir=store.kb_dir,
         overrides={"rag.max_chunks": 10, "rag.min_relative_score": 0.0, "rag.computations": on},
         environ={},
     )
-    hits = [Hit(c.chunk_id, c.doc_path, 0.9 - i / 10, i + 1, c.citation, c.heading_path) for i, c in enumerate(CHUNKS)]
+    hits = [Hit(c.chunk_id, c.doc_path, 0.9 - i / 10, i + 1, c.citation, c.heading_path) for i, c in enumerate(chunks)]
     turns = iter(replies)
 
     def script(request: GenerateRequest) -> list[str]:
@@ -201,3 +208,11 @@ def test_a_count_over_a_document_too_large_to_read_whole_is_refused(tmp_path: Pa
     answer = _count(tmp_path / "small", "CALC: count(120 > 100, 80 > 100) [#1]", budget=120)
     assert (answer.grounded, answer.refusal_detail) == (False, "rows_unread"), answer.note
     assert "did not fit" in answer.note
+
+
+def test_passages_without_a_table_take_the_ordinary_path(store: StoreOfRecord) -> None:
+    """Prose alone ("the difference between Russia and Siberia") is not worked out: today's path answers it."""
+    question = "What was the average of cash and receivables in 2019?"
+    answer = _ask(store, question, ["Cash was $12.4 million [#1]."], chunks=CHUNKS[1:])
+    assert answer.computation is None and answer.grounded and "12.4" in answer.answer
+

@@ -32,7 +32,7 @@ from kb_core.answers.citations import cited_markers
 from kb_core.answers.computation import Computation, ComputationRefusal, check_computation
 from kb_core.answers.numbers import read_numbers
 from kb_core.answers.operand_places import named_rows, names_no_row, operands_problem, rival_documents
-from kb_core.answers.operations import operation_problem
+from kb_core.answers.operations import operation_problem, unlike_terms
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.validation import Verdict
 from kb_core.errors import Cancelled
@@ -155,7 +155,8 @@ def computed(
             f"the model stated {shown}, but the computation gives {done.result_text()}",
         )
     tree = done.tree
-    operation = None if tree is None else operation_problem(question, tree)
+    percents = [None if o.source == "constant" else o.percent for o in done.operands]
+    operation = None if tree is None else operation_problem(question, tree) or unlike_terms(tree, percents)
     if operation is not None:
         return ComputationRefusal(reply.expression, "operation_off_question", operation)
     placed = None if tree is None else operands_problem(done, tree, passages, question)

@@ -17,13 +17,14 @@ kb refuses it: the model chose the operation, kb checks it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import regex
 
-from kb_core.answers.numbers import Binary, Call, Negative, Node, Number, terms
+from kb_core.answers.numbers import Binary, Call, Negative, Node, Number, terms, walk
 
-__all__ = ["Operation", "asked_operations", "counts_rows", "operation_problem", "performed_operation"]
+__all__ = ["Operation", "asked_operations", "counts_rows", "unlike_terms", "operation_problem", "performed_operation"]
 
 Operation = Literal["percent_change", "change", "average", "total", "ratio", "count", "extreme"]
 
@@ -165,3 +166,20 @@ def _ratio_or_none(node: Node) -> Operation | None:
 def counts_rows(question: str) -> bool:
     """Whether ``question`` asks how many rows or periods meet a condition (its answer reads a table whole)."""
     return "count" in asked_operations(question)
+
+
+def unlike_terms(tree: Node, percents: Sequence[bool | None]) -> str | None:
+    """Why a sum, difference, average or extreme in ``tree`` mixes a percent with a plain number (``13.1 -
+    77%``: not one measure), or None. ``percents`` says, by operand index, whether each number is a percent
+    (None: a constant of the formula, alike with anything)."""
+    for node in walk(tree):
+        if isinstance(node, Binary) and node.op in "+-":
+            sides: Sequence[Node] = (node.left, node.right)
+        elif isinstance(node, Call) and node.name in ("sum", "avg", "min", "max"):
+            sides = node.args
+        else:
+            continue
+        kinds = {percents[side.index] for side in map(_unwrapped, sides) if isinstance(side, Number)} - {None}
+        if len(kinds) > 1:
+            return "the computation adds or subtracts a percent and a plain number: take numbers of one measure"
+    return None

@@ -52,6 +52,7 @@ from kb_core.answers.questions import kind_of, verdict_of
 from kb_core.answers.release import CheckedRelease
 from kb_core.answers.run import AskOptions, QuestionRun, citation_of
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
+from kb_core.answers.tables import holds_table
 from kb_core.answers.validation import Verdict, validate
 from kb_core.answers.verdicts import state_verdict, verdict_opening
 from kb_core.config import Config
@@ -211,7 +212,7 @@ class RagPipeline:
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
-        if run.computed:
+        if run.computed and any(holds_table(chunk.text) for chunk in packed_chunks.values()):
             unread = len({c.chunk_id for c in document} - {item.chunk_id for item in items})
             worked_out = self._compute(run, llm, entries, items, packed_chunks, on_token, unread)
             if worked_out is not None:

@@ -24,6 +24,12 @@ _ROW = re.compile(r"(^|\s)\|(\s|$)")  # a bar between cells, or at a row's start
 _SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")  # a Markdown table's |---|---|
 
 
+def holds_table(text: str) -> bool:
+    """Whether ``text`` holds a table: two consecutive lines of cells."""
+    lines = text.split("\n")
+    return any(_ROW.search(line) and _ROW.search(after) for line, after in zip(lines, lines[1:], strict=False))
+
+
 def readable_tables(text: str) -> str:
     """``text`` with every table's rows written with their columns' names (other lines as they are).
 
