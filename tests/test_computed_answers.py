@@ -215,4 +215,3 @@ def test_passages_without_a_table_take_the_ordinary_path(store: StoreOfRecord) -
     question = "What was the average of cash and receivables in 2019?"
     answer = _ask(store, question, ["Cash was $12.4 million [#1]."], chunks=CHUNKS[1:])
     assert answer.computation is None and answer.grounded and "12.4" in answer.answer
-

@@ -17,7 +17,7 @@ MAX_LIST_INDENT = 8
 NEWLINE = re.compile(r"\r\n|\r|\n")
 SPACES = re.compile(r"\s+")
 #: The most cells a table row keeps (CSV, HTML): past it a row is cut.
-MAX_CELLS_PER_ROW = bounds.ROW_CELLS.high
+MAX_CELLS_PER_ROW = int(bounds.ROW_CELLS.high)
 
 
 def split_lines(text: str) -> list[str]:

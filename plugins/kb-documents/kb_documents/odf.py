@@ -84,7 +84,7 @@ def _cells(row: Element) -> tuple[str, ...]:
         if cell.tag not in (f"{TABLE}table-cell", f"{TABLE}covered-table-cell"):
             continue
         value = " ".join(text_of(p) for p in cell.iter() if p.tag in (f"{TEXT}p", f"{TEXT}h")).strip()
-        room = ROW_CELLS.high - len(cells)
+        room = int(ROW_CELLS.high) - len(cells)
         cells.extend([value] * min(_repeat(cell, "number-columns-repeated"), room))
         if room <= 1:
             break
