@@ -245,13 +245,13 @@ def test_files_no_parser_reads_are_named_in_one_warning(tmp_path: Path, make_kb:
     kb = make_kb(indexes__enabled=[LEXICAL])
     folder = tmp_path / "notes"
     (folder / "art").mkdir(parents=True)
-    for name in ["a.md", "logo.svg", "art/b.svg", "deck.pptx", ".hidden.svg", "LICENSE", "skip.odt"]:
+    for name in ["a.md", "logo.svg", "art/b.svg", "deck.key", ".hidden.svg", "LICENSE", "skip.odt"]:
         (folder / name).write_text("# a\n\ntext\n" if name.endswith(".md") else "x", encoding="utf-8")
     (folder / ".kbignore").write_text("*.odt\n", encoding="utf-8")
     report = ingest_paths(kb, [folder])
     assert report.added == ["a.md"] and report.failed == []
     passed = [w.reason for w in report.warnings if w.reason.startswith("passed over")]
     assert passed == [
-        "passed over 3 file(s) no parser reads (.svg 2, .pptx 1); install a plugin that reads them, or add them to"
+        "passed over 3 file(s) no parser reads (.svg 2, .key 1); install a plugin that reads them, or add them to"
         " .kbignore"
     ]

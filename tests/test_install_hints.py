@@ -18,8 +18,16 @@ from kb_core.extend.registry import KNOWN_ENGINES
 #: Files whose text is a user's notes, not kb's words: the fixture corpus installs a made-up package
 #: (and a parser test quotes that note).
 NOT_KB = ("fixtures/", "tests/test_parsers.py")
-#: Files that measure other projects' packages: the OCR comparison installs candidates kb does not depend on.
-COMPARISONS = ("bench/ocr_engines.py", "docs/ocr-engines.md")
+#: Files that measure other projects' packages: the OCR, speech-model and PostgreSQL comparisons install
+#: candidates kb does not depend on (yet), each in a scratch environment.
+COMPARISONS = (
+    "bench/ocr_engines.py",
+    "docs/ocr-engines.md",
+    "bench/recordings.py",
+    "docs/recordings.md",
+    "bench/postgres_probe.py",
+    "docs/postgres-probe.md",
+)
 #: pip's options that take a value (the value is not a package).
 VALUE_OPTIONS = {"-f", "--find-links", "-r", "--requirement", "-c", "--constraint", "-t", "--target", "-i"}
 VALUE_OPTIONS |= {"--index-url", "--extra-index-url", "--prefix", "--root", "-d", "--dest", "-w", "--wheel-dir"}

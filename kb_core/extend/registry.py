@@ -157,7 +157,13 @@ class Registry:
         return cast("Callable[[FactoryContext], Embedder]", self.get("embedders", name).factory)
 
     def store_factory(self, name: str) -> Callable[[StoreContext], RecordStore]:
-        """The factory of the store of record ``name``."""
+        """The factory of the store of record ``name``; the core's SQLite store is there even in a registry made
+        by hand (as tests make one), since no knowledge base opens without a store."""
+        if name not in self.items["stores"]:
+            from kb_core.builtin import stores
+
+            if name == stores.SQLITE:
+                return stores.sqlite_store
         return cast("Callable[[StoreContext], RecordStore]", self.get("stores", name).factory)
 
     def language_model_factory(self, name: str) -> Callable[[FactoryContext], LanguageModel]:

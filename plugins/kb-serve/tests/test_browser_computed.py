@@ -32,7 +32,11 @@ Energy | 699 | 712 | {HOSTILE}
 Appliances | 680 | 774 | 676
 Total | $ 13,448 | $ 13,988 | $ 12,185
 """
-PROSE = "Cash amounted to $12.4 million at the end of 2019, and receivables to $30.1 million.\n"
+# (kb works numbers out only over passages that hold a table: this one's operands are in its prose)
+PROSE = (
+    "Cash amounted to $12.4 million at the end of 2019, and receivables to $30.1 million.\n\n"
+    "| 2019 | 2018\nOffices | 4 | 3\n"
+)
 SUM = "What was the total of Sensors and Energy net sales in 2019?"
 AVERAGE = "What was the average of cash and receivables in 2019?"
 REPLIES = {"reports/sales.txt": "CALC: 914 + 699 [#{n}]", "reports/assets.txt": "CALC: avg(12.4, 30.1) [#{n}]"}

@@ -26,7 +26,6 @@ import pytest
 
 from kb_core import LIMITS
 from kb_core.bounds import SEED, K
-from kb_serve.client import iter_sse
 from kb_serve.openapi import own_schema
 
 try:
@@ -313,7 +312,8 @@ def test_an_abandoned_stream_stops_its_generation_and_stores_nothing(
     answers = answer_count(server)
     with server.client() as http:
         with http.stream("POST", "/ask/stream", json={"question": QUESTION}) as reply:
-            assert next(iter_sse(reply.iter_lines()))[0] == "token"
+            assert next(reply.iter_lines()).startswith(":")  # the stream is open (a comment line)
+            wait_for(lambda: llm.yielded > 0)  # the model is writing; kb holds its text (no sentence has ended)
         assert llm.closed.wait(60)  # the client has closed the connection: the generation ends ...
         stopped_at = llm.yielded
         assert stopped_at < llm.tokens, "the generation went on after the client left"  # ... long before its end

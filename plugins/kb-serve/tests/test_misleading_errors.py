@@ -109,7 +109,7 @@ def test_a_busy_knowledge_base_is_503_with_retry_after_not_507_disk_full(start_s
     service = server.app.state.service
     with server.client() as http:
         thread = http.post("/threads", json={"question": FIRST}).json()["thread_id"]
-        for handle in (service._writer, service._asker):  # (SQLite would wait 30 s for the lock first)
+        for handle in (service.answers.handles.writer, service.answers.handles.asker):  # (SQLite waits 30 s first)
             handle.store.conn.execute("PRAGMA busy_timeout = 0")
         with write_lock_held(server.kb_dir):
             for reply in (
