@@ -5,11 +5,17 @@ rows and other years. kb checks each operand's place:
 
 - in a table, its row is the one the question names: the row's label (with its section's) is all in the
   question, or the question's words all in the label, and no other row of that table fits the question's
-  words better (``Total other assets`` is not ``Other assets`` when both are rows);
-- its column, when headed by a period (``2019``, ``FY19``, ``F19``, ``fiscal 2019``), is one the question
-  names; and when the question names several periods, the operands come from all of them (an average "for 2018
-  and 2019" averages one number of each), and a percentage change divides by the earliest one's;
-- in prose, its line holds two of the question's words (all of them, when it has fewer).
+  words better (``Total other assets`` is not ``Other assets`` when both are rows); in a table with a row per
+  period (``2021 | 138 | 6``), its column's heading is the one that names it;
+- when the question names periods (``2019``, ``FY19``, ``F19``, ``fiscal 2019``), its column is one kb can tell
+  is one of them (a column kb cannot place is refused); the operands come from all of them (an average "for
+  2018 and 2019" averages one number of each), and a percentage change divides by the earliest one's;
+- in prose, its line holds two of the question's words (all of them, when it has fewer) and names no other
+  period only.
+
+Another document's row that fits the question as well (:func:`rival_documents`), or a question that names no
+row in particular (:func:`names_no_row`), makes the question ambiguous; :func:`named_rows` are the rows
+pointed out to the model.
 
 >>> periods_of("What was the change in ROFE from F18 to fiscal 2019?")
 [2018, 2019]
