@@ -52,7 +52,7 @@ def answer_check(
     if check >= threshold:
         return verdict, check, took
     note = (
-        f"asked after answering, the model judged that the passages do not state the answer "
+        f"asked whether the passages state the answer, the model judged they do not "
         f"(p={check:.2f}, below {threshold:.2f})"
     )
     withdrawn = attrs.evolve(

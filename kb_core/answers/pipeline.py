@@ -12,7 +12,7 @@ Everything else is a refusal with a reason:
 ``no_chunks``        retrieval found nothing (or none of its chunks still exist); no model call.
 ``score_gate``       the best hit scores below the gate of its search mode (``[rag] score_gates``); no model call.
 ``llm_self_judge``   the model refused, said nothing, cited a marker it was not given, or, asked
-                     after a grounded answer, judged that the passages do not state the answer
+                     whether the passages state the answer, judged that they do not
                      (``refusal_detail`` ``not_answered``; threshold ``[rag] answer_check``).
 ``unsupported``      a claim of the answer is not in any packed passage: a hallucination,
                      with or without a citation.

@@ -56,8 +56,7 @@ DETAIL_SENTENCES: dict[str, str] = {
     "no_claim": "The answer said nothing beyond the question and its citations.",
     "invalid_marker": "The answer cited a passage it had not been given.",
     "no_citation": "The answer cited none of the passages it was given.",
-    "not_answered": "Asked after answering, the model judged that the passages do not state the answer,"
-    " so kb withdrew it.",
+    "not_answered": "Asked whether the passages state the answer, the model judged they do not, so kb did not answer.",
     "unsupported_claim": "The answer made a claim that none of the passages supports, so kb did not keep it.",
 }
 
