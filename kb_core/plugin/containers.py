@@ -1,6 +1,6 @@
 """What a parser of files that hold documents of their own needs (an mbox of messages, a message with
 attachments, a zip, an EPUB): the :class:`ContainerParser` capability, its :class:`Part`, and the core's
-HTML parser for parts written in HTML (an HTML mail, an EPUB chapter)::
+HTML and plain-text parsers for parts written in them (an HTML mail, an EPUB chapter, a mail body)::
 
     from collections.abc import Iterator
     from pathlib import Path
@@ -19,6 +19,7 @@ the parts the file no longer holds (:mod:`kb_core.ingest.containers`).
 """
 
 from kb_core.builtin.parsers.html import HtmlParser
+from kb_core.builtin.parsers.text import TextParser
 from kb_core.extend.containers import ContainerParser, Part
 
-__all__ = ["ContainerParser", "HtmlParser", "Part"]
+__all__ = ["ContainerParser", "HtmlParser", "Part", "TextParser"]

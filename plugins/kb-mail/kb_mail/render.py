@@ -27,8 +27,10 @@ from email.message import EmailMessage, Message
 from email.policy import EmailPolicy
 from typing import Any
 
+import attrs
+
 from kb_core.plugin import Block, ParsedDocument
-from kb_core.plugin.containers import HtmlParser
+from kb_core.plugin.containers import HtmlParser, TextParser
 from kb_mail.quotes import drop_html_quotes, drop_quotes, drop_trailing_attribution
 
 #: Characters of one header kb reads (a header of megabytes is cut, with a warning).
@@ -144,16 +146,9 @@ def _iso_date(value: str) -> str:
 
 
 def _blocks(lines: list[str], heading: tuple[str, ...]) -> tuple[Block, ...]:
-    blocks: list[Block] = []
-    start: int | None = None
-    for number, line in enumerate([*lines, ""], start=1):
-        if line.strip() and start is None:
-            start = number
-        elif not line.strip() and start is not None:
-            text = "\n".join(lines[start - 1 : number - 1])
-            blocks.append(Block(text, start, number - 1, heading_path=heading, verbatim=True))
-            start = None
-    return tuple(blocks)
+    """The message's paragraphs as the core's text parser splits them, each under the message's heading."""
+    parsed = TextParser().parse("\n".join(lines), "")
+    return tuple(attrs.evolve(block, heading_path=heading) for block in parsed.blocks)
 
 
 def render(message: EmailMessage, path: str, attachments: list[str]) -> ParsedDocument:
