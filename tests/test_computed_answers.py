@@ -178,12 +178,18 @@ STAFF = [
 ]
 
 
-def _count(tmp_path: Path, reply: str, budget: int | None = None) -> Answer:
-    """A count over staff.csv, whose second chunk retrieval did not find."""
+def _over_staff(
+    tmp_path: Path,
+    reply: str,
+    budget: int | None = None,
+    question: str = "How many regions had more than 100 staff?",
+    computations: bool = True,
+) -> Answer:
+    """``question`` over staff.csv, whose second chunk retrieval did not find."""
     db = StoreOfRecord(tmp_path / "kb")
     with db.transaction():
         db.replace_document(Document("staff.csv", "h", 10, "staff.csv", "csv", "docs"), STAFF)
-    overrides: dict[str, object] = {"rag.computations": True}
+    overrides: dict[str, object] = {"rag.computations": computations}
     if budget is not None:
         overrides["rag.max_context_tokens"] = budget
     config = load_config(kb_dir=db.kb_dir, overrides=overrides, environ={})
@@ -192,22 +198,40 @@ def _count(tmp_path: Path, reply: str, budget: int | None = None) -> Answer:
     llm = ScriptedLanguageModel(lambda request: [reply])
     pipeline = RagPipeline(config, db, lambda query: hits, lambda: llm, lambda: ModelRef("embedder", "onnx", 384))
     try:
-        return pipeline.ask("How many regions had more than 100 staff?", AskOptions())
+        return pipeline.ask(question, AskOptions())
     finally:
         db.close()
 
 
 def test_a_count_reads_every_row_of_the_document_not_the_retrieved_share(tmp_path: Path) -> None:
-    answer = _count(tmp_path, "CALC: count(120 > 100, 80 > 100, 150 > 100, 95 > 100) [#1] [#2]")
+    answer = _over_staff(tmp_path, "CALC: count(120 > 100, 80 > 100, 150 > 100, 95 > 100) [#1] [#2]")
     assert answer.grounded, answer.note
     assert answer.answer.startswith("2 (count(")
     assert sorted(c.citation.path for c in answer.citations) == ["staff.csv", "staff.csv"]
 
 
 def test_a_count_over_a_document_too_large_to_read_whole_is_refused(tmp_path: Path) -> None:
-    answer = _count(tmp_path / "small", "CALC: count(120 > 100, 80 > 100) [#1]", budget=120)
+    answer = _over_staff(tmp_path / "small", "CALC: count(120 > 100, 80 > 100) [#1]", budget=120)
     assert (answer.grounded, answer.refusal_detail) == (False, "rows_unread"), answer.note
     assert "did not fit" in answer.note
+
+
+LIST = "List every region with more than 100 staff."
+
+
+def test_a_list_reads_every_row_of_the_document_with_computations_off(tmp_path: Path) -> None:
+    answer = _over_staff(
+        tmp_path, "The regions are North (120 staff) [#1] and East (150 staff) [#2].", question=LIST, computations=False
+    )
+    assert answer.grounded, answer.note
+    assert [(c.marker, c.citation.start_line) for c in answer.citations] == [(1, 1), (2, 4)]  # the second unretrieved
+    assert not answer.note
+
+
+def test_a_list_from_part_of_its_document_says_so(tmp_path: Path) -> None:
+    answer = _over_staff(tmp_path, "The region is North (120 staff) [#1].", 120, question=LIST, computations=False)
+    assert answer.grounded, answer.note
+    assert "1 passage(s) of staff.csv did not fit" in (answer.note or "")
 
 
 def test_passages_without_a_table_take_the_ordinary_path(store: StoreOfRecord) -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 import attrs
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kbtest import real_model_path
 
 from kb_core.answers.packing import pack
@@ -362,6 +364,29 @@ def test_choice_questions_are_told_from_yes_no_ones(question: str, expected: boo
     from kb_core.answers.questions import is_choice_question
 
     assert is_choice_question(question) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("List every region whose sales rose in 2019.", True),
+        ("Name all the directors.", True),
+        ("What are all the regions in the table?", True),
+        ("Which products with a price over 10 are there? Give all of them.", True),
+        ("모든 지역을 나열해 주세요", True),
+        ("列出所有的产品", True),
+        ("Which TCP port does Heliograph listen on?", False),
+        ("What was the total revenue in 2019?", False),
+        ("Is every file signed?", False),
+    ],
+)
+def test_questions_asking_for_every_item_read_their_document_whole(question: str, expected: bool) -> None:
+    assert kind_of(question).lists is expected
+
+
+@given(st.text(max_size=400))
+def test_any_text_is_told_whether_it_asks_for_every_item(question: str) -> None:
+    assert isinstance(kind_of(question).lists, bool)
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,9 @@ matter are packed: the first hit always; a later one while fewer than ``max_chun
 and its score is at least ``min_relative_score`` of the top hit's. A hit far behind the first
 adds reading, not evidence, with one exception: a yes/no question is judged on what its document
 reports as a whole (a study's results, beside the methods that restate the question), so for it
-the top hit's other retrieved sections are packed whatever their score; and a question that counts a
-table's rows reads the top hit's document whole (:func:`with_whole_document`), as far as the budget allows.
+the top hit's other retrieved sections are packed whatever their score; and a question that lists every row
+("list every ...") or counts a table's rows reads the top hit's document whole (:func:`with_whole_document`), as
+far as the budget allows (:func:`unread_note` says what did not fit).
 """
 
 from __future__ import annotations
@@ -80,6 +81,12 @@ def with_whole_document(hits: Sequence[Hit], document: Sequence[Chunk], retrieve
     ]
     taken = {chunk.chunk_id for chunk in document}
     return [*own, *(hit for hit in hits if hit.chunk_id not in taken)]
+
+
+def unread_note(ref: str, unread: int) -> str:
+    """What kb says of an answer that needs every row of ``ref``'s document when ``unread`` of its passages did not
+    fit the model's context (a count is refused with it; a list is given with it)."""
+    return f"{unread} passage(s) of {ref.split('#')[0]} did not fit the model's context: every row was not read"
 
 
 def pack(

@@ -40,13 +40,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import attrs
+
 from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.computation import asks_for_computation
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check, check_first
 from kb_core.answers.operations import counts_rows
-from kb_core.answers.packing import WHOLE, evidence_budget, pack, select, with_whole_document
+from kb_core.answers.packing import WHOLE, evidence_budget, pack, select, unread_note, with_whole_document
 from kb_core.answers.prompts import question_prompt
 from kb_core.answers.questions import kind_of, verdict_of
 from kb_core.answers.release import CheckedRelease
@@ -193,7 +195,8 @@ class RagPipeline:
     def _generate(self, run: QuestionRun, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
         chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
-        document = self.store.chunks_of([chosen[0].doc_path]) if run.computed and counts_rows(run.question) else []
+        whole = run.kind.lists or (run.computed and counts_rows(run.question))  # every row, not a retrieved share
+        document = self.store.chunks_of([chosen[0].doc_path]) if whole else []
         chosen = with_whole_document(chosen, document, run.hits)
         run.hits += [hit for hit in chosen if hit.retriever == WHOLE]  # cited like the retrieved ones
         chunks = self.store.get_chunks([h.chunk_id for h in chosen])
@@ -212,8 +215,8 @@ class RagPipeline:
         items = [item for item, _ in packed]
         by_marker = {item.marker: item for item in items}
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
+        unread = len({c.chunk_id for c in document} - {item.chunk_id for item in items})
         if run.computed and any(holds_table(chunk.text) for chunk in packed_chunks.values()):
-            unread = len({c.chunk_id for c in document} - {item.chunk_id for item in items})
             worked_out = self._compute(run, llm, entries, items, packed_chunks, on_token, unread)
             if worked_out is not None:
                 return worked_out
@@ -238,6 +241,8 @@ class RagPipeline:
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.kind.yes_no)
         verdict, check, check_ms = answer_check(llm, run.prompt, entries, verdict, rag.answer_check, asked)
         verdict = release.settle(verdict)  # text shown is never withdrawn: the answer is then what was shown
+        if unread and verdict.grounded:  # a list read from part of its document: said, not hidden
+            verdict = attrs.evolve(verdict, note=unread_note(items[0].ref, unread))
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited
         citations = self._citations(run, items, verdict.cited if verdict.grounded or withdrawn else ())
         usage = TokenUsage(
@@ -290,7 +295,7 @@ class RagPipeline:
         A count over a document ``unread`` passages of which did not fit is refused: it would count a share."""
         llm_cfg, options = self.config.models.llm, run.options
         if unread:
-            note = f"the count needs all of {items[0].ref.split('#')[0]}, and {unread} of its passages did not fit"
+            note = unread_note(items[0].ref, unread)
             return self._refusal(run, "computation", computed.REFUSAL, note, detail="rows_unread")
         worked = computed.work_out(
             llm,

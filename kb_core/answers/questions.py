@@ -7,7 +7,9 @@ choose between two things (answered like a yes/no question, without a verdict). 
 ``regex`` package, for Unicode scripts.
 
 >>> kind_of("Is Wellington in the north or south island?")
-QuestionKind(script='latin', yes_no=True, choice=True)
+QuestionKind(script='latin', yes_no=True, choice=True, lists=False)
+>>> kind_of("List every region whose sales rose in 2019.").lists
+True
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class QuestionKind:
     script: QuestionScript
     yes_no: bool  # answered by yes or no: the top document is packed whole and the verdict recorded
     choice: bool  # asks to choose ("... north or south island?"): a yes/no answer opens with no verdict
+    lists: bool = False  # asks for every item of a list ("list every ..."): the top document is read whole
 
     @property
     def wants_verdict(self) -> bool:
@@ -40,7 +43,7 @@ class QuestionKind:
 def kind_of(question: str) -> QuestionKind:
     """The kind of ``question``."""
     script = question_script(question)
-    return QuestionKind(script, _is_yes_no(question, script), is_choice_question(question))
+    return QuestionKind(script, _is_yes_no(question, script), is_choice_question(question), asks_for_every(question))
 
 
 def question_script(question: str) -> QuestionScript:
@@ -83,6 +86,23 @@ def _is_yes_no(question: str, script: QuestionScript) -> bool:
 
 # A short question ending "... north or south island?" asks to choose ("... or not?" does not); in a
 # long one the "or" is more often inside a noun phrase ("... measured by a physician or a nurse?").
+# "list every/all ...", "name each ...", "which are all the ...", "all the X that/whose ...", "every X with ..."
+_EVERY_EN = regex.compile(
+    r"\b(?:list|name|enumerate|give|show)\s+(?:me\s+)?(?:every|all|each)\b"
+    r"|\b(?:what|which)\s+(?:are|were)\s+all\b"
+    r"|\b(?:all|every|each)\s+(?:the\s+|of\s+the\s+)?(?:\w+\s+){1,3}?(?:that|which|whose|with|where)\b",
+    regex.IGNORECASE,
+)
+_EVERY_KO = regex.compile(r"모든|전부|목록")
+_EVERY_ZH = regex.compile(r"所有|全部|列出")
+
+
+def asks_for_every(question: str) -> bool:
+    """Whether ``question`` asks for every item of a list ("List every region whose sales rose"), whose answer
+    reads its document whole, not the retrieved share of its rows."""
+    return any(pattern.search(question) for pattern in (_EVERY_EN, _EVERY_KO, _EVERY_ZH))
+
+
 _CHOICE_EN = regex.compile(r"\bor\s+(?!not\b)\w+(?:\s+\w+)?\W*$", regex.IGNORECASE)
 _CHOICE_MAX_WORDS = 12
 
