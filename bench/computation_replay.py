@@ -36,16 +36,21 @@ from kb_core.evaluation.numbers import states_number  # noqa: E402
 import tatqa  # noqa: E402 - bench/ is the script's folder
 
 
-def capture(kind: str, limit: int, seed: int, out: Path) -> None:
-    """Ask the sample with computations on; write one JSON line per question (what the model read and wrote)."""
+def capture(kind: str, limit: int, seed: int, out: Path, spans: bool = False) -> None:
+    """Ask the sample with computations on; write one JSON line per question (what the model read and wrote).
+    ``spans``: the span questions' sample instead, only those kb would compute, each asked on the ordinary path
+    too (kept as ``ordinary_answer``), so that a replay can tell what the computed path costs them."""
+    from kb_core.answers.computation import asks_for_computation
     from kb_core.answers.pipeline import AskOptions, kb_pipeline
     from kb_core.app import KnowledgeBase
     from kb_core.config import load_config
 
-    golden, _ = tatqa.sample(f"numbers-{kind}", limit, seed)
+    golden, _ = tatqa.sample(kind if spans else f"numbers-{kind}", limit, seed)
     rows = [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [row for row in rows if not spans or asks_for_computation(row["question"])]
     environ = {**os.environ, "KB_RAG__COMPUTATIONS": "true"}
     kb = KnowledgeBase(load_config(kb_dir=tatqa.OUT / f"kb-tatqa-{kind}", environ=environ))
+    ordinary = KnowledgeBase(load_config(kb_dir=tatqa.OUT / f"kb-tatqa-{kind}", environ={}))
     seen: dict[str, Any] = {}
     work_out, stream = computed.work_out, computed.stream_answer
 
@@ -68,29 +73,44 @@ def capture(kind: str, limit: int, seed: int, out: Path) -> None:
                 cited = sorted({c.citation.path for c in answer.citations}) if answer.grounded else []
                 documents = {str(p.marker): p.ref.split("#")[0] for p in answer.packed}
                 record = {**row, "captured": dict(seen), "documents": documents, "kb_answer": answer.answer}
+                if spans:
+                    plain = kb_pipeline(ordinary).ask(row["question"], AskOptions())
+                    plain_cited = sorted({c.citation.path for c in plain.citations}) if plain.grounded else []
+                    record.update(ordinary_answer=plain.answer, ordinary_grounded=plain.grounded)
+                    record.update(ordinary_cited=plain_cited)
                 file.write(json.dumps({**record, "grounded": answer.grounded, "cited": cited}) + "\n")
                 print(f"  {number}/{len(rows)}", file=sys.stderr, flush=True)
     finally:
         kb.close()
+        ordinary.close()
 
 
 def outcome(row: dict[str, Any]) -> tuple[str, str]:
-    """How the current checks answer a captured question: (right | wrong | refused | ..., refusal detail)."""
-    gold, expected = float(row["answer"]), row["expected_docs"][0]
+    """How the current checks answer a captured question: (right | wrong | refused | ..., refusal detail). A span
+    question (no number as its answer) is right when the answer holds every ``must_contain`` string."""
+    expected = row["expected_docs"][0]
+    spans = "ordinary_answer" in row
+
+    def right(text: str, cited: Any) -> bool:
+        if spans:
+            return expected in cited and all(s.casefold() in text.casefold() for s in row["must_contain"])
+        return expected in cited and states_number(text, float(row["answer"]), row["scale"])
+
     reply = computed.read_reply(row["captured"].get("raw", "")) if row["captured"] else None
     if reply is None:  # CALC: none, or no computed path: the ordinary answer as captured
-        if not row["grounded"]:
+        prefix = "ordinary_" if spans else ""
+        text = row[f"{prefix}answer" if spans else "kb_answer"]
+        grounded, cited = row[f"{prefix}grounded"], row[f"{prefix}cited"]
+        if not grounded:
             return "ordinary refused", ""
-        right = expected in row["cited"] and states_number(row["kb_answer"], gold, row["scale"])
-        return ("ordinary right" if right else "ordinary wrong"), ""
+        return ("ordinary right" if right(text, cited) else "ordinary wrong"), ""
     passages = {int(m): text for m, text in row["captured"]["passages"].items()}
     documents = {int(m): path for m, path in row["documents"].items()}
     done = computed.computed(reply, passages, row["question"], documents)
     if isinstance(done, ComputationRefusal):
         return "refused", done.reason
     record, text = done
-    cited = {documents[m] for m in record.markers}
-    return ("right" if expected in cited and states_number(text, gold, row["scale"]) else "wrong"), ""
+    return ("right" if right(text, {documents[m] for m in record.markers}) else "wrong"), ""
 
 
 def replay(path: Path, show: bool) -> dict[str, Any]:
@@ -99,11 +119,15 @@ def replay(path: Path, show: bool) -> dict[str, Any]:
     details: Counter[str] = Counter()
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        try:
-            float(row["answer"])
-        except ValueError:
-            outcomes["not a number (skipped)"] += 1
-            continue
+        if "ordinary_answer" in row:  # a span question: how the ordinary path alone answered it, for comparison
+            plain = {**row, "captured": {}}
+            outcomes[f"off: {outcome(plain)[0].removeprefix('ordinary ')}"] += 1
+        else:
+            try:
+                float(row["answer"])
+            except ValueError:
+                outcomes["not a number (skipped)"] += 1
+                continue
         result, detail = outcome(row)
         read = row["expected_docs"][0] in row["documents"].values()
         outcomes[result] += 1
@@ -111,7 +135,7 @@ def replay(path: Path, show: bool) -> dict[str, Any]:
         details[detail] += bool(detail)
         if show and result in ("wrong", "ordinary wrong"):
             print(f"  {result}: {row['question']} (gold {row['derivation'].strip()})", file=sys.stderr)
-    total = sum(n for key, n in outcomes.items() if "," not in key and "skipped" not in key)
+    total = sum(n for key, n in outcomes.items() if "," not in key and "skipped" not in key and ":" not in key)
     right = outcomes["right"] + outcomes["ordinary right"]
     wrong = outcomes["wrong"] + outcomes["ordinary wrong"]
     return {
@@ -131,12 +155,13 @@ def main() -> None:
     asked.add_argument("--limit", type=int, default=60)
     asked.add_argument("--seed", type=int, default=7)
     asked.add_argument("--out", type=Path, required=True)
+    asked.add_argument("--spans", action="store_true", help="the span questions kb would compute, both paths")
     replayed = commands.add_parser("replay", help="re-run the current checks on a capture")
     replayed.add_argument("capture", type=Path)
     replayed.add_argument("--show", action="store_true", help="print each wrong number's question")
     args = parser.parse_args()
     if args.command == "capture":
-        capture(args.kind, args.limit, args.seed, args.out)
+        capture(args.kind, args.limit, args.seed, args.out, args.spans)
     else:
         print(json.dumps(replay(args.capture, args.show), indent=2))
 
