@@ -96,17 +96,22 @@ def outcome(row: dict[str, Any]) -> tuple[str, str]:
             return expected in cited and all(s.casefold() in text.casefold() for s in row["must_contain"])
         return expected in cited and states_number(text, float(row["answer"]), row["scale"])
 
-    reply = computed.read_reply(row["captured"].get("raw", "")) if row["captured"] else None
-    if reply is None:  # CALC: none, or no computed path: the ordinary answer as captured
+    def ordinary() -> tuple[str, str]:
         prefix = "ordinary_" if spans else ""
         text = row[f"{prefix}answer" if spans else "kb_answer"]
         grounded, cited = row[f"{prefix}grounded"], row[f"{prefix}cited"]
         if not grounded:
             return "ordinary refused", ""
         return ("ordinary right" if right(text, cited) else "ordinary wrong"), ""
+
+    reply = computed.read_reply(row["captured"].get("raw", "")) if row["captured"] else None
+    if reply is None:  # CALC: none, or no computed path: the ordinary answer as captured
+        return ordinary()
     passages = {int(m): text for m, text in row["captured"]["passages"].items()}
     documents = {int(m): path for m, path in row["documents"].items()}
     done = computed.computed(reply, passages, row["question"], documents)
+    if done is None:  # one number restated: the ordinary path's answer (captured for span questions only)
+        return ordinary() if spans else ("stated, ordinary answer not captured", "")
     if isinstance(done, ComputationRefusal):
         return "refused", done.reason
     record, text = done

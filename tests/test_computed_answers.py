@@ -135,11 +135,13 @@ def test_a_computation_that_cannot_run_is_a_refusal_not_an_exception(store: Stor
     )
 
 
-def test_no_computation_takes_the_ordinary_path(store: StoreOfRecord) -> None:
+@pytest.mark.parametrize("reply", ["CALC: none", "CALC: 680 [#1]", "CALC: 680 - 0 [#1]", "CALC: 680 * 1 [#1]"])
+def test_no_computation_takes_the_ordinary_path(store: StoreOfRecord, reply: str) -> None:
+    """Nothing written (``none``), or one number of the passages restated: the passage states the answer."""
     answer = _ask(
         store,
         "What was the change in Appliances from 2018 to 2019?",
-        ["CALC: none", "Appliances sales were 680 in 2019 [#1]."],
+        [reply, "Appliances sales were 680 in 2019 [#1]."],
     )
     assert answer.grounded and answer.computation is None and "680" in answer.answer
 

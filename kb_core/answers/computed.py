@@ -13,8 +13,8 @@ prose what it does worst. kb then
 3. writes the answer itself, the result with its working and the passages cited
    (``-94 (680 - 774) [#1]``), so that the number kb vouches for is the one it computed.
 
-The model may reply ``CALC: none`` when the passages hold no numbers to compute with: the question then
-takes the ordinary path (a passage may state the figure). Any other failure is a refusal with reason
+The model may reply ``CALC: none`` when the passages hold no numbers to compute with, or restate one number
+(``CALC: 98,725``, the passage states the figure): the question then takes the ordinary path. Any other failure is a refusal with reason
 ``computation`` and the checker's code as ``refusal_detail`` (``operand_not_found``, ``operand_off_question``,
 ``operation_off_question``, ``expression_unparsed``, ``division_by_zero``, ...).
 """
@@ -30,7 +30,7 @@ import attrs
 
 from kb_core.answers.citations import cited_markers
 from kb_core.answers.computation import Computation, ComputationRefusal, check_computation
-from kb_core.answers.numbers import read_numbers
+from kb_core.answers.numbers import Call, read_numbers
 from kb_core.answers.operand_places import named_rows, names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import operation_problem, unlike_terms
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
@@ -140,13 +140,16 @@ def read_reply(raw: str) -> Reply | None:
 
 def computed(
     reply: Reply, passages: Mapping[int, str], question: str, documents: Mapping[int, str] | None = None
-) -> tuple[ComputedAnswer, str] | ComputationRefusal:
-    """The checked computation of ``reply`` over ``passages`` and the answer's text, or why it is refused.
+) -> tuple[ComputedAnswer, str] | ComputationRefusal | None:
+    """The checked computation of ``reply`` over ``passages`` and the answer's text, or why it is refused; None
+    when it only restates one number of the passages (:func:`restates_one_number`: the passage states the answer).
     ``documents`` names each passage's document: another document with a row that fits the question as well
     makes the question ambiguous (refused, both named), since it does not say which report it means."""
     done = check_computation(reply.expression, passages, question=question)
     if isinstance(done, ComputationRefusal):
         return done
+    if restates_one_number(done):
+        return None
     if reply.stated and not _states(reply.stated, done):
         shown = reply.stated[:40]
         return ComputationRefusal(
@@ -169,6 +172,14 @@ def computed(
     scale = "" if done.percent else _scale(done, passages)
     text = f"{done.result_text(scale=scale)} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
     return _record(done, markers, text, scale), text
+
+
+def restates_one_number(done: Computation) -> bool:
+    """Whether ``done`` works nothing out: one number of the passages, alone or with constants (``98,725``,
+    ``29% - 0``). The passage states the answer ("interest income rose by $16.9 million"), so the question
+    takes the ordinary path, whose checks are made for stated answers."""
+    counted = isinstance(done.tree, Call) and done.tree.name == "count"
+    return not counted and sum(operand.source == "passage" for operand in done.operands) < 2
 
 
 @attrs.frozen
@@ -205,6 +216,8 @@ def work_out(
     if reply is None:
         return None
     outcome = computed(reply, passages, question, documents)
+    if outcome is None:
+        return None
     if isinstance(outcome, ComputationRefusal):
         note = f"the computation {outcome.expression[:80]!r} was refused: {outcome.detail}"
         verdict = Verdict(
