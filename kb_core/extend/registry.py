@@ -121,12 +121,22 @@ class PluginInfo:
     provides: dict[str, list[str]]
 
 
+def _with_core_store() -> dict[str, dict[str, Registration]]:
+    """Nothing of any kind but the core's SQLite store: no knowledge base opens without a store of record, so
+    every registry holds it, one made by hand (as tests make one) too; a plugin may register another."""
+    from kb_core.builtin import stores
+
+    items: dict[str, dict[str, Registration]] = {kind: {} for kind in KINDS}
+    items["stores"][stores.SQLITE] = Registration("stores", stores.SQLITE, stores.sqlite_store, "stores")
+    return items
+
+
 @attrs.define
 class Registry:
     """Everything the loaded plugins registered, by kind and name."""
 
     plugins: list[PluginInfo] = attrs.field(factory=list)
-    items: dict[str, dict[str, Registration]] = attrs.field(factory=lambda: {k: {} for k in KINDS})
+    items: dict[str, dict[str, Registration]] = attrs.field(factory=lambda: _with_core_store())
     #: The declared options of each ``[backends.<table>]`` table (``register_options``), and who declared them.
     options: dict[str, Declared] = attrs.field(factory=dict)
     options_plugins: dict[str, str] = attrs.field(factory=dict)
@@ -157,13 +167,7 @@ class Registry:
         return cast("Callable[[FactoryContext], Embedder]", self.get("embedders", name).factory)
 
     def store_factory(self, name: str) -> Callable[[StoreContext], RecordStore]:
-        """The factory of the store of record ``name``; the core's SQLite store is there even in a registry made
-        by hand (as tests make one), since no knowledge base opens without a store."""
-        if name not in self.items["stores"]:
-            from kb_core.builtin import stores
-
-            if name == stores.SQLITE:
-                return stores.sqlite_store
+        """The factory of the store of record ``name``."""
         return cast("Callable[[StoreContext], RecordStore]", self.get("stores", name).factory)
 
     def language_model_factory(self, name: str) -> Callable[[FactoryContext], LanguageModel]:
