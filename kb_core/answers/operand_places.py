@@ -83,10 +83,15 @@ def _spanned(question: str, named: list[int], tree: Node) -> list[int]:
 
 
 class _Words(frozenset[str]):
-    """A question's content words, and the ``optional`` ones a label may leave out: a total of rows ("the total
-    deferred revenue") sums rows none of which is called total."""
+    """A question's content words, and the ``optional`` ones a label may leave out (set once, when made): a total
+    of rows ("the total deferred revenue") sums rows none of which is called total."""
 
-    optional: frozenset[str] = frozenset()
+    optional: frozenset[str]
+
+    def __new__(cls, words: frozenset[str], optional: frozenset[str] = frozenset()) -> _Words:
+        made = super().__new__(cls, words)
+        made.optional = optional
+        return made
 
 
 def _fit(label: frozenset[str], words: frozenset[str]) -> int:
@@ -212,9 +217,9 @@ def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[
 def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str], question: str) -> str | None:
     """Why the operands of ``done`` (parsed as ``tree``) are not the numbers ``question`` asks about, or None."""
     operation = performed_operation(tree)
-    words, named = _Words(words_of(question)), _spanned(question, periods_of(question), tree)
-    if operation == "total":  # "the total deferred revenue": a sum of rows, none of them labelled "total"
-        words.optional = frozenset({"total", "sum"})
+    # "the total deferred revenue": a sum of rows, none of them labelled "total"
+    words = _Words(words_of(question), frozenset({"total", "sum"}) if operation == "total" else frozenset())
+    named = _spanned(question, periods_of(question), tree)
     counted = operation == "count"  # the rows counted are not named: they are every row
     allowed = set(named)
     if operation == "average" and len(named) == 1:  # "the 2019 average" of a balance: its opening and closing
@@ -224,17 +229,12 @@ def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str],
         if operand.source != "passage":
             periods.append(set())
             continue
-        fitting = [found for found in _fitting_periods(operand, passages, words, allowed, counted) if found is not None]
+        places = (_place_periods(passages.get(p.passage, ""), p, words, allowed, counted) for p in operand.places)
+        fitting = [found for found in places if found is not None]
         if not fitting:
             return f"{operand.literal} is in no row, column or sentence the question names: take each number from those"
         periods.append(set().union(*fitting))
     return _coverage_problem(done.operands, periods, tree, named)
-
-
-def _fitting_periods(
-    operand: Operand, passages: Mapping[int, str], words: frozenset[str], allowed: set[int], counted: bool
-) -> list[set[int] | None]:
-    return [_place_periods(passages.get(place.passage, ""), place, words, allowed, counted) for place in operand.places]
 
 
 def _coverage_problem(operands: Sequence[Operand], periods: list[set[int]], tree: Node, named: list[int]) -> str | None:
