@@ -36,18 +36,50 @@ from importlib import metadata as _metadata
 from typing import TYPE_CHECKING
 
 from kb_core import plugin as _plugin
-from kb_core.answers.pipeline import AskOptions, ask
-from kb_core.app import KnowledgeBase, open_kb
-from kb_core.config import Config, load_config
-from kb_core.conversations import Turn, ask_in_thread
-from kb_core.errors import Cancelled, ConfigError, KbError, ModelUnavailableError, NotFoundError, WriterBusyError
-from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
-from kb_core.limits import LIMITS, check_k, check_mode, check_path_glob, check_text
-from kb_core.maintenance import inspect_target
-from kb_core.retrieval.search import SearchResponse, search
-from kb_core.storage.answers import StoredAnswer, StoredAnswerNow, list_answers, stored_answer
-from kb_core.storage.threads import delete_thread, list_threads, stored_thread
-from kb_core.types import SEARCH_MODES, Answer, Chunk, Citation, Document, Hit, IngestWarning, SearchQuery
+
+#: Where each public name lives: imported on first use (:func:`__getattr__`), so that importing a light module of
+#: the package (``kb_core.plugin.pages`` in a page-render child, ``kb_core.errors``) does not load the pipeline.
+_PUBLIC: dict[str, str] = {
+    **dict.fromkeys(("AskOptions", "ask"), "kb_core.answers.pipeline"),
+    **dict.fromkeys(("KnowledgeBase", "open_kb"), "kb_core.app"),
+    **dict.fromkeys(("Config", "load_config"), "kb_core.config"),
+    **dict.fromkeys(("Turn", "ask_in_thread"), "kb_core.conversations"),
+    **dict.fromkeys(
+        ("Cancelled", "ConfigError", "KbError", "ModelUnavailableError", "NotFoundError", "WriterBusyError"),
+        "kb_core.errors",
+    ),
+    **dict.fromkeys(("IngestReport", "ingest_paths", "remove_documents"), "kb_core.ingest.pipeline"),
+    **dict.fromkeys(("LIMITS", "check_k", "check_mode", "check_path_glob", "check_text"), "kb_core.limits"),
+    "inspect_target": "kb_core.maintenance",
+    **dict.fromkeys(("SearchResponse", "search"), "kb_core.retrieval.search"),
+    **dict.fromkeys(("StoredAnswer", "StoredAnswerNow", "list_answers", "stored_answer"), "kb_core.storage.answers"),
+    **dict.fromkeys(("delete_thread", "list_threads", "stored_thread"), "kb_core.storage.threads"),
+    **dict.fromkeys(
+        ("SEARCH_MODES", "Answer", "Chunk", "Citation", "Document", "Hit", "IngestWarning", "SearchQuery"),
+        "kb_core.types",
+    ),
+}
+
+if TYPE_CHECKING:  # the public names, typed for type checkers; at run time __getattr__ imports them
+    from kb_core.answers.pipeline import AskOptions, ask
+    from kb_core.app import KnowledgeBase, open_kb
+    from kb_core.config import Config, load_config
+    from kb_core.conversations import Turn, ask_in_thread
+    from kb_core.errors import (
+        Cancelled,
+        ConfigError,
+        KbError,
+        ModelUnavailableError,
+        NotFoundError,
+        WriterBusyError,
+    )
+    from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents
+    from kb_core.limits import LIMITS, check_k, check_mode, check_path_glob, check_text
+    from kb_core.maintenance import inspect_target
+    from kb_core.retrieval.search import SearchResponse, search
+    from kb_core.storage.answers import StoredAnswer, StoredAnswerNow, list_answers, stored_answer
+    from kb_core.storage.threads import delete_thread, list_threads, stored_thread
+    from kb_core.types import SEARCH_MODES, Answer, Chunk, Citation, Document, Hit, IngestWarning, SearchQuery
 
 if TYPE_CHECKING:  # the deprecated names, typed for type checkers; at run time __getattr__ gives them, warning
     from kb_core.extend.registry import PluginError, Registry, load_registry  # noqa: F401
@@ -151,7 +183,12 @@ _DEPRECATED: dict[str, tuple[str, str]] = {
 
 
 def __getattr__(name: str) -> object:
-    """An old name: the same object as its new home's, with a ``DeprecationWarning`` on every use."""
+    """A public name, imported from its module on first use; an old name: the same object as its new home's,
+    with a ``DeprecationWarning`` on every use."""
+    if name in _PUBLIC:
+        value = getattr(_importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # looked up once
+        return value
     if name not in _DEPRECATED:
         raise AttributeError(f"module 'kb_core' has no attribute {name!r}")
     module, where = _DEPRECATED[name]
@@ -159,3 +196,8 @@ def __getattr__(name: str) -> object:
     if caller.f_code.co_name != "_handle_fromlist":  # not the import system's look before ``from kb_core import``
         _warnings.warn(f"kb_core.{name} {where}; the old name goes in kb-core 0.3", DeprecationWarning, stacklevel=2)
     return getattr(_importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    """The module's names, the public ones not imported yet included."""
+    return sorted({*globals(), *_PUBLIC})
