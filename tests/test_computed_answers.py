@@ -162,8 +162,8 @@ def test_explain_shows_the_computation_and_where_each_operand_is(
     )
     print_explain(answer)
     out = capsys.readouterr().out
-    assert "computation, worked out by kb: (914 - 918) / 918 * 100 = -0.44%" in out
-    assert "[#1] line 4" in out and "a constant of the formula" in out
+    assert "Worked out by kb: (914 - 918) / 918 * 100 = -0.44% (the model wrote (914 - 918) / 918 * 100)" in out
+    assert "[#1], line 4" in out and "a constant of the formula" in out
 
 
 def test_computations_are_off_by_default_and_the_question_takes_the_ordinary_path(store: StoreOfRecord) -> None:
@@ -241,3 +241,15 @@ def test_passages_without_a_table_take_the_ordinary_path(store: StoreOfRecord) -
     question = "What was the average of cash and receivables in 2019?"
     answer = _ask(store, question, ["Cash was $12.4 million [#1]."], chunks=CHUNKS[1:])
     assert answer.computation is None and answer.grounded and "12.4" in answer.answer
+
+
+def test_the_markdown_of_a_computed_answer_shows_its_working_with_each_operand_linked(store: StoreOfRecord) -> None:
+    """What ``/v1`` and every Markdown front end show: the computation kb evaluated, each operand's passage."""
+    from kb_core.service import markdown
+
+    answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"])
+    shown = markdown.message(envelope("answer.v1", answer), "http://kb")
+    assert shown.startswith("-94 million (680 - 774) [[1]][kb-1]")
+    assert "Worked out by kb: `680 - 774` = -94 million" in shown
+    assert "- `680`: [[1]][kb-1], line 6\n- `774`: [[1]][kb-1], line 6" in shown
+    assert "[kb-1]: http://kb/#/doc/sales.pdf/L1-L8" in shown

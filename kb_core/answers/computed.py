@@ -14,9 +14,9 @@ prose what it does worst. kb then
    (``-94 (680 - 774) [#1]``), so that the number kb vouches for is the one it computed.
 
 The model may reply ``CALC: none`` when the passages hold no numbers to compute with, or restate one number
-(``CALC: 98,725``, the passage states the figure): the question then takes the ordinary path. Any other failure is a refusal with reason
-``computation`` and the checker's code as ``refusal_detail`` (``operand_not_found``, ``operand_off_question``,
-``operation_off_question``, ``expression_unparsed``, ``division_by_zero``, ...).
+(``CALC: 98,725``, the passage states the figure): the question then takes the ordinary path. Any other failure
+is a refusal with reason ``computation`` and the checker's code as ``refusal_detail`` (``operand_not_found``,
+``operand_off_question``, ``operation_off_question``, ``expression_unparsed``, ``division_by_zero``, ...).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import click
 
 from kb_core.answers.prompts import RAG_V1, TEMPLATES
@@ -130,11 +131,10 @@ def _source(citation: AnswerCitation) -> str:
 
 def print_computation(computation: ComputedAnswer) -> None:
     """The computation behind a computed answer: as the model wrote it, each operand and where it is, the result."""
-    click.echo(dim(f"── computation, worked out by kb: {shown(computation.expression)} = {computation.result}"))
+    worked_out = words.say("worked_out", working=shown(computation.working), result=computation.result)
+    click.echo(dim(f"── {worked_out} (the model wrote {shown(computation.expression)})"))
     for operand in computation.operands:
-        where = {"question": "from the question", "constant": "a constant of the formula"}.get(operand.source, "")
-        if operand.marker is not None:
-            where = f"[#{operand.marker}] line {operand.line}"
+        where = words.operand_place(attrs.asdict(operand), f"[#{operand.marker}]")
         click.echo(dim(f"  {shown(operand.literal):>14}  {where}"))
 
 

@@ -1,6 +1,7 @@
 """An answer in Markdown: its text with every ``[#n]`` a link to the cited lines, then its sources; or the refusal.
 
-A grounded answer is its text with every marker as the reference link ``[[n]][kb-n]``, then the
+A grounded answer is its text with every marker as the reference link ``[[n]][kb-n]``, then (a computed
+answer) the computation kb worked out with each operand's passage and line, then the
 sources (each citation's place, a link), kb's notes, then the links' definitions (``[kb-n]:
 BASE/#/doc/PATH/L3-L9``: the cited lines on ``kb serve``'s page). Reference links, because a
 marker's passage is known only once the answer is done: a stream writes ``[[n]][kb-n]`` as the
@@ -82,12 +83,27 @@ def message(answer: Answer, base: str) -> str:
     return refusal(answer, base)
 
 
+def computation_part(answer: Answer) -> str:
+    """A computed answer's working: the computation kb evaluated and where each operand is ('' for other answers)."""
+    computation = answer.get("computation")
+    if not computation:
+        return ""
+    working = f"`{computation['working'].replace('`', '')}`"
+    lines = [words.say("worked_out", working=working, result=escaped(computation["result"]))]
+    for operand in computation["operands"]:
+        marker = f"[[{operand['marker']}]][kb-{operand['marker']}]"
+        lines.append(f"- `{operand['literal'].replace('`', '')}`: {words.operand_place(operand, marker)}")
+    return "\n".join(lines)
+
+
 def sources_part(answer: Answer, base: str) -> str:
-    """What follows a grounded answer's text: the sources list, kb's notes, the links' definitions."""
+    """What follows a grounded answer's text: its working (a computed one), the sources list, kb's notes, the
+    links' definitions."""
     citations = answer["citations"]
     listed = [f"- [{c['marker']}] [{place(c)}][{_label(c, i)}]" for i, c in enumerate(citations, 1)]
     note = [f"Note: {answer['note']}"] if answer.get("note") else []
-    parts = [words.say("sources"), "\n".join(listed), *note, *_notes(answer), _definitions(citations, base)]
+    parts = [computation_part(answer), words.say("sources"), "\n".join(listed), *note, *_notes(answer)]
+    parts.append(_definitions(citations, base))
     return "\n\n" + "\n\n".join(p for p in parts if p)
 
 

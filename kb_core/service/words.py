@@ -35,6 +35,10 @@ WORDS: dict[str, str] = {
     "as_checked": "As checked by kb:",
     "ignored": "Note: {markers} contains instructions addressed to the assistant; kb treated them as data"
     " and ignored them.",
+    "worked_out": "Worked out by kb: {working} = {result}",
+    "operand_in_passage": "{marker}, line {line}",
+    "operand_in_question": "from the question",
+    "operand_constant": "a constant of the formula",
     "line": "{path}, line {start}",
     "lines": "{path}, lines {start}–{end}",
 }
@@ -139,6 +143,14 @@ def lists_candidates(answer: Mapping[str, Any]) -> bool:
 def ignored_note(markers: Sequence[str]) -> str | None:
     """The note of passages holding instructions kb ignored (``markers``: as the front end writes them)."""
     return say("ignored", markers=", ".join(markers)) if markers else None
+
+
+def operand_place(operand: Mapping[str, Any], marker: str) -> str:
+    """Where a computation's operand comes from: its passage (``marker``, as the front end writes it) and line, the
+    question, or the formula (``* 100``)."""
+    if operand.get("marker") is not None:
+        return say("operand_in_passage", marker=marker, line=operand.get("line"))
+    return say("operand_in_question" if operand.get("source") == "question" else "operand_constant")
 
 
 def place(path: str, start: int, end: int) -> str:

@@ -80,6 +80,9 @@ def test_hovering_a_computed_result_lights_its_operands_lines_and_cells(
     expect(result).to_have_text("1,613 million")
     expect(answer.locator(".computation .calc-working")).to_have_text("914 + 699")
     expect(answer.locator(".calc-operand")).to_have_count(2)
+    # in kb_core.service.words' words, as every front end says them
+    expect(answer.locator(".computation .calc-head")).to_have_text("Worked out by kb: 914 + 699 = 1,613 million")
+    expect(answer.locator(".calc-operand").first).to_have_text(re.compile(r"^914: \[#\d\], line \d+$"))
     # the passage's lines that hold the operands, below the header row with the years
     expect(answer.locator("tr.calc-line[data-operand]")).to_have_count(2)
     expect(answer.locator("tr.calc-line").first).to_contain_text("2019")

@@ -4,10 +4,18 @@
 // operand lights that one. The passage's lines come from the document's stored text (as the viewer
 // shows it); everything is text, never markup.
 
+import { say } from "./answer.js";
 import { el, inert, langProp, place } from "./dom.js";
+import { PAGE_WORDS } from "./words.js";
 import { documentText, lightLines } from "./viewer.js";
 
-const SOURCE_WORDS = { question: "from the question", constant: "a constant" };
+/** kb's sentence ``name`` (kb_core.service.words) as a list of text and nodes: each {place} is ``nodes[place]``. */
+function sayWith(name, nodes) {
+  return (PAGE_WORDS.words[name] || "").split(/(\{\w+\})/).filter(Boolean).map((part) => {
+    const key = /^\{(\w+)\}$/.exec(part);
+    return key ? (nodes[key[1]] ?? "?") : part;
+  });
+}
 
 /** Where ``literal`` is written in ``text`` as a whole number (not inside a longer one): [start, end] pairs. */
 export function numberAt(text, literal) {
@@ -148,8 +156,8 @@ function operandItem(index, operand, byMarker, link) {
   const item = operand.marker === null ? null : byMarker.get(operand.marker);
   const where =
     operand.source === "passage" && item
-      ? [" in ", link(item, `[#${operand.marker}]`), operand.line ? `, line ${operand.line} of the passage` : ""]
-      : [` ${SOURCE_WORDS[operand.source] || ""}`];
+      ? [": ", ...sayWith("operand_in_passage", { marker: link(item, `[#${operand.marker}]`), line: String(operand.line) })]
+      : [`: ${say(operand.source === "question" ? "operand_in_question" : "operand_constant")}`];
   return el(
     "li",
     { className: `calc-operand ${operand.source}`, tabIndex: 0, data: { lights: String(index), operand: String(index) } },
@@ -196,10 +204,10 @@ export function renderComputation(answer, byMarker, root, link) {
     el(
       "p",
       { className: "calc-head" },
-      el("span", { className: "calc-label" }, "Worked out by kb: "),
-      el("span", { className: "calc-result", tabIndex: 0, title: "Hover over or focus the result to light its operands in the passage.", data: { lights: all } }, computation.result),
-      " = ",
-      el("span", { className: "calc-working" }, computation.working),
+      ...sayWith("worked_out", {
+        working: el("span", { className: "calc-working" }, computation.working),
+        result: el("span", { className: "calc-result", tabIndex: 0, title: "Hover over or focus the result to light its operands in the passage.", data: { lights: all } }, computation.result),
+      }),
     ),
     el("ol", { className: "calc-operands" }, computation.operands.map((operand, index) => operandItem(index, operand, byMarker, link))),
     passages,
