@@ -7,7 +7,9 @@ as installed. What is measured, with the embedded default model:
 
 * **fixtures, warm**: the 15 fixture questions in one process after a warm-up question;
 * **clapnq-tune**: ``--clapnq`` questions (seed 7) in one process: whole answer p50 / p95, first
-  token, decode tokens a second on grounded answers;
+  token, decode tokens a second on grounded answers; on grounded answers, the whole answer's p50 and the first
+  text shown (the first text ``on_token`` is given: what a front end shows; a revision that streams checked
+  sentences shows its first when that sentence is checked);
 * **conversations**: the first ``--turns`` turns of ``--conversations`` MT-RAG tune conversations
   (``kb_core.ask_in_thread``): first turns against follow-ups (rewrite and answer);
 * **a new process**: ``kb ask`` on one fixture question, wall time, against the same question
@@ -69,9 +71,23 @@ def child(task: dict[str, Any]) -> dict[str, Any]:
             return {"turns": turns, "process_s": time.perf_counter() - began}
         answers = []
         for index, question in enumerate(task["questions"]):
-            answer = ask(kb, question, AskOptions())
-            answers.append({"warm_up": index < task.get("warm_up", 0), **_figures(answer)})
+            shown = _FirstShown()
+            answer = ask(kb, question, AskOptions(), on_token=shown)
+            first_shown = {"first_shown_ms": shown.at_ms}
+            answers.append({"warm_up": index < task.get("warm_up", 0), **_figures(answer), **first_shown})
     return {"answers": answers, "process_s": time.perf_counter() - began, "peak_rss_mb": _peak_rss_mb()}
+
+
+class _FirstShown:
+    """An ``on_token`` that notes when the first text reached it (what a reader sees first), in ms from its making."""
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+        self.at_ms: float | None = None
+
+    def __call__(self, text: str) -> None:
+        if text and self.at_ms is None:
+            self.at_ms = (time.perf_counter() - self.began) * 1000
 
 
 def _figures(answer: Any) -> dict[str, Any]:
@@ -102,7 +118,21 @@ def tree_environment(tree: Path | None) -> dict[str, str]:
     if tree is not None:
         roots = [tree, *sorted(p for p in (tree / "plugins").iterdir() if p.is_dir()), tree / "examples" / "kb-org"]
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in roots)
+        env["KB_LOAD_PLUGINS"] = ",".join(_entry_points(roots))  # not the plugins only this checkout has
     return env
+
+
+def _entry_points(roots: list[Path]) -> list[str]:
+    """The names of the ``kb`` entry points the distributions under ``roots`` declare."""
+    import tomllib
+
+    names: list[str] = []
+    for root in roots:
+        project = root / "pyproject.toml"
+        if project.is_file():
+            declared = tomllib.loads(project.read_text(encoding="utf-8")).get("project", {})
+            names += declared.get("entry-points", {}).get("kb", {})
+    return names
 
 
 def run_child(tree: Path | None, task: dict[str, Any]) -> dict[str, Any]:
@@ -199,6 +229,8 @@ def answer_rows(label: str, runs: list[dict[str, Any]]) -> dict[str, float]:
     answers = [a for run in runs for a in run["answers"] if not a["warm_up"]]
     whole = [a["latency_ms"] / 1000 for a in answers]
     first = [a["first_token_ms"] / 1000 for a in answers if a["first_token_ms"] is not None]
+    grounded = [a for a in answers if a["grounded"]]
+    shown = [a["first_shown_ms"] / 1000 for a in grounded if a.get("first_shown_ms") is not None]
     rates = [
         (a["completion_tokens"] - 1) / ((a["latency_ms"] - a["first_token_ms"] - (a["check_ms"] or 0)) / 1000)
         for a in answers
@@ -208,6 +240,10 @@ def answer_rows(label: str, runs: list[dict[str, Any]]) -> dict[str, float]:
         f"{label} whole answer p50 (s)": statistics.median(whole),
         f"{label} whole answer p95 (s)": _p95(whole),
         f"{label} first token p50 (s)": statistics.median(first) if first else float("nan"),
+        f"{label} grounded: whole answer p50 (s)": statistics.median(a["latency_ms"] / 1000 for a in grounded)
+        if grounded
+        else float("nan"),
+        f"{label} grounded: first text shown p50 (s)": statistics.median(shown) if shown else float("nan"),
         f"{label} decode tokens/s, grounded (p50)": statistics.median(rates) if rates else float("nan"),
         f"{label} peak RSS (MB)": max(run["peak_rss_mb"] for run in runs),
     }
