@@ -11,7 +11,9 @@ rows and other years. kb checks each operand's place:
   is one of them (a column kb cannot place is refused); the operands come from all of them (an average "for
   2018 and 2019" averages one number of each), and a percentage change divides by the earliest one's;
 - in prose, its line holds two of the question's words (all of them, when it has fewer) and names no other
-  period only.
+  period only;
+- the two numbers of a change between named periods (new and old) are one measure: in one table row, or one
+  column of a table with a row per period.
 
 Another document's row that fits the question as well (:func:`rival_documents`), or a question that names no
 row in particular (:func:`names_no_row`), makes the question ambiguous; :func:`named_rows` are the rows
@@ -225,16 +227,40 @@ def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str],
     if operation == "average" and len(named) == 1:  # "the 2019 average" of a balance: its opening and closing
         allowed.add(named[0] - 1)
     periods: list[set[int]] = []
+    accepted: list[list[Place]] = []  # each passage operand's places that fit the question
     for operand in done.operands:
         if operand.source != "passage":
             periods.append(set())
             continue
-        places = (_place_periods(passages.get(p.passage, ""), p, words, allowed, counted) for p in operand.places)
-        fitting = [found for found in places if found is not None]
+        found = [(p, _place_periods(passages.get(p.passage, ""), p, words, allowed, counted)) for p in operand.places]
+        fitting = [(place, held) for place, held in found if held is not None]
         if not fitting:
             return f"{operand.literal} is in no row, column or sentence the question names: take each number from those"
-        periods.append(set().union(*fitting))
+        periods.append(set().union(*(held for _, held in fitting)))
+        accepted.append([place for place, _ in fitting])
+    measured = {operand.value for operand in done.operands if operand.source == "passage"}  # new and old, or more
+    changes = operation in ("change", "percent_change") and len(named) >= 2 and len(measured) == 2
+    if changes and not _one_measure(accepted, passages):
+        return "the numbers of a change between periods are in different rows: take one row's number of each period"
     return _coverage_problem(done.operands, periods, tree, named)
+
+
+def _one_measure(accepted: list[list[Place]], passages: Mapping[int, str]) -> bool:
+    """Whether the operands of a change (their fitting ``accepted`` places) can be one measure at several periods:
+    all in one table row, or one column of a table with a row per period; always, unless all are in table rows."""
+    shared: set[tuple[str, int, int]] | None = None
+    for places in accepted:
+        keys: set[tuple[str, int, int]] = set()
+        for place in places:
+            text = passages.get(place.passage, "")
+            line = text.splitlines()[place.line - 1] if 0 < place.line <= text.count("\n") + 1 else ""
+            if "|" not in line:
+                return True  # a number in prose: its sentence is checked, not its row
+            keys.add(("row", place.passage, place.line))
+            if periods_of(line.split("|")[0]):  # a row per period ("2021 | 138 | 6"): a measure is a column
+                keys.add(("column", place.passage, text[: place.offset].rsplit("\n", 1)[-1].count("|")))
+        shared = keys if shared is None else shared & keys
+    return bool(shared) or shared is None
 
 
 def _coverage_problem(operands: Sequence[Operand], periods: list[set[int]], tree: Node, named: list[int]) -> str | None:
