@@ -1,0 +1,130 @@
+"""The PostgreSQL store's schema, as migrations counted in ``kb_migrations`` (one row per migration applied).
+
+A migration is only ever appended. The first builds what the SQLite store's four migrations build
+(``kb_core/storage/schema.py``), with three differences:
+
+- every key and every text kb orders by is ``COLLATE "C"``: code point order (UTF-8 byte order) as in
+  SQLite, whatever the database's own collation (``en_US.UTF-8`` would sort ``B.md`` after ``a.md``);
+- insertion order, which SQLite reads from ``rowid``, is an identity column ``stored`` (``row_id`` in
+  ``answer_citations``, which a re-check updates by it);
+- the outbox's sequence numbers come from the one row of ``outbox_head``, counted up in the writing
+  transaction: a rolled-back write takes no number, and a trimmed one is never given again.
+"""
+
+MIGRATIONS: list[str] = [
+    # 1: documents, chunks, the change feed, the answer ledger, threads
+    """
+    CREATE TABLE documents (
+        path text COLLATE "C" PRIMARY KEY,
+        content_hash text NOT NULL,
+        size bigint NOT NULL,
+        mtime_ns bigint NOT NULL DEFAULT 0,
+        title text NOT NULL DEFAULT '',
+        parser text NOT NULL,
+        source_root text COLLATE "C" NOT NULL,
+        metadata_json text NOT NULL DEFAULT '{}',
+        chunk_count integer NOT NULL DEFAULT 0,
+        ingested_at text NOT NULL
+    );
+    CREATE INDEX documents_source ON documents (source_root);
+    CREATE TABLE chunks (
+        chunk_id text COLLATE "C" PRIMARY KEY,
+        doc_path text COLLATE "C" NOT NULL REFERENCES documents (path) ON DELETE CASCADE,
+        ordinal integer NOT NULL,
+        text text NOT NULL,
+        content_hash text NOT NULL,
+        start_line integer NOT NULL,
+        end_line integer NOT NULL,
+        heading_path_json text NOT NULL DEFAULT '[]',
+        token_count integer NOT NULL DEFAULT 0
+    );
+    CREATE INDEX chunks_doc ON chunks (doc_path, ordinal, chunk_id);
+    CREATE TABLE outbox_head (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        seq bigint NOT NULL
+    );
+    INSERT INTO outbox_head (seq) VALUES (0);
+    CREATE TABLE index_outbox (
+        seq bigint PRIMARY KEY,
+        doc_path text COLLATE "C" NOT NULL
+    );
+    CREATE TABLE index_state (
+        name text COLLATE "C" PRIMARY KEY,
+        applied_seq bigint NOT NULL DEFAULT 0,
+        fingerprint text NOT NULL DEFAULT '',
+        updated_at text NOT NULL
+    );
+    CREATE TABLE answers (
+        answer_id text COLLATE "C" PRIMARY KEY,
+        stored bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        created_at text COLLATE "C" NOT NULL,
+        question text NOT NULL,
+        answer text NOT NULL,
+        grounded boolean NOT NULL,
+        refusal_reason text,
+        citations_json text NOT NULL DEFAULT '[]',
+        model_json text NOT NULL DEFAULT '{}',
+        embedding_json text,
+        prompt_template_version text NOT NULL,
+        retrieval_json text NOT NULL DEFAULT '{}',
+        usage_json text NOT NULL DEFAULT '{}',
+        packed_chunks_json text
+    );
+    CREATE INDEX answers_listed ON answers (created_at DESC, stored DESC);
+    CREATE TABLE eval_runs (
+        run_id text COLLATE "C" PRIMARY KEY,
+        created_at text COLLATE "C" NOT NULL,
+        kind text NOT NULL,
+        config_json text NOT NULL DEFAULT '{}',
+        metrics_json text NOT NULL DEFAULT '{}',
+        report_path text
+    );
+    CREATE TABLE answer_citations (
+        row_id bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        answer_id text COLLATE "C" NOT NULL REFERENCES answers (answer_id) ON DELETE CASCADE,
+        marker integer NOT NULL,
+        chunk_id text COLLATE "C" NOT NULL,
+        doc_path text COLLATE "C" NOT NULL,
+        start_line integer NOT NULL,
+        end_line integer NOT NULL,
+        cited_text text,
+        fingerprint text,
+        doc_hash text,
+        state text NOT NULL DEFAULT 'unchecked',
+        reason text NOT NULL DEFAULT '',
+        now_text text,
+        checked_at text,
+        PRIMARY KEY (answer_id, marker)
+    );
+    CREATE INDEX answer_citations_doc ON answer_citations (doc_path);
+    CREATE TABLE threads (
+        thread_id text COLLATE "C" PRIMARY KEY,
+        stored bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        created_at text COLLATE "C" NOT NULL,
+        updated_at text COLLATE "C" NOT NULL
+    );
+    CREATE TABLE turns (
+        thread_id text COLLATE "C" NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+        position integer NOT NULL,
+        stored bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        answer_id text COLLATE "C" NOT NULL REFERENCES answers (answer_id) ON DELETE CASCADE,
+        asked text NOT NULL,
+        standalone text NOT NULL,
+        method text NOT NULL,
+        rewrite_ms double precision NOT NULL DEFAULT 0,
+        rewrite_prompt_tokens integer NOT NULL DEFAULT 0,
+        answer_json text NOT NULL,
+        created_at text COLLATE "C" NOT NULL,
+        PRIMARY KEY (thread_id, position)
+    );
+    CREATE INDEX turns_answer ON turns (answer_id)
+    """,
+]
+
+#: The table counting the migrations applied (made with the schema, before the first migration).
+VERSION_TABLE = """
+    CREATE TABLE IF NOT EXISTS kb_migrations (
+        version integer PRIMARY KEY,
+        applied_at timestamptz NOT NULL DEFAULT now()
+    )
+"""

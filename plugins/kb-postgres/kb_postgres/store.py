@@ -1,0 +1,333 @@
+"""The store of record on PostgreSQL: documents, chunks and the change feed (the ledger: :mod:`kb_postgres.ledger`).
+
+One connection per handle (kb opens a handle per :class:`~kb_core.app.KnowledgeBase`; kb-serve keeps a
+pool of them), in autocommit mode: a read outside ``transaction()`` sees what was committed, and
+``transaction()`` is one PostgreSQL transaction, committed or rolled back whole.
+
+The change feed is read as "entries after the last seq I applied", so entries must become visible in
+seq order. Every transaction that appends to the outbox first takes one transaction-scoped advisory
+lock per knowledge base (``pg_advisory_xact_lock``), before touching any document row: feed writers
+run one at a time and commit in seq order (docs/postgres-probe.md shows the entry a reader misses
+without it). Writes that do not touch the feed (answers, threads) do not wait for it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from kb_core.errors import KbError
+from kb_core.types import Chunk, Document
+from kb_postgres.connection import Connection, connect, storage_error
+from kb_postgres.ledger import PostgresLedger
+from kb_postgres.schema import MIGRATIONS, VERSION_TABLE
+from kb_postgres.settings import PostgresSettings
+
+#: The advisory locks' first key ("kb" in ASCII, then which lock); the second is a hash of the schema's name.
+FEED_LOCK, MIGRATION_LOCK = 0x6B620001, 0x6B620002
+
+_DOCUMENT = "path, content_hash, size, title, parser, source_root, metadata_json, chunk_count, ingested_at"
+_CHUNK = "chunk_id, doc_path, ordinal, text, content_hash, start_line, end_line, heading_path_json, token_count"
+_CHUNK_ORDER = "ORDER BY doc_path, ordinal, chunk_id"
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO-8601 text with seconds (the SQLite store's format)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _document(row: Sequence[Any]) -> Document:
+    return Document(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), row[7], row[8])
+
+
+def _chunk(row: Sequence[Any]) -> Chunk:
+    return Chunk(row[0], row[1], row[2], row[3], row[4], row[5], row[6], tuple(json.loads(row[7])), row[8])
+
+
+def _like_prefix(prefix: str) -> str:
+    r"""A LIKE pattern matching the texts that start with ``prefix`` (``\`` escapes).
+
+    >>> _like_prefix("a_b%")
+    'a\\_b\\%%'
+    """
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class PostgresStore(PostgresLedger):
+    """The store of record of one knowledge base in a PostgreSQL schema: a
+    :class:`~kb_core.extend.record_store.RecordStore` (``[store] backend = "postgres"``)."""
+
+    def __init__(self, settings: PostgresSettings, kb_dir: Path, *, create: bool = True) -> None:
+        self.kb_dir = Path(kb_dir)
+        self.settings = settings
+        self._writing = threading.RLock()  # one transaction at a time on this connection, whatever the thread
+        self._depth = 0
+        self._conn: Connection = connect(settings)
+        try:
+            self._migrate(create)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- the connection -------------------------------------------------------------------------
+
+    def _live(self) -> Connection:
+        """The connection, made again when the server dropped it (never inside a transaction)."""
+        if self._conn.broken and self._depth == 0:
+            self._conn = connect(self.settings)
+        return self._conn
+
+    def _exec(self, query: Any, params: Sequence[Any] | None = None) -> psycopg.Cursor[tuple[Any, ...]]:
+        """Run one statement; its rows are fetched already. A failure is a one-line KbError."""
+        try:
+            return self._live().execute(query, params)
+        except psycopg.Error as exc:
+            raise storage_error(self.settings, exc) from None
+
+    def _many(self, query: Any, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each of ``rows`` (pipelined). A failure is a one-line KbError."""
+        if not rows:
+            return
+        try:
+            with self._live().cursor() as cursor:
+                cursor.executemany(query, rows)
+        except psycopg.Error as exc:
+            raise storage_error(self.settings, exc) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresStore]:
+        """One transaction, committed on success and rolled back on error (a failed commit too: a one-line
+        KbError, a lost server or another writer's lock among them); what was stored before is intact."""
+        with self._writing:
+            conn = self._live()
+            self._depth += 1
+            try:
+                with conn.transaction():
+                    yield self
+            except psycopg.Error as exc:
+                raise storage_error(self.settings, exc) from None
+            finally:
+                self._depth -= 1
+
+    def _lock_feed(self) -> None:
+        """Take the knowledge base's feed lock until the transaction ends (see the module's docstring)."""
+        self._exec("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (FEED_LOCK, self.settings.schema))
+
+    def _append_outbox(self, paths: Sequence[str]) -> None:
+        """Append ``paths`` to the outbox in order, numbered from the head's next seq; caller holds the feed lock."""
+        if paths:
+            self._exec(
+                "WITH head AS (UPDATE outbox_head SET seq = seq + %(n)s RETURNING seq - %(n)s AS base)"
+                " INSERT INTO index_outbox (seq, doc_path) SELECT head.base + t.ord, t.path"
+                " FROM head, unnest(%(paths)s::text[]) WITH ORDINALITY AS t(path, ord)",
+                {"n": len(paths), "paths": list(paths)},  # type: ignore[arg-type]
+            )
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    # -- schema ---------------------------------------------------------------------------------
+
+    @property
+    def schema_version(self) -> int:
+        """The number of migrations applied."""
+        return self._version() or 0
+
+    def _version(self) -> int | None:
+        """The migrations applied; None when the schema holds no knowledge base."""
+        found = self._exec(
+            "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'kb_migrations'", (self.settings.schema,)
+        ).fetchone()
+        if found is None:
+            return None
+        return int(self._exec("SELECT coalesce(max(version), 0) FROM kb_migrations").fetchone()[0])  # type: ignore[index]
+
+    def _check_version(self, version: int) -> None:
+        if version > len(MIGRATIONS):
+            raise KbError(
+                f"the knowledge base in PostgreSQL at {self.settings.where} was written by a newer kb-postgres"
+                f" (schema {version})",
+                hint="upgrade kb-postgres",
+            )
+
+    def _migrate(self, create: bool) -> None:
+        """Make the schema when asked to, and apply the missing migrations in one transaction under an advisory
+        lock; the version is read again under it, so two first opens at once never apply one twice."""
+        version = self._version()
+        if version is None and not create:
+            raise KbError(
+                f"no knowledge base in PostgreSQL at {self.settings.where}",
+                hint="run 'kb init' or 'kb ingest PATH' first, or fix [backends.postgres] url and schema",
+            )
+        self._check_version(version or 0)
+        if version == len(MIGRATIONS):
+            return
+        with self.transaction():
+            self._exec("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (MIGRATION_LOCK, self.settings.schema))
+            self._exec(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.settings.schema)))
+            self._exec(VERSION_TABLE)
+            version = self._version() or 0
+            self._check_version(version)
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in filter(str.strip, script.split(";")):
+                    self._exec(statement)
+                self._exec("INSERT INTO kb_migrations (version) VALUES (%s)", (number,))
+
+    # -- documents and chunks ---------------------------------------------------------------------
+
+    def replace_document(self, document: Document, chunks: Sequence[Chunk], mtime_ns: int = 0) -> None:
+        """Insert or replace a document with its chunks, and append it to the feed; caller holds a transaction."""
+        self._lock_feed()
+        self._exec("DELETE FROM chunks WHERE doc_path = %s", (document.path,))
+        self._exec(
+            "INSERT INTO documents (path, content_hash, size, mtime_ns, title, parser, source_root, metadata_json,"
+            " chunk_count, ingested_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE"
+            " SET content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns,"
+            " title = excluded.title, parser = excluded.parser, source_root = excluded.source_root,"
+            " metadata_json = excluded.metadata_json, chunk_count = excluded.chunk_count,"
+            " ingested_at = excluded.ingested_at",
+            (
+                document.path,
+                document.content_hash,
+                document.size,
+                mtime_ns,
+                document.title,
+                document.parser,
+                document.source_root,
+                json.dumps(document.metadata, ensure_ascii=False, default=str),
+                len(chunks),
+                document.ingested_at or now_iso(),
+            ),
+        )
+        self._many(
+            f"INSERT INTO chunks ({_CHUNK}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                (c.chunk_id, c.doc_path, c.ordinal, c.text, c.content_hash, c.start_line, c.end_line)
+                + (json.dumps(list(c.heading_path), ensure_ascii=False), c.token_count)
+                for c in chunks
+            ],
+        )
+        self._append_outbox([document.path])
+
+    def delete_documents(self, paths: Iterable[str]) -> int:
+        """Delete documents (and their chunks), each appended to the feed; caller holds a transaction. The count."""
+        wanted = list(dict.fromkeys(paths))
+        self._lock_feed()
+        rows = self._exec("DELETE FROM documents WHERE path = ANY(%s) RETURNING path", (wanted,))
+        removed = {row[0] for row in rows}
+        self._append_outbox([path for path in wanted if path in removed])
+        return len(removed)
+
+    def get_document(self, path: str) -> Document | None:
+        """The document at ``path``, or None."""
+        row = self._exec(f"SELECT {_DOCUMENT} FROM documents WHERE path = %s", (path,)).fetchone()
+        return _document(row) if row else None
+
+    def list_documents(self, prefix: str = "") -> list[Document]:
+        """All documents (those under a path prefix), by path in code point order."""
+        rows = self._exec(
+            f"SELECT {_DOCUMENT} FROM documents WHERE path LIKE %s ESCAPE '\\' ORDER BY path", (_like_prefix(prefix),)
+        )
+        return [_document(row) for row in rows]
+
+    def count_documents(self) -> int:
+        """How many documents there are."""
+        return int(self._exec("SELECT count(*) FROM documents").fetchone()[0])  # type: ignore[index]
+
+    def document_hashes(self, source_root: str | None = None) -> dict[str, str]:
+        """path -> content hash, for every document (or those of one source root)."""
+        if source_root is None:
+            rows = self._exec("SELECT path, content_hash FROM documents")
+        else:
+            rows = self._exec("SELECT path, content_hash FROM documents WHERE source_root = %s", (source_root,))
+        return {row[0]: row[1] for row in rows}
+
+    def document_hashes_of(self, paths: Sequence[str]) -> dict[str, str]:
+        """path -> content hash, for those of ``paths`` that are stored."""
+        rows = self._exec("SELECT path, content_hash FROM documents WHERE path = ANY(%s)", (list(paths),))
+        return {row[0]: row[1] for row in rows}
+
+    def document_owners(self) -> dict[str, str]:
+        """path -> the source root (absolute folder) each document came from."""
+        return {row[0]: row[1] for row in self._exec("SELECT path, source_root FROM documents")}
+
+    def source_roots(self) -> list[str]:
+        """Every folder documents came from, in code point order."""
+        return [row[0] for row in self._exec("SELECT DISTINCT source_root FROM documents ORDER BY 1")]
+
+    def repoint_root(self, old: str, new: str) -> int:
+        """Make ``new`` the source folder of every document of ``old``; caller holds a transaction."""
+        return self._exec("UPDATE documents SET source_root = %s WHERE source_root = %s", (new, old)).rowcount
+
+    def chunks_of(self, doc_paths: Sequence[str]) -> list[Chunk]:
+        """The chunks of the given documents, in document then ordinal order."""
+        rows = self._exec(f"SELECT {_CHUNK} FROM chunks WHERE doc_path = ANY(%s) {_CHUNK_ORDER}", (list(doc_paths),))
+        return [_chunk(row) for row in rows]
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """chunk_id -> chunk, for the ids that exist."""
+        rows = self._exec(f"SELECT {_CHUNK} FROM chunks WHERE chunk_id = ANY(%s)", (list(chunk_ids),))
+        return {row[0]: _chunk(row) for row in rows}
+
+    def iter_chunks(self, batch: int = 1000) -> Iterator[list[Chunk]]:
+        """Every chunk, in batches, in document then ordinal order (a page at a time: no transaction stays open)."""
+        rows = self._exec(f"SELECT {_CHUNK} FROM chunks {_CHUNK_ORDER} LIMIT %s", (batch,)).fetchall()
+        while rows:
+            yield [_chunk(row) for row in rows]
+            last = rows[-1]
+            rows = self._exec(
+                f"SELECT {_CHUNK} FROM chunks WHERE (doc_path, ordinal, chunk_id) > (%s, %s, %s)"
+                f" {_CHUNK_ORDER} LIMIT %s",
+                (last[1], last[2], last[0], batch),
+            ).fetchall()
+
+    def count_chunks(self) -> int:
+        """How many chunks there are."""
+        return int(self._exec("SELECT count(*) FROM chunks").fetchone()[0])  # type: ignore[index]
+
+    def sample_chunk_texts(self, count: int, length: int) -> list[str]:
+        """The first ``length`` characters of at most ``count`` chunks, the same sample every time (by chunk id)."""
+        rows = self._exec("SELECT left(text, %s) FROM chunks ORDER BY chunk_id LIMIT %s", (length, count))
+        return [row[0] for row in rows]
+
+    # -- the change feed ----------------------------------------------------------------------------
+
+    def last_seq(self) -> int:
+        """The newest outbox sequence number (0 when nothing was ever written; trimming does not lower it)."""
+        return int(self._exec("SELECT seq FROM outbox_head").fetchone()[0])  # type: ignore[index]
+
+    def pending_paths(self, after_seq: int, limit: int) -> list[tuple[int, str]]:
+        """(seq, doc_path) outbox entries newer than ``after_seq``, oldest first."""
+        rows = self._exec(
+            "SELECT seq, doc_path FROM index_outbox WHERE seq > %s ORDER BY seq LIMIT %s", (after_seq, limit)
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    def index_state(self, name: str) -> tuple[int, str]:
+        """(applied_seq, fingerprint) of an index; (0, "") when it never ran."""
+        row = self._exec("SELECT applied_seq, fingerprint FROM index_state WHERE name = %s", (name,)).fetchone()
+        return (row[0], row[1]) if row else (0, "")
+
+    def set_index_state(self, name: str, applied_seq: int, fingerprint: str) -> None:
+        """Record how far an index got (its own statement, or part of the caller's transaction)."""
+        self._exec(
+            "INSERT INTO index_state (name, applied_seq, fingerprint, updated_at) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (name) DO UPDATE SET applied_seq = excluded.applied_seq,"
+            " fingerprint = excluded.fingerprint, updated_at = excluded.updated_at",
+            (name, applied_seq, fingerprint, now_iso()),
+        )
+
+    def trim_outbox(self, index_names: Sequence[str]) -> None:
+        """Forget outbox entries that every named index has applied."""
+        if index_names:
+            floor = min(self.index_state(name)[0] for name in index_names)
+            self._exec("DELETE FROM index_outbox WHERE seq <= %s", (floor,))
