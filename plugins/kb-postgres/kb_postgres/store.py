@@ -61,6 +61,18 @@ def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def _make_private_folder(path: Path) -> None:
+    """Make ``path`` and its missing parents, each a folder only its owner can enter (0700)."""
+    try:
+        for folder in reversed([path, *path.parents]):
+            if not folder.is_dir():
+                folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise KbError(
+            f"cannot make the knowledge base folder {path}: {exc.strerror}", hint="choose another --kb"
+        ) from None
+
+
 class PostgresStore(PostgresLedger):
     """The store of record of one knowledge base in a PostgreSQL schema: a
     :class:`~kb_core.extend.record_store.RecordStore` (``[store] backend = "postgres"``)."""
@@ -76,6 +88,8 @@ class PostgresStore(PostgresLedger):
         except BaseException:
             self._conn.close()
             raise
+        if create:
+            _make_private_folder(self.kb_dir)  # kb keeps its indexes, caches and locks there, as with SQLite
 
     # -- the connection -------------------------------------------------------------------------
 

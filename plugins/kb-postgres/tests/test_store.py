@@ -104,6 +104,16 @@ def test_two_first_opens_at_once_apply_each_migration_once(open_pg: OpenStore) -
     assert [v[0] for v in versions] == list(range(1, stores[0].schema_version + 1))
 
 
+def test_opening_makes_the_knowledge_base_folder_private_and_without_create_makes_nothing(
+    open_pg: OpenStore, tmp_path: Path
+) -> None:
+    with pytest.raises(KbError, match=r"^no knowledge base in PostgreSQL at .*\(run 'kb init'"):
+        open_pg(create=False)
+    assert not (tmp_path / "kb").exists()
+    open_pg()
+    assert (tmp_path / "kb").stat().st_mode & 0o777 == 0o700 and list((tmp_path / "kb").iterdir()) == []
+
+
 def test_a_schema_written_by_a_newer_kb_postgres_is_refused(open_pg: OpenStore) -> None:
     store = open_pg()
     store._exec("INSERT INTO kb_migrations (version) VALUES (%s)", (store.schema_version + 5,))
