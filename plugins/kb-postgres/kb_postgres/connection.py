@@ -14,10 +14,13 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
+from kb_core import KbError, WriterBusyError
 from kb_postgres.settings import URL_ENV, PostgresSettings
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+#: kb's exit code of a knowledge base that cannot be written (busy, disk full, read-only, unreachable);
+#: kb-serve answers 503 or 507 for it.
+EXIT_STORAGE = 5
 
 
 def connect(settings: PostgresSettings) -> Connection:

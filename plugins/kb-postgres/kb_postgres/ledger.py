@@ -15,8 +15,8 @@ from typing import Any
 
 import psycopg
 
-from kb_core.errors import NotFoundError
-from kb_core.extend.record_store import (
+from kb_core import NotFoundError
+from kb_core.plugin.stores import (
     CitationRecord,
     LedgerAnswer,
     LedgerEntry,

@@ -21,8 +21,8 @@ from kb_core.plugin.options import Option, checked_options
 URL_ENV = "KB_POSTGRES_URL"
 #: How a newcomer without a server gets one (PostgreSQL and pgvector from PyPI, on this machine only).
 PGSERVER_RECIPE = (
-    "pip install pgserver; python -c \"import pgserver; print(pgserver.get_server('~/kb-postgres',"
-    ' cleanup_mode=None).get_uri())"'
+    "pip install pgserver (then python -c \"import pgserver; print(pgserver.get_server('~/kb-postgres',"
+    ' cleanup_mode=None).get_uri())" prints its URL)'
 )
 
 #: The options of ``[backends.postgres]``, declared to kb (``register_options``): checked at start.

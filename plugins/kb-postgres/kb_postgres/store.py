@@ -24,8 +24,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from kb_core.errors import KbError
-from kb_core.types import Chunk, Document
+from kb_core import Chunk, Document, KbError
 from kb_postgres.connection import Connection, connect, storage_error
 from kb_postgres.ledger import PostgresLedger
 from kb_postgres.schema import MIGRATIONS, VERSION_TABLE

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kb_core.extend.record_store import RecordStore, StoreContext
+from kb_core.plugin.stores import RecordStore, StoreContext
 from kb_core.testing import RecordStoreContract, load_registry
 
 

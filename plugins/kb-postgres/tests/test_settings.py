@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from kb_postgres.settings import OPTIONS, URL_ENV, PostgresSettings, describe
 from psycopg.conninfo import make_conninfo
 
-from kb_core.errors import ConfigError
+from kb_core import ConfigError
 from kb_core.testing import load_registry
 
 WORDS = st.text(st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, max_size=20)

@@ -12,11 +12,9 @@ import pytest
 from kb_postgres import open_store
 from kb_postgres.store import PostgresStore
 
-from kb_core.config import Config
-from kb_core.errors import KbError, WriterBusyError
-from kb_core.extend.record_store import StoreContext
+from kb_core import Config, Document, KbError, WriterBusyError
+from kb_core.plugin.stores import StoreContext
 from kb_core.testing import store_document
-from kb_core.types import Document
 
 OpenStore = Callable[..., PostgresStore]
 
