@@ -59,7 +59,7 @@ DETAILS: dict[str, frozenset[str]] = {
 }
 INDEX_MODES = ("lexical", "vector")
 #: Engines kb's documentation names; each comes in the distribution ``kb-<name>`` ("install it" hints).
-KNOWN_ENGINES = frozenset({"tantivy", "sqlitevec", "qdrant", "llamacpp", "ollama", "openai", "tesseract"})
+KNOWN_ENGINES = frozenset({"tantivy", "sqlitevec", "qdrant", "postgres", "llamacpp", "ollama", "openai", "tesseract"})
 
 
 class PluginError(KbError):
