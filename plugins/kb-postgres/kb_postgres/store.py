@@ -198,7 +198,17 @@ class PostgresStore(PostgresLedger):
     # -- documents and chunks ---------------------------------------------------------------------
 
     def replace_document(self, document: Document, chunks: Sequence[Chunk], mtime_ns: int = 0) -> None:
-        """Insert or replace a document with its chunks, and append it to the feed; caller holds a transaction."""
+        """Insert or replace a document with its chunks, and append it to the feed; caller holds a transaction.
+
+        PostgreSQL's text cannot hold NUL (U+0000), which SQLite keeps: a document whose text has one is refused
+        whole, in one line naming it (kb's ingest skips a file with a NUL in its first 8 KiB as binary).
+        """
+        if "\x00" in document.title or any("\x00" in chunk.text for chunk in chunks):
+            raise KbError(
+                f"cannot store {document.path!r} in PostgreSQL: its text holds a NUL character (U+0000),"
+                " which PostgreSQL text cannot hold",
+                hint="remove the NUL characters from the file, or keep this knowledge base in SQLite",
+            )
         self._lock_feed()
         self._exec("DELETE FROM chunks WHERE doc_path = %s", (document.path,))
         self._exec(

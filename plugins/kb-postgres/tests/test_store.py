@@ -112,6 +112,13 @@ def test_opening_makes_the_knowledge_base_folder_private_and_without_create_make
     assert (tmp_path / "kb").stat().st_mode & 0o777 == 0o700 and list((tmp_path / "kb").iterdir()) == []
 
 
+def test_a_document_whose_text_holds_a_nul_is_refused_in_one_line_naming_it(open_pg: OpenStore) -> None:
+    store = open_pg()
+    with pytest.raises(KbError, match=r"^cannot store 'a\.md' in PostgreSQL: its text holds a NUL character"):
+        store_document(store, "a.md", ("fine", "x\x00y"))
+    assert store.count_documents() == 0 and store.last_seq() == 0
+
+
 def test_a_schema_written_by_a_newer_kb_postgres_is_refused(open_pg: OpenStore) -> None:
     store = open_pg()
     store._exec("INSERT INTO kb_migrations (version) VALUES (%s)", (store.schema_version + 5,))
