@@ -253,8 +253,9 @@ def test_a_claim_no_packed_passage_backs_is_refused_as_unsupported(store: StoreO
         "unsupported",
         "unsupported_claim",
     )
-    assert "no packed passage supports" in answer.note and answer.citations == ()
-    assert any(s.kind == "claim" and not s.supported for s in answer.sentences)
+    assert "no packed passage supports claim" in answer.note and answer.citations == ()
+    refused = [s for s in answer.sentences if s.kind == "claim" and not s.supported]
+    assert refused and refused[0].text not in answer.note  # a refused claim is named by number, never repeated
     assert answers_rows(store)[-1]["refusal_reason"] == "unsupported"
 
 
@@ -264,7 +265,7 @@ def test_unsupported_claims_can_be_dropped_with_a_note(store: StoreOfRecord) -> 
         store, hits_for((0, 0.9)), ScriptedLanguageModel(script), overrides={"rag.unsupported_claims": "drop"}
     ).ask()
     assert answer.grounded and answer.answer == "Paris is the capital [#1]."
-    assert "dropped 1 unsupported sentence" in answer.note and "40 million" in answer.note
+    assert "dropped 1 unsupported claim(s) (claim 2)" in answer.note and "40 million" not in answer.note
 
 
 @pytest.mark.parametrize(

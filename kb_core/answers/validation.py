@@ -30,6 +30,11 @@ from kb_core.types import RefusalReason, SentenceSupport
 _SAYS_SOMETHING = re.compile(r"[^\W_]")  # a letter or digit outside the citation markers
 
 
+#: A note names a refused claim by its number, never its words: a withdrawn claim is shown nowhere but
+#: ``--explain`` (and ``answer.v1``'s ``sentences``), where the reader asked to see it.
+_WHERE = " (kb ask --explain shows each claim)"
+
+
 @attrs.frozen(kw_only=True)
 class Verdict:
     """What validation concluded about a generated answer (built with keywords)."""
@@ -97,9 +102,9 @@ def validate(
     unsupported = [s for s in claims if not s.supported]
     if unsupported and unsupported_claims == "drop" and len(unsupported) < len(claims):
         kept = tuple(s for s in sentences if s.supported)
-        dropped = "; ".join(f'"{s.text}"' for s in unsupported)
+        dropped = ", ".join(str(claims.index(s) + 1) for s in unsupported)
         verdict = _grounded(" ".join(s.text for s in kept), kept, marked.invalid)
-        return attrs.evolve(verdict, note=f"dropped {len(unsupported)} unsupported sentence(s): {dropped}")
+        return attrs.evolve(verdict, note=f"dropped {len(unsupported)} unsupported claim(s) (claim {dropped}){_WHERE}")
     if unsupported:
         first = unsupported[0]
         share = f"{first.support:.0%}" if first.support is not None else "none"
@@ -108,7 +113,7 @@ def validate(
             refusal_reason="unsupported",
             cited=marked.cited,
             invalid=marked.invalid,
-            note=f'no packed passage supports "{_short(first.text)}" (best support {share})',
+            note=f"no packed passage supports claim {claims.index(first) + 1} (best support {share}){_WHERE}",
             text=text,
             sentences=sentences,
             refusal_detail="unsupported_claim",
@@ -130,7 +135,3 @@ def validate(
 def _grounded(text: str, sentences: tuple[SentenceSupport, ...], invalid: tuple[int, ...]) -> Verdict:
     cited = tuple(dict.fromkeys(m for s in sentences for m in s.supported_by))
     return Verdict(grounded=True, cited=cited, invalid=invalid, text=text, sentences=sentences)
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

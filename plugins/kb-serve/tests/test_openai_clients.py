@@ -204,3 +204,30 @@ def test_the_embedded_model_streams_an_answer_to_the_openai_package(
         assert "2024" in text and "#/doc/notes%2FCHANGELOG.txt/L" in text
     else:
         assert text.endswith(markdown.message(answer, server.url)) and "kb refused to answer" in text
+
+
+#: An answer whose first sentence no passage supports: kb refuses it, and the second is never reached.
+WITHDRAWN = "The daemon was written by Ada Lovelace in 1843 [#1]. It listens on TCP port 7341 [#1]."
+
+
+def unsupported_first(request: Any) -> list[str]:
+    return [word if index == 0 else f" {word}" for index, word in enumerate(WITHDRAWN.split())]
+
+
+def test_a_refused_answer_streams_only_its_refusal_to_the_openai_package_and_llm(
+    start_server: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Issue 44: a chat client keeps what it was streamed; nothing the model wrote reaches it before the refusal."""
+    server = start_server(script=unsupported_first)
+    messages: list[Any] = [{"role": "user", "content": PORT_QUESTION}]
+    text, chunks = streamed(client(server).chat.completions.create(model="kb", messages=messages, stream=True))
+    assert extra(chunks[-1], "kb")["refusal_reason"] == "unsupported"
+    assert text.startswith("kb refused to answer (unsupported)")
+    assert "Lovelace" not in text and "7341" not in text  # neither the refused sentence nor the one after it
+    (tmp_path / "extra-openai-models.yaml").write_text(
+        f'- model_id: kb\n  model_name: kb\n  api_base: "{server.url}/v1"\n', encoding="utf-8"
+    )
+    said = run_llm(tmp_path, "-m", "kb", PORT_QUESTION)  # llm streams by default and logs what it was sent
+    assert "kb refused to answer (unsupported)" in said and "Lovelace" not in said
+    logged = run_llm(tmp_path, "logs", "-n", "1")
+    assert "kb refused to answer" in logged and "Lovelace" not in logged
