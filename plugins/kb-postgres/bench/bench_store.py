@@ -10,6 +10,7 @@ Prints one line per store. Needs ``pip install -e "plugins/kb-postgres[test]"``.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
@@ -38,6 +39,7 @@ def measure(name: str, options: dict[str, object]) -> str:
     found = store.get_chunks([chunk.chunk_id for chunk in some])
     read = time.perf_counter() - began
     store.close()
+    shutil.rmtree(folder)
     return (
         f"{name}: wrote {DOCUMENTS} documents x {CHUNKS} chunks in {wrote:.2f} s ({DOCUMENTS / wrote:.0f} documents/s);"
         f" read {every} chunks, then {len(found)} by document and id, in {read * 1000:.0f} ms"
@@ -46,13 +48,13 @@ def measure(name: str, options: dict[str, object]) -> str:
 
 def main() -> None:
     """Both stores, on the server named by the first argument or on one pgserver starts."""
-    server = None
+    server, data = None, Path(tempfile.mkdtemp(prefix="kb-bench-pg-"))
     if len(sys.argv) > 1:
         url = sys.argv[1]
     else:
         import pgserver
 
-        server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="kb-bench-pg-")) / "data", cleanup_mode="delete")
+        server = pgserver.get_server(data / "data", cleanup_mode="delete")
         url = server.get_uri()
     try:
         print(measure("sqlite", {}))
@@ -60,6 +62,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
