@@ -100,3 +100,41 @@ def test_released_text_is_always_a_checked_prefix(pieces: list[str]) -> None:
 def test_the_last_sentence_is_held_until_the_next_begins() -> None:
     assert complete_part("Port 7341 [#1]. It") == "Port 7341 [#1]. "
     assert complete_part("Port 7341 [#1].") == ""  # markers may still follow its full stop
+
+
+def test_kb_chat_and_kb_ask_show_a_refused_answers_refusal_and_none_of_its_text(tmp_path: Path) -> None:
+    """``kb chat`` under a pseudo-terminal (as a person runs it) and ``kb ask`` without one: the refused answer's
+    words never reach the screen, neither streamed nor after the refusal."""
+    import os
+    import pty
+    import subprocess
+
+    from kbtest import CORPUS, KB, kb_env, run_kb
+
+    env = {"KB_PLUGIN_MODULES": kb_env()["KB_PLUGIN_MODULES"] + ",withdrawing_backend"}
+    env |= {"PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))}
+    kb_dir = tmp_path / "kb"
+    assert run_kb("--kb", str(kb_dir), "ingest", str(CORPUS), env=env).returncode == 0
+    asked = run_kb("--kb", str(kb_dir), "--backend", "withdrawing", "ask", "What port does the daemon use?", env=env)
+    assert asked.returncode == 1 and "kb refused to answer (unsupported)" in asked.stdout + asked.stderr
+    assert "Lovelace" not in asked.stdout + asked.stderr  # kb ask, not streamed (no terminal): the same
+    leader, follower = pty.openpty()
+    chat = [str(KB), "--kb", str(kb_dir), "--backend", "withdrawing", "chat"]
+    with subprocess.Popen(chat, stdin=follower, stdout=follower, stderr=follower, env=kb_env(env)) as process:
+        os.close(follower)
+        os.write(leader, b"What TCP port does the Heliograph daemon listen on?\n/quit\n")
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed: kb chat ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert process.wait(timeout=120) == 0, seen.decode(errors="replace")
+    os.close(leader)
+    shown = seen.decode(errors="replace")
+
+    assert "kb refused to answer (unsupported)" in shown
+    assert "Lovelace" not in shown and "7341" not in shown

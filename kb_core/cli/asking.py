@@ -82,7 +82,11 @@ def print_outcome(answer: Answer, streamed: str | None) -> None:
     """After the answer's text (``streamed``, if it was): sources and verdict, or refusal reason and candidates,
     in the answer service's words (:mod:`kb_core.service.words`)."""
     said = envelope("answer.v1", answer)
-    if streamed is None:
+    if not answer.grounded:  # a refusal: kb's own words only, never the model's text it refused
+        own = words.own_text(said)
+        if own:
+            click.echo(own if streamed is None else f"\n{own}")
+    elif streamed is None:
         click.echo(answer.answer)
     else:
         click.echo()

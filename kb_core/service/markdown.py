@@ -109,8 +109,8 @@ def sources_part(answer: Answer, base: str) -> str:
 
 def refusal(answer: Answer, base: str) -> str:
     """A refusal in words: why (and kb's own text, when it refused before the model), then the nearest passages."""
-    reason = answer.get("refusal_reason") or ""
-    parts = [answer["answer"].strip()] if reason in words.KB_WORDS and answer["answer"].strip() else []
+    own = words.own_text(answer)
+    parts = [own] if own else []
     parts.append(words.refusal_line(answer))
     candidates = answer.get("candidates") or []
     listed = words.lists_candidates(answer)

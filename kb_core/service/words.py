@@ -104,6 +104,12 @@ def reason_sentence(answer: Mapping[str, Any]) -> str:
     )
 
 
+def own_text(answer: Mapping[str, Any]) -> str:
+    """What a refused ``answer`` says in kb's own words before its refusal line ('' when none): the score gate's
+    text with the nearest passages, or nothing found. A model's text kb refused is never shown."""
+    return answer["answer"].strip() if answer.get("refusal_reason") in KB_WORDS else ""
+
+
 def refusal_line(answer: Mapping[str, Any]) -> str:
     """``kb refused to answer (reason): note`` (the note when there is one, else a full stop)."""
     why = say("refusal_line", reason=answer.get("refusal_reason") or "refused")
