@@ -34,6 +34,7 @@ from kb_core.answers.numbers import Call, read_numbers
 from kb_core.answers.operand_places import named_rows, names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import operation_problem, unlike_terms
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
+from kb_core.answers.tables import stored_rows
 from kb_core.answers.validation import Verdict
 from kb_core.errors import Cancelled
 from kb_core.extend.contracts import LanguageModel
@@ -145,6 +146,7 @@ def computed(
     when it only restates one number of the passages (:func:`restates_one_number`: the passage states the answer).
     ``documents`` names each passage's document: another document with a row that fits the question as well
     makes the question ambiguous (refused, both named), since it does not say which report it means."""
+    passages = {marker: stored_rows(text) for marker, text in passages.items()}  # a Markdown table's rows too
     done = check_computation(reply.expression, passages, question=question)
     if isinstance(done, ComputationRefusal):
         return done
@@ -208,7 +210,7 @@ def work_out(
     """Ask ``llm`` for the computation over the packed ``entries`` and check it against ``passages`` (their text
     by marker, instructions removed; ``documents`` their paths); None when it writes none (``CALC: none``, or no
     ``CALC:`` line)."""
-    user = user_text(entries, question, named_rows(passages, question))
+    user = user_text(entries, question, named_rows({m: stored_rows(t) for m, t in passages.items()}, question))
     raw, done, first_token_ms, generation_ms = stream_answer(
         llm, request(user, temperature=temperature, seed=seed), None, started
     )

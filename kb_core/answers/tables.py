@@ -60,6 +60,36 @@ def readable_tables(text: str) -> str:
     return "\n".join(out)
 
 
+def stored_rows(text: str) -> str:
+    """``text`` with each Markdown table's rows written as kb stores a table's (``Europe | 3,100 | 2,950``: no outer
+    bars) and its ``|---|`` line as a row of empty cells, line for line, so that a row's first cell is its label
+    whatever wrote the table (the computation checks read rows this way).
+
+    >>> stored_rows("| Region | 2019 |\\n|---|---|\\n| Asia | 1,210 |")
+    'Region | 2019\\n | \\nAsia | 1,210'
+    """
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if not _SEPARATOR.match(line.strip()) or "|" not in line:
+            continue
+        width = len(_cells(line, True))
+        lines[index] = " | ".join([""] * width)
+        for row in _block(lines, index):
+            lines[row] = " | ".join(_cells(lines[row], True))
+    return "\n".join(lines)
+
+
+def _block(lines: list[str], index: int) -> list[int]:
+    """The indexes of the lines with cells around line ``index``, ``index`` left out."""
+    rows = []
+    for step in (-1, 1):
+        at = index + step
+        while 0 <= at < len(lines) and _ROW.search(lines[at]):
+            rows.append(at)
+            at += step
+    return rows
+
+
 def _cells(line: str, markdown: bool) -> list[str]:
     """A row's cells. kb writes an empty first or last cell as a leading or trailing ``|``; in a
     Markdown table (one with a ``|---|`` line) the outer bars are no cells."""

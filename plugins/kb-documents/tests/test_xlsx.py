@@ -264,3 +264,19 @@ def test_ingest_then_search_finds_a_row_with_its_header_and_its_own_line(tmp_pat
         line = 1 + 1 + 200  # "Sheet: Readings", the header, then the 200th row
         assert hit.citation.start_line <= line <= hit.citation.end_line
         assert text.split("\n")[1 + line - hit.citation.start_line] == "sensor199 | 298.5 | overheated"
+
+
+def test_a_sheets_table_is_worked_out_from_as_stored() -> None:
+    """Issue 43, deliver 4: a computed answer over a sheet's rows, as kb stores them (the header's years name the
+    columns); an operand from another row is refused."""
+    from kb_core.answers.computation import ComputationRefusal
+    from kb_core.answers.computed import Reply, computed
+
+    sales = {"Sales": [["Region", 2018, 2019], ["North America", 5200, 6046], ["Europe", 3100, 2950]]}
+    text = parsed_text(XlsxParser().parse_bytes(_workbook(sales), "sales.xlsx").blocks)
+    question = "By how much did sales in Europe change from 2018 to 2019?"
+    done = computed(Reply("2950 - 3100", (1,)), {1: text}, question)
+    assert done is not None and not isinstance(done, ComputationRefusal), done
+    assert done[1].startswith("-150 (2950 - 3100) [#1]")
+    refused = computed(Reply("6046 - 5200", (1,)), {1: text}, question)
+    assert isinstance(refused, ComputationRefusal) and refused.reason == "operand_off_question"
