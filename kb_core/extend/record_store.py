@@ -228,11 +228,62 @@ class RecordStore(Protocol):
     def delete_thread(self, thread_id: str) -> int | None: ...
 
 
+@attrs.frozen
+class IngestJob:
+    """A file of a folder (``root``, ``path`` as stored) one ingest worker took from a shared store's queue.
+
+    ``token`` names that taking: only its holder can finish the job, and only while its lease holds."""
+
+    root: str
+    path: str
+    token: str
+
+
+@runtime_checkable
+class SharedRecordStore(RecordStore, Protocol):
+    """A store of record that several kb processes, each with its own knowledge base folder, write at once.
+
+    The SQLite store is not one (one writer, one folder). For a shared store:
+
+    - ``index_state`` and ``set_index_state`` are the *handle's folder's* (each folder keeps its own indexes, so
+      each follows the feed on its own); ``trim_outbox`` keeps what any folder seen lately still has to apply,
+      and an index whose position was trimmed while its folder was away reads as never built (``(0, "")``),
+      so it is rebuilt from the store;
+    - its transactions, not ``writer.lock``, keep writes whole: the file lock only keeps one process at a time
+      updating a folder's indexes;
+    - ``kb ingest`` shares a folder's files among any number of workers through its queue.
+    """
+
+    def wait_for_change(self, after_seq: int, timeout_s: float) -> int:
+        """The feed's newest seq as soon as it passes ``after_seq``, or after ``timeout_s`` (whatever it is)."""
+        ...
+
+    def queue_files(self, root: str, paths: Sequence[str]) -> None:
+        """Queue these files of folder ``root`` for ingest (a file queued or taken already is left as it is)."""
+        ...
+
+    def take_files(self, root: str, limit: int) -> list[IngestJob]:
+        """Take up to ``limit`` queued files of ``root`` (or files whose taker's lease ran out), never one another
+        worker holds; each is this worker's until it is finished or its lease runs out."""
+        ...
+
+    def files_in_progress(self, root: str) -> int:
+        """How many files of ``root`` are queued or held by a worker whose lease holds."""
+        ...
+
+    def finish_file(self, job: IngestJob) -> bool:
+        """Remove ``job`` from the queue, in the caller's transaction; False when it is no longer this worker's
+        (its lease ran out and another took it): then nothing of it may be written."""
+        ...
+
+
 __all__ = [
     "CitationRecord",
+    "IngestJob",
     "LedgerAnswer",
     "LedgerEntry",
     "RecordStore",
+    "SharedRecordStore",
     "StoreContext",
     "ThreadRecord",
     "ThreadSummary",

@@ -19,7 +19,7 @@ import time
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,13 @@ from kb_core.app import KnowledgeBase
 from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
 from kb_core.extend.containers import ContainerParser
 from kb_core.extend.contracts import BytesParser, ParserContext, TokenStartsEmbedder
+from kb_core.extend.record_store import SharedRecordStore
 from kb_core.ingest.chunker import Chunker, ChunkLimits
 from kb_core.ingest.containers import StoredPaths, ingest_container
+from kb_core.ingest.follow import folder_lock, shared_store
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.prepared import Prepared as _Prepared
+from kb_core.ingest.queued import ingest_queued
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import (
     IGNORE_FILE,
@@ -94,6 +97,23 @@ def writer_lock(kb: KnowledgeBase) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _writing(kb: KnowledgeBase) -> AbstractContextManager[None]:
+    """What an ingest or a removal holds while it writes: the writer lock, unless the store is shared (its
+    transactions keep writes whole, and any number of workers write it at once)."""
+    return nullcontext() if shared_store(kb) is not None else writer_lock(kb)
+
+
+@contextmanager
+def _updating_indexes(kb: KnowledgeBase) -> Iterator[None]:
+    """With a shared store, the folder's lock while its indexes are brought up to date (waiting for a process of
+    this folder doing the same); with SQLite, :func:`_writing` holds it already."""
+    if shared_store(kb) is None:
+        yield
+        return
+    with folder_lock(kb, wait=True):
+        yield
 
 
 def make_chunker(kb: KnowledgeBase) -> Chunker:
@@ -231,7 +251,11 @@ class Ingester:
                 self.store.replace_document(item.document, chunks)
         for item in batch:
             (self.updated if item.document.path in known else self.added).append(item.document.path)
-            self.warnings.extend(IngestWarning(item.document.path, w) for w in item.warnings)
+            self.note_warnings(item)
+
+    def note_warnings(self, item: _Prepared) -> None:
+        """Report the warnings of a document written."""
+        self.warnings.extend(IngestWarning(item.document.path, w) for w in item.warnings)
 
     def _claim(self, root: Root, files: list[SourceFile]) -> set[str]:
         """Paths stored from another folder: re-point that folder here (``repoint``), else refuse them."""
@@ -266,7 +290,22 @@ class Ingester:
         refused = self._claim(root, files)
         hashes = self.store.document_hashes(root_key)
         known = {p: h for p, h in hashes.items() if root.covers(p)}
-        stored = StoredPaths(hashes)
+        shared = self.store if isinstance(self.store, SharedRecordStore) else None
+        if shared is not None:  # several workers share the files out through the store's queue
+            seen = ingest_queued(self, shared, root_key, files, refused)
+        else:
+            seen = self._ingest_in_order(files, refused, root_key, known, StoredPaths(hashes))
+        if not root.single:
+            keep = protected(problems)
+            gone = sorted(p for p in set(known) - seen if not is_protected(p, keep))
+            with self.store.transaction():
+                self.store.delete_documents(gone)
+            self.removed.extend(gone)
+
+    def _ingest_in_order(
+        self, files: list[SourceFile], refused: set[str], root_key: str, known: dict[str, str], stored: StoredPaths
+    ) -> set[str]:
+        """Ingest ``files`` one after another, written in batches (the one writer of a store); the paths seen."""
         seen: set[str] = set()
         batch: list[_Prepared] = []
         size = self.kb.config.ingest.batch_documents
@@ -295,12 +334,7 @@ class Ingester:
                 batch = []
         if batch:
             self._write(batch, known)
-        if not root.single:
-            keep = protected(problems)
-            gone = sorted(p for p in set(known) - seen if not is_protected(p, keep))
-            with self.store.transaction():
-                self.store.delete_documents(gone)
-            self.removed.extend(gone)
+        return seen
 
     def _files(self, root: Root) -> tuple[list[SourceFile], list[SourceProblem]]:
         """The files of a root (one spelling per NFC name), and the problems met finding them."""
@@ -376,11 +410,12 @@ def ingest_paths(
     (a moved or copied notes folder).
     """
     started = time.perf_counter()
-    with writer_lock(kb):
+    with _writing(kb):
         ingester = Ingester(kb, progress, follow_symlinks=follow_symlinks, repoint=repoint)
         for path in paths:
             ingester.ingest_root(Path(path))
-        indexes = sync_all(kb, progress)
+        with _updating_indexes(kb):
+            indexes = sync_all(kb, progress)
         changed = ingester.added + ingester.updated + ingester.removed
         answers = recheck_documents(kb.store, changed) if changed else None
     return IngestReport(
@@ -401,7 +436,7 @@ def ingest_paths(
 
 def remove_documents(kb: KnowledgeBase, paths: Sequence[str]) -> list[str]:
     """Remove documents by path (or every document under a folder prefix ending in '/')."""
-    with writer_lock(kb):
+    with _writing(kb):
         targets: list[str] = []
         for path in paths:
             clean = normalise(path.strip())
@@ -415,6 +450,7 @@ def remove_documents(kb: KnowledgeBase, paths: Sequence[str]) -> list[str]:
                 raise KbError(f"no document at {clean!r}", hint="see 'kb list' for the stored paths")
         with kb.store.transaction():
             kb.store.delete_documents(targets)
-        sync_all(kb)
+        with _updating_indexes(kb):
+            sync_all(kb)
         recheck_documents(kb.store, targets)  # the answers citing them are stale now
     return targets

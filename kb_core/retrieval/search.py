@@ -306,7 +306,10 @@ def search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
 
 def checked_search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
     """:func:`search` for a query its caller has already checked (the answer pipeline checks its question once)."""
+    from kb_core.ingest.follow import catch_up  # (here: importing this module stays light)
+
     start = time.perf_counter()
+    catch_up(kb)  # a shared store (PostgreSQL): this folder's indexes first apply what other processes wrote
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)
     fused = len(retrievers) > 1 or query.mode == "hybrid"

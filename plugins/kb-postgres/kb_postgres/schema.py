@@ -9,6 +9,10 @@ A migration is only ever appended. The first builds what the SQLite store's four
   ``answer_citations``, which a re-check updates by it);
 - the outbox's sequence numbers come from the one row of ``outbox_head``, counted up in the writing
   transaction: a rolled-back write takes no number, and a trimmed one is never given again.
+
+The second replaces ``index_state`` (one position per index) with ``feed_positions``: one per knowledge base
+folder (a consumer) and index, since every folder keeps its own indexes; the folders' indexes built before
+are rebuilt from the store on their first sync. ``ingest_jobs`` is the queue ``kb ingest`` workers share.
 """
 
 MIGRATIONS: list[str] = [
@@ -118,6 +122,32 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (thread_id, position)
     );
     CREATE INDEX turns_answer ON turns (answer_id)
+    """,
+    # 2: each knowledge base folder follows the feed on its own (its indexes' positions, seen lately or not),
+    # the feed remembers how far it was trimmed, and ingest work is shared out through a queue
+    """
+    DROP TABLE index_state;
+    CREATE TABLE feed_positions (
+        consumer_id text COLLATE "C" NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        folder text NOT NULL,
+        host text NOT NULL,
+        applied_seq bigint NOT NULL DEFAULT 0,
+        fingerprint text NOT NULL DEFAULT '',
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        seen_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (consumer_id, name)
+    );
+    ALTER TABLE outbox_head ADD COLUMN trimmed bigint NOT NULL DEFAULT 0;
+    CREATE TABLE ingest_jobs (
+        root text COLLATE "C" NOT NULL,
+        path text COLLATE "C" NOT NULL,
+        token text,
+        lease_until timestamptz,
+        tries integer NOT NULL DEFAULT 0,
+        queued_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (root, path)
+    )
     """,
 ]
 

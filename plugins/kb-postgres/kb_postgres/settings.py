@@ -6,6 +6,8 @@
 | ``schema`` | ``kb`` | the schema holding this knowledge base's tables (one per knowledge base in a database) |
 | ``connect_timeout_s`` | ``10`` | seconds a connection attempt may take |
 | ``lock_timeout_s`` | ``30`` | seconds a write waits for another writer before giving up |
+| ``folder_lease_h`` | ``168`` | hours the feed is kept for a knowledge base folder not seen since (then it rebuilds) |
+| ``job_lease_s`` | ``30`` | seconds a file taken by an ingest worker stays its own without news from it |
 """
 
 from __future__ import annotations
@@ -41,17 +43,33 @@ OPTIONS: dict[str, Option] = {
     ),
     "connect_timeout_s": Option.timeout(10.0, "seconds a connection attempt may take (0: no limit)"),
     "lock_timeout_s": Option.timeout(30.0, "seconds a write waits for another writer's lock (0: no limit)"),
+    "folder_lease_h": Option.number(
+        0.01,
+        87_600,
+        168.0,
+        "hours the change feed is kept for a knowledge base folder (a server's indexes) not seen since; one away"
+        " longer rebuilds its indexes from the store when it comes back",
+    ),
+    "job_lease_s": Option.number(
+        1,
+        3600,
+        30.0,
+        "seconds a file an ingest worker took stays its own without news from it (it renews the lease while it"
+        " works); then another worker takes the file again",
+    ),
 }
 
 
 @attrs.frozen
 class PostgresSettings:
-    """A resolved ``[backends.postgres]``: the connection string, the schema and the two timeouts."""
+    """A resolved ``[backends.postgres]``: the connection string, the schema, the two timeouts and the two leases."""
 
     url: str = attrs.field(repr=False)
     schema: str = "kb"
     connect_timeout_s: float = 10.0
     lock_timeout_s: float = 30.0
+    folder_lease_h: float = 168.0
+    job_lease_s: float = 30.0
 
     @classmethod
     def resolve(cls, options: Mapping[str, object], environ: Mapping[str, str]) -> PostgresSettings:
@@ -78,12 +96,19 @@ class PostgresSettings:
             str(values["schema"]),
             float(values["connect_timeout_s"]),
             float(values["lock_timeout_s"]),
+            float(values["folder_lease_h"]),
+            float(values["job_lease_s"]),
         )
 
     @property
     def where(self) -> str:
         """The server, database and schema for messages (never the password)."""
         return f"{describe(self.url)} (schema {self.schema})"
+
+    @property
+    def folder_lease_s(self) -> float:
+        """``folder_lease_h`` in seconds."""
+        return self.folder_lease_h * 3600
 
     @property
     def connect_timeout(self) -> int | None:

@@ -26,7 +26,9 @@ from psycopg import sql
 
 from kb_core import Chunk, Document, KbError
 from kb_postgres.connection import Connection, connect, storage_error
+from kb_postgres.feed import PostgresFeed
 from kb_postgres.ledger import PostgresLedger
+from kb_postgres.queue import PostgresQueue
 from kb_postgres.schema import MIGRATIONS, VERSION_TABLE
 from kb_postgres.settings import PostgresSettings
 
@@ -72,9 +74,11 @@ def _make_private_folder(path: Path) -> None:
         ) from None
 
 
-class PostgresStore(PostgresLedger):
-    """The store of record of one knowledge base in a PostgreSQL schema: a
-    :class:`~kb_core.extend.record_store.RecordStore` (``[store] backend = "postgres"``)."""
+class PostgresStore(PostgresFeed, PostgresQueue, PostgresLedger):
+    """The store of record of one knowledge base in a PostgreSQL schema (``[store] backend = "postgres"``): a
+    :class:`~kb_core.plugin.stores.SharedRecordStore`, which any number of kb processes write at once, each
+    with its own knowledge base folder following the feed (:mod:`kb_postgres.feed`) and ingest workers sharing
+    a queue (:mod:`kb_postgres.queue`)."""
 
     def __init__(self, settings: PostgresSettings, kb_dir: Path, *, create: bool = True) -> None:
         self.kb_dir = Path(kb_dir)
@@ -143,9 +147,12 @@ class PostgresStore(PostgresLedger):
                 " FROM head, unnest(%(paths)s::text[]) WITH ORDINALITY AS t(path, ord)",
                 {"n": len(paths), "paths": list(paths)},  # type: ignore[arg-type]
             )
+            self._notify()
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connections (and stop renewing the leases of files this handle took)."""
+        self._close_queue()
+        self._close_listener()
         self._conn.close()
 
     # -- schema ---------------------------------------------------------------------------------
@@ -321,36 +328,3 @@ class PostgresStore(PostgresLedger):
         """The first ``length`` characters of at most ``count`` chunks, the same sample every time (by chunk id)."""
         rows = self._exec("SELECT left(text, %s) FROM chunks ORDER BY chunk_id LIMIT %s", (length, count))
         return [row[0] for row in rows]
-
-    # -- the change feed ----------------------------------------------------------------------------
-
-    def last_seq(self) -> int:
-        """The newest outbox sequence number (0 when nothing was ever written; trimming does not lower it)."""
-        return int(self._exec("SELECT seq FROM outbox_head").fetchone()[0])  # type: ignore[index]
-
-    def pending_paths(self, after_seq: int, limit: int) -> list[tuple[int, str]]:
-        """(seq, doc_path) outbox entries newer than ``after_seq``, oldest first."""
-        rows = self._exec(
-            "SELECT seq, doc_path FROM index_outbox WHERE seq > %s ORDER BY seq LIMIT %s", (after_seq, limit)
-        )
-        return [(row[0], row[1]) for row in rows]
-
-    def index_state(self, name: str) -> tuple[int, str]:
-        """(applied_seq, fingerprint) of an index; (0, "") when it never ran."""
-        row = self._exec("SELECT applied_seq, fingerprint FROM index_state WHERE name = %s", (name,)).fetchone()
-        return (row[0], row[1]) if row else (0, "")
-
-    def set_index_state(self, name: str, applied_seq: int, fingerprint: str) -> None:
-        """Record how far an index got (its own statement, or part of the caller's transaction)."""
-        self._exec(
-            "INSERT INTO index_state (name, applied_seq, fingerprint, updated_at) VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (name) DO UPDATE SET applied_seq = excluded.applied_seq,"
-            " fingerprint = excluded.fingerprint, updated_at = excluded.updated_at",
-            (name, applied_seq, fingerprint, now_iso()),
-        )
-
-    def trim_outbox(self, index_names: Sequence[str]) -> None:
-        """Forget outbox entries that every named index has applied."""
-        if index_names:
-            floor = min(self.index_state(name)[0] for name in index_names)
-            self._exec("DELETE FROM index_outbox WHERE seq <= %s", (floor,))

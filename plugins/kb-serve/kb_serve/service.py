@@ -8,6 +8,7 @@ health counts and the ingest report as responses show it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import unicodedata
@@ -32,12 +33,19 @@ from kb_core import (
     Turn,
 )
 from kb_core.plugin import Preloadable
+from kb_core.plugin.stores import follow_feed
 from kb_core.service import AnswerService
 from kb_serve import uploads
 from kb_serve.errors import ApiError, public_text
 from kb_serve.settings import ServeSettings
 
 T = TypeVar("T")
+log = logging.getLogger("kb_serve")
+
+
+def _feed_trouble(exc: BaseException) -> None:
+    """What keeps this server's indexes from following the store's feed (they catch up at the next search)."""
+    log.warning("following the store's changes: %s", exc)
 
 
 class KbService:
@@ -60,6 +68,8 @@ class KbService:
         self.uploads = uploads.uploads_folder(config.kb_path)
         self.started = time.time()
         self._warm = False
+        # a store other kb processes write too (PostgreSQL): this folder's indexes follow its change feed
+        self.follower = self.answers.read(lambda kb: follow_feed(kb, _feed_trouble))
 
     def warm(self) -> None:
         """Load the embedder, open every reader's indexes and start loading the language model (in the
@@ -75,6 +85,8 @@ class KbService:
 
     def close(self) -> None:
         """Close every handle."""
+        if self.follower is not None:
+            self.follower.stop()
         self.answers.close()
 
     # -- reads ---------------------------------------------------------------------------------

@@ -1,0 +1,132 @@
+"""Ingesting a folder's files through a shared store's queue: any number of workers, each file taken by one.
+
+Every ``kb ingest`` of a folder on a shared store (:class:`~kb_core.extend.record_store.SharedRecordStore`)
+walks it, queues its files (those queued or taken already stay as they are) and then takes files from the
+queue until none is left, queued or held by a live worker. So two, or ten, ``kb ingest`` of one folder, on
+one machine or several, share its files out: the store hands each file to one worker at a time (``FOR
+UPDATE SKIP LOCKED`` in PostgreSQL), for a lease its taker renews while it works.
+
+A file is read and parsed outside any transaction; its document is then written, and its job finished, in
+one transaction, and only while the job is still the worker's. A worker killed mid-file leaves nothing of
+it stored; when its lease runs out another worker takes the file again (a worker that has run out of
+files waits for the files other workers hold, so the last one standing finishes them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kb_core.extend.containers import ContainerParser
+from kb_core.extend.record_store import IngestJob, SharedRecordStore
+from kb_core.ingest.containers import StoredPaths, ingest_container
+from kb_core.ingest.prepared import Prepared
+from kb_core.ingest.source import SourceFile
+
+if TYPE_CHECKING:
+    from kb_core.ingest.pipeline import Ingester
+
+#: Files a worker takes at once (written in one transaction): fewer round trips, and a fair share at the end.
+TAKE = 8
+#: How often a worker that has run out of files looks again while other workers hold some.
+POLL_S = 0.25
+
+
+def ingest_queued(
+    ingester: Ingester, store: SharedRecordStore, root_key: str, files: list[SourceFile], refused: set[str]
+) -> set[str]:
+    """Queue ``files`` of ``root_key`` and ingest files from the queue until it is empty; the stored paths this
+    walk accounts for (its files, and the parts stored under its containers)."""
+    stored = StoredPaths(store.document_hashes(root_key))
+    seen = {f.path for f in files}
+    for file in files:
+        if isinstance(ingester.parsers.for_path(file.path)[1], ContainerParser):
+            seen |= set(stored.under(file.path))  # (the worker that takes the container removes its lost parts)
+    store.queue_files(root_key, [f.path for f in files if f.path not in refused])
+    by_path = {f.path: f for f in files}
+    done, total = 0, len(files)
+    while True:
+        jobs = store.take_files(root_key, TAKE)
+        if not jobs:
+            if not store.files_in_progress(root_key):
+                return seen
+            time.sleep(POLL_S)
+            continue
+        _ingest_jobs(ingester, store, root_key, jobs, by_path)
+        done += len(jobs)
+        if ingester.progress:
+            ingester.progress("reading", min(done, total), max(done, total))
+
+
+def _source(job: IngestJob, by_path: dict[str, SourceFile]) -> SourceFile | None:
+    """The file of ``job``: as this worker's walk found it, or (queued by another worker) as it is now."""
+    if job.path in by_path:
+        return by_path[job.path]
+    absolute = Path(job.root) / job.path
+    try:
+        return SourceFile(job.path, absolute, absolute.stat().st_size)
+    except OSError:
+        return None  # gone since: the walk of the next ingest removes its document
+
+
+def _ingest_jobs(
+    ingester: Ingester,
+    store: SharedRecordStore,
+    root_key: str,
+    jobs: list[IngestJob],
+    by_path: dict[str, SourceFile],
+) -> None:
+    """Read and parse the files of ``jobs``, then write their documents and finish the jobs in one transaction."""
+    hashes = store.document_hashes_of([job.path for job in jobs])
+    prepared: list[tuple[IngestJob, Prepared | None]] = []
+    for job in jobs:
+        file = _source(job, by_path)
+        chosen = ingester.parsers.for_path(job.path) if file is not None else None
+        if file is None or chosen is None:
+            prepared.append((job, None))
+        elif isinstance(chosen[1], ContainerParser):
+            _container(ingester, store, root_key, job, file, chosen)
+        else:
+            prepared.append((job, _prepare(ingester, file, root_key, hashes, chosen)))
+    written = [(job, item) for job, item in prepared if item is not None]
+    chunk_lists = ingester.chunker.chunk_many([(item.document.path, item.blocks) for _, item in written])
+    chunks_of = {id(item): chunks for (_, item), chunks in zip(written, chunk_lists)}
+    kept: list[Prepared] = []
+    with store.transaction():
+        for job, item in prepared:
+            if store.finish_file(job) and item is not None:
+                store.replace_document(item.document, chunks_of[id(item)])
+                kept.append(item)
+    for item in kept:
+        (ingester.updated if item.document.path in hashes else ingester.added).append(item.document.path)
+        ingester.note_warnings(item)
+
+
+def _prepare(
+    ingester: Ingester, file: SourceFile, root_key: str, hashes: dict[str, str], chosen: tuple[str, Any]
+) -> Prepared | None:
+    """The parsed document of ``file``; None when it is unchanged or cannot be used (reported)."""
+    data = ingester._read(file)
+    if data is None:
+        return None
+    content_hash = hashlib.sha256(data).hexdigest()
+    if hashes.get(file.path) == content_hash:
+        ingester.unchanged += 1
+        return None
+    return ingester._prepare(file, root_key, content_hash, data, stored=file.path in hashes, chosen=chosen)
+
+
+def _container(
+    ingester: Ingester,
+    store: SharedRecordStore,
+    root_key: str,
+    job: IngestJob,
+    file: SourceFile,
+    chosen: tuple[str, Any],
+) -> None:
+    """A container (an mbox) of ``job``: its parts written as the core writes them, then the job finished."""
+    ingest_container(ingester, file, root_key, chosen, StoredPaths(store.document_hashes(root_key)))
+    with store.transaction():
+        store.finish_file(job)

@@ -1,0 +1,120 @@
+"""The ingest queue ``kb ingest`` workers share (``ingest_jobs``): each file of a folder taken by one worker at a time.
+
+A worker takes files with ``FOR UPDATE SKIP LOCKED`` (two workers never take the same row; neither waits for
+the other) and holds each for a lease (``job_lease_s``), which a thread of the worker renews on its own
+connection while the files are being read and parsed, outside any transaction. The worker then writes a
+file's document and deletes its job in one transaction, and only while the job still carries its token: a
+worker killed mid-file leaves its jobs, their leases run out, and another worker takes them again, while a
+worker whose lease ran out (it stalled) writes nothing of them.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from kb_core.plugin.stores import IngestJob
+from kb_postgres.connection import Connection, connect
+from kb_postgres.settings import PostgresSettings
+
+
+class PostgresQueue:
+    """The queue methods of :class:`~kb_postgres.store.PostgresStore` (a mixin over its ``_exec``)."""
+
+    settings: PostgresSettings
+    _renewer: LeaseRenewer | None = None
+
+    def _exec(self, query: Any, params: Any = None) -> psycopg.Cursor[tuple[Any, ...]]:  # (PostgresStore's)
+        raise NotImplementedError
+
+    def queue_files(self, root: str, paths: Sequence[str]) -> None:
+        """Queue these files of ``root`` (those queued or taken already stay as they are)."""
+        if paths:
+            self._exec(
+                "INSERT INTO ingest_jobs (root, path) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                (root, list(paths)),
+            )
+
+    def take_files(self, root: str, limit: int) -> list[IngestJob]:
+        """Take up to ``limit`` files of ``root`` nobody holds (queued, or whose taker's lease ran out), by path."""
+        token = uuid.uuid4().hex
+        rows = self._exec(
+            "UPDATE ingest_jobs j SET token = %(token)s, tries = j.tries + 1,"
+            " lease_until = now() + make_interval(secs => %(lease)s)"
+            " FROM (SELECT root, path FROM ingest_jobs WHERE root = %(root)s AND (token IS NULL OR lease_until < now())"
+            "       ORDER BY path LIMIT %(limit)s FOR UPDATE SKIP LOCKED) t"
+            " WHERE j.root = t.root AND j.path = t.path RETURNING j.path",
+            {"token": token, "lease": self.settings.job_lease_s, "root": root, "limit": limit},
+        ).fetchall()
+        if not rows:
+            return []
+        if self._renewer is None:
+            self._renewer = LeaseRenewer(self.settings)
+        self._renewer.hold(token)
+        return [IngestJob(root, path, token) for path in sorted(row[0] for row in rows)]
+
+    def files_in_progress(self, root: str) -> int:
+        """How many files of ``root`` are queued or held (a lease that ran out too: it is taken again)."""
+        return int(self._exec("SELECT count(*) FROM ingest_jobs WHERE root = %s", (root,)).fetchone()[0])  # type: ignore[index]
+
+    def finish_file(self, job: IngestJob) -> bool:
+        """Delete ``job`` in the caller's transaction; False when it no longer carries this worker's token."""
+        found = self._exec(
+            "DELETE FROM ingest_jobs WHERE root = %s AND path = %s AND token = %s", (job.root, job.path, job.token)
+        )
+        return found.rowcount == 1
+
+    def _close_queue(self) -> None:
+        if self._renewer is not None:
+            self._renewer.close()
+            self._renewer = None
+
+
+class LeaseRenewer:
+    """A thread renewing the leases of the files this worker holds, on its own connection (a third of a lease
+    apart), until none is held; a token whose files are all finished is dropped."""
+
+    def __init__(self, settings: PostgresSettings) -> None:
+        self.settings = settings
+        self._tokens: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._conn: Connection | None = None
+        self._thread = threading.Thread(target=self._run, name="kb-ingest-lease", daemon=True)
+        self._thread.start()
+
+    def hold(self, token: str) -> None:
+        """Renew ``token``'s leases from now on."""
+        with self._lock:
+            self._tokens.add(token)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.settings.job_lease_s / 3):
+            with self._lock:
+                tokens = sorted(self._tokens)
+            if not tokens:
+                continue
+            try:
+                if self._conn is None or self._conn.broken:
+                    self._conn = connect(self.settings)
+                rows = self._conn.execute(
+                    "UPDATE ingest_jobs SET lease_until = now() + make_interval(secs => %s)"
+                    " WHERE token = ANY(%s) RETURNING token",
+                    (self.settings.job_lease_s, tokens),
+                ).fetchall()
+            except Exception:  # (a lost server or a busy row: the next round tries again; the lease may run out)
+                continue
+            alive = {row[0] for row in rows}
+            with self._lock:
+                self._tokens -= set(tokens) - alive
+
+    def close(self) -> None:
+        """Stop renewing (the leases held run out)."""
+        self._stop.set()
+        self._thread.join(5)
+        if self._conn is not None:
+            self._conn.close()
