@@ -15,12 +15,15 @@ in); each test's schema is dropped afterwards.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -63,3 +66,36 @@ def postgres_options(postgres_url: str) -> Iterator[dict[str, object]]:
     yield {"url": postgres_url, "schema": schema}
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def kb_env(postgres_options: dict[str, object], kb_test_plugins: str) -> Callable[..., dict[str, str]]:
+    """``kb_env(**extra)``: the environment of a real ``kb`` on the test's schema with the test index (``extra``:
+    more variables, as ``KB_...="value"``)."""
+
+    def environment(**extra: str) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | {
+            "KB_STORE__BACKEND": "postgres",
+            "KB_BACKENDS__POSTGRES__URL": str(postgres_options["url"]),
+            "KB_BACKENDS__POSTGRES__SCHEMA": str(postgres_options["schema"]),
+            "KB_INDEXES__ENABLED": json.dumps(["test-lexical"]),
+            "KB_PLUGIN_MODULES": kb_test_plugins,
+            **extra,
+        }
+
+    return environment
+
+
+def kb_command(folder: Path, *args: str) -> list[str]:
+    """The ``kb`` command line on knowledge base ``folder``."""
+    return [str(Path(sys.executable).parent / "kb"), "--kb", str(folder), *args]
+
+
+@pytest.fixture
+def run_kb(kb_env: Callable[..., dict[str, str]]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run_kb(folder, *args)``: the real ``kb`` command on ``folder``, the store in the test's schema."""
+
+    def run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(kb_command(folder, *args), capture_output=True, text=True, env=kb_env(), timeout=300)
+
+    return run

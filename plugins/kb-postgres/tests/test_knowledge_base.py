@@ -1,18 +1,13 @@
 """A whole knowledge base on PostgreSQL: kb's ingest, search, answers, threads and removal reach the store only
 through its contract (``[store] backend = "postgres"``), and another knowledge base folder on the same schema
-(another machine's kb, with its own indexes) builds its index from the store alone with ``kb reindex``.
-
-Following the feed per folder (``index_state`` per server) is a later part of issue 45: today a second folder's
-``kb ingest`` would find the index state the first one recorded, so ``kb reindex`` is what builds its index.
+(another machine's kb, with its own indexes) builds its index from the store alone with ``kb reindex``
+(tests/test_shared.py: folders following the feed on their own, and ingest workers sharing a folder).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -54,22 +49,11 @@ def lexical(kb: KnowledgeBase, text: str) -> list[str]:
     return [hit.doc_path for hit in kb_core.search(kb, kb_core.SearchQuery(text, k=3, mode="lexical")).hits]
 
 
-def run_kb(folder: Path, options: dict[str, object], plugins: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real ``kb`` command on ``folder`` with the store in the test's schema and the test index."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")} | {
-        "KB_STORE__BACKEND": "postgres",
-        "KB_BACKENDS__POSTGRES__URL": str(options["url"]),
-        "KB_BACKENDS__POSTGRES__SCHEMA": str(options["schema"]),
-        "KB_INDEXES__ENABLED": json.dumps(["test-lexical"]),
-        "KB_PLUGIN_MODULES": plugins,
-    }
-    command = [str(Path(sys.executable).parent / "kb"), "--kb", str(folder), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
-
-
 @pytest.mark.slow  # (runs kb reindex as a command)
 def test_a_knowledge_base_on_postgres_ingests_searches_answers_and_forgets(
-    open_kb: Callable[[Path], KnowledgeBase], postgres_options: dict[str, object], kb_test_plugins: str, tmp_path: Path
+    open_kb: Callable[[Path], KnowledgeBase],
+    run_kb: Callable[..., subprocess.CompletedProcess[str]],
+    tmp_path: Path,
 ) -> None:
     corpus = tmp_path / "corpus"
     shutil.copytree(CORPUS, corpus)
@@ -100,7 +84,7 @@ def test_a_knowledge_base_on_postgres_ingests_searches_answers_and_forgets(
     found = {text: lexical(kb, text) for text in ("Heliograph daemon", "release process", "長城")}
     assert found["長城"] == [] and found["Heliograph daemon"]
 
-    rebuilt = run_kb(tmp_path / "two", postgres_options, kb_test_plugins, "reindex", "--json")
+    rebuilt = run_kb(tmp_path / "two", "reindex", "--json")
     assert rebuilt.returncode == 0, rebuilt.stderr
     elsewhere = open_kb(tmp_path / "two")  # another folder: its own test index, the same store
     assert {text: lexical(elsewhere, text) for text in found} == found
