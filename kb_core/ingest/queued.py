@@ -17,16 +17,27 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kb_core.extend.containers import ContainerParser
 from kb_core.extend.record_store import IngestJob, SharedRecordStore
+from kb_core.ingest import containers
 from kb_core.ingest.containers import StoredPaths, ingest_container
 from kb_core.ingest.prepared import Prepared
 from kb_core.ingest.source import SourceFile
 
-if TYPE_CHECKING:
-    from kb_core.ingest.pipeline import Ingester
+
+class Ingester(containers.Ingester, Protocol):
+    """What a queued ingest needs of :class:`kb_core.ingest.pipeline.Ingester` (named here, not imported: the
+    pipeline imports this module)."""
+
+    chunker: Any
+    added: list[str]
+    updated: list[str]
+
+    def _read(self, file: SourceFile) -> bytes | None: ...
+
+    def note_warnings(self, item: Prepared) -> None: ...
 
 #: Files a worker takes at once (written in one transaction): fewer round trips, and a fair share at the end.
 TAKE = 8
