@@ -45,6 +45,10 @@ def test_a_refused_answer_shows_none_of_its_text(store: StoreOfRecord) -> None:
     answer = ask(store, ScriptedLanguageModel([UNSUPPORTED, " ", SUPPORTED]), shown)
     assert not answer.grounded and answer.refusal_reason == "unsupported"
     assert "".join(shown) == ""  # nothing of "Ada Lovelace", nothing of the port either
+    # nor in answer.v1, which kb serve's extra field, MCP and --json give: its answer is kb's refusal,
+    # the model's text only in the sentences kb checked (what --explain shows)
+    assert answer.answer.startswith("Insufficient evidence") and "Lovelace" not in answer.answer
+    assert answer.sentences and "Lovelace" in answer.sentences[0].text
 
 
 def test_the_answer_check_is_asked_first_and_a_doubted_answer_shows_nothing(store: StoreOfRecord) -> None:

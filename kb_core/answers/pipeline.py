@@ -241,6 +241,8 @@ class RagPipeline:
             verdict = validate(raw, run.question, passages, sources, rag.unsupported_claims, yes_no=run.kind.yes_no)
         verdict, check, check_ms = answer_check(llm, run.prompt, entries, verdict, rag.answer_check, asked)
         verdict = release.settle(verdict)  # text shown is never withdrawn: the answer is then what was shown
+        if not verdict.grounded and verdict.refusal_detail != NOT_ANSWERED:  # the model's text is no answer's
+            verdict = attrs.evolve(verdict, text=run.template.unchecked_refusal)  # (its sentences keep it)
         if unread and verdict.grounded:  # a list read from part of its document: said, not hidden
             verdict = attrs.evolve(verdict, note=unread_note(items[0].ref, unread))
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited

@@ -54,6 +54,8 @@ class PromptTemplate:
     entry_header: str = "[#{marker} doc={doc} heading={heading} span=L{start}-L{end}]"  # slots: those names
     judge: JudgePrompt | None = None  # the answer check, asked after a grounded answer; None = no check
     unanswered_refusal: str = ""  # what a refusal by the answer check says
+    #: what a refusal of the model's text says (kb's checks failed it): the text itself is never the answer's
+    unchecked_refusal: str = "Insufficient evidence: the answer the model wrote is not backed by the passages found."
     examples: tuple[tuple[str, str], ...] = ()  # worked (user, assistant) turns before the question
     verdict_words: tuple[str, str] | None = None  # the words a yes/no answer opens with: (yes, no)
     verdict_alternatives: tuple[str, ...] | None = None  # a yes/no answer's other openings (VerdictOpening)
@@ -217,6 +219,7 @@ RAG_V2_KO = attrs.evolve(
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal=RAG_V1.no_chunks_refusal,
     unanswered_refusal="근거 부족. 찾은 문서가 질문과 관련은 있지만 답이 나와 있지 않다.",
+    unchecked_refusal="근거 부족. 모델이 쓴 답이 찾은 문서로 뒷받침되지 않는다.",
     examples=_examples("근거:\n{packed_chunks}\n\n질문: {query}", _EXAMPLES_KO),
     verdict_words=("예", "아니오"),
     verdict_alternatives=("근거",),  # "근거가 엇갈린다", "근거가 부족하다"
@@ -240,6 +243,7 @@ RAG_V2_ZH = attrs.evolve(
     candidate_line=RAG_V1.candidate_line,
     no_chunks_refusal="证据不足：知识库中没有与问题匹配的内容。",
     unanswered_refusal="证据不足：找到的段落与问题相关，但没有写明答案。",
+    unchecked_refusal="证据不足：模型写的答案没有得到找到的段落的支持。",
     examples=_examples("证据：\n{packed_chunks}\n\n问题：{query}", _EXAMPLES_ZH),
     verdict_words=("是", "否"),
     verdict_alternatives=("证据",),  # "证据不一", "证据不足"
