@@ -1,4 +1,5 @@
-"""The PostgreSQL store passes the store of record contract kit, made through its registration as kb makes it."""
+"""The PostgreSQL store passes the store of record contract kit and the shared store's, made through its
+registration as kb makes it."""
 
 from __future__ import annotations
 
@@ -7,10 +8,20 @@ from collections.abc import Callable
 import pytest
 
 from kb_core.plugin.stores import RecordStore, StoreContext
-from kb_core.testing import RecordStoreContract, load_registry
+from kb_core.testing import RecordStoreContract, SharedStoreContract, load_registry
 
 
 class TestPostgresStore(RecordStoreContract):
+    @pytest.fixture
+    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
+        return load_registry().store_factory("postgres")
+
+    @pytest.fixture
+    def store_options(self, postgres_options: dict[str, object]) -> dict[str, object]:
+        return postgres_options
+
+
+class TestPostgresShared(SharedStoreContract):
     @pytest.fixture
     def store_factory(self) -> Callable[[StoreContext], RecordStore]:
         return load_registry().store_factory("postgres")
