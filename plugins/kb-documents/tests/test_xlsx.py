@@ -266,17 +266,26 @@ def test_ingest_then_search_finds_a_row_with_its_header_and_its_own_line(tmp_pat
         assert text.split("\n")[1 + line - hit.citation.start_line] == "sensor199 | 298.5 | overheated"
 
 
-def test_a_sheets_table_is_worked_out_from_as_stored() -> None:
-    """Issue 43, deliver 4: a computed answer over a sheet's rows, as kb stores them (the header's years name the
-    columns); an operand from another row is refused."""
-    from kb_core.answers.computation import ComputationRefusal
-    from kb_core.answers.computed import Reply, computed
+@pytest.mark.parametrize(
+    ("reply", "grounded", "start"),
+    [("CALC: 2950 - 3100 [#1]", True, "-150 (2950 - 3100) [#1]"), ("CALC: 6046 - 5200 [#1]", False, "Insufficient")],
+)
+def test_a_sheets_table_is_worked_out_from_as_stored(tmp_path: Path, reply: str, grounded: bool, start: str) -> None:
+    """Issue 43, deliver 4: a computed answer over a sheet's rows as kb stores them (the header's years name the
+    columns), through kb's public API; an operand from another row is refused."""
+    import kb_core
+    from kb_core.testing import ScriptedPlugin, TestIndexesPlugin, load_registry
 
+    folder = tmp_path / "docs"
+    folder.mkdir()
     sales = {"Sales": [["Region", 2018, 2019], ["North America", 5200, 6046], ["Europe", 3100, 2950]]}
-    text = parsed_text(XlsxParser().parse_bytes(_workbook(sales), "sales.xlsx").blocks)
-    question = "By how much did sales in Europe change from 2018 to 2019?"
-    done = computed(Reply("2950 - 3100", (1,)), {1: text}, question)
-    assert done is not None and not isinstance(done, ComputationRefusal), done
-    assert done[1].startswith("-150 (2950 - 3100) [#1]")
-    refused = computed(Reply("6046 - 5200", (1,)), {1: text}, question)
-    assert isinstance(refused, ComputationRefusal) and refused.reason == "operand_off_question"
+    (folder / "sales.xlsx").write_bytes(_workbook(sales))
+    registry = load_registry(extra_plugins=[("indexes", TestIndexesPlugin()), ("llm", ScriptedPlugin([reply]))])
+    overrides = {"indexes.enabled": ["test-lexical"], "search.mode": "lexical", "rag.computations": True}
+    config = kb_core.load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={})
+    with kb_core.KnowledgeBase(config, registry) as kb:
+        assert kb_core.ingest_paths(kb, [folder]).added == ["sales.xlsx"]
+        question = "By how much did sales in Europe change from 2018 to 2019?"
+        answer = kb_core.ask(kb, question, kb_core.AskOptions(backend="scripted"))
+    assert (answer.grounded, answer.answer.startswith(start)) == (grounded, True), answer.note
+    assert grounded or answer.refusal_detail == "operand_off_question"
