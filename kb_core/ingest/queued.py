@@ -39,6 +39,7 @@ class Ingester(containers.Ingester, Protocol):
 
     def note_warnings(self, item: Prepared) -> None: ...
 
+
 #: Files a worker takes at once (written in one transaction): fewer round trips, and a fair share at the end.
 TAKE = 8
 #: How often a worker that has run out of files looks again while other workers hold some.

@@ -18,7 +18,8 @@ get the real parts it works with: :class:`StoreOfRecord` (an index's ``IndexCont
 reads page images without one through :class:`ScriptedOcr` (registered by :class:`ScriptedOcrPlugin`), and
 a parser that renders its pages to show proves it with :class:`PageRendererContract`; a store of
 record (``register_stores``) with :class:`RecordStoreContract`, which the core's SQLite store passes too, and
-a store several kb processes share (PostgreSQL) with :class:`SharedStoreContract` as well.
+a store several kb processes share (PostgreSQL) with :mod:`kb_core.testing.shared_store`'s
+``SharedStoreContract`` as well.
 Its pytest plugin (``pytest_plugin``) isolates every test's environment when a project asks for it.
 """
 
@@ -55,7 +56,6 @@ from kb_core.testing.model_contract import LanguageModelContract
 from kb_core.testing.ocr import OcrEngineContract, ScriptedOcr, ScriptedOcrPlugin, blank_image
 from kb_core.testing.real import StoreOfRecord, real_embedder
 from kb_core.testing.render_contract import PageRendererContract
-from kb_core.testing.shared_store_contract import SharedStoreContract
 from kb_core.testing.store_contract import RecordStoreContract
 from kb_core.testing.vector_index_contract import (
     OFF_TOPIC,
@@ -82,7 +82,6 @@ __all__ = [
     "ParserContract",
     "Received",
     "RecordStoreContract",
-    "SharedStoreContract",
     "Script",
     "ScriptedLanguageModel",
     "ScriptedOcr",

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from kb_core.plugin.stores import RecordStore, StoreContext
-from kb_core.testing import RecordStoreContract, SharedStoreContract, load_registry
+from kb_core.testing import RecordStoreContract, load_registry
+from kb_core.testing.shared_store import SharedStoreContract
 
 
 class TestPostgresStore(RecordStoreContract):
