@@ -164,11 +164,12 @@ def place(path: str, start: int, end: int) -> str:
     return say("line", path=path, start=start) if start == end else say("lines", path=path, start=start, end=end)
 
 
-def page_words() -> dict[str, dict[str, str]]:
+def page_words() -> dict[str, Any]:
     """Every template, for a page that says answers in these words (it fills the ``{places}`` in)."""
     return {
         "words": dict(WORDS),
         "reasons": dict(REASON_WORDS),
         "details": dict(DETAIL_SENTENCES),
         "reason_sentences": dict(REASON_SENTENCES),
+        "own_text_reasons": list(KB_WORDS),  # a refusal whose text is kb's own (shown); any other shows none
     }

@@ -132,6 +132,34 @@ def test_an_off_topic_question_is_refused_in_words_with_the_nearest_passages(
     tab.check_clean()
 
 
+#: An answer whose first sentence no passage supports: kb refuses it.
+WITHDRAWN = "The daemon was written by Ada Lovelace in 1843 [#1]. It listens on TCP port 7341 [#1]."
+
+
+def test_a_refused_answer_shows_its_refusal_and_none_of_the_models_text(
+    start_server: Callable[..., Any], open_tab: Callable[..., Any]
+) -> None:
+    """Issue 44: neither while it streams nor once it is refused does the page show what the model wrote."""
+    words = WITHDRAWN.split()
+    server = start_server(script=lambda request: [w if i == 0 else f" {w}" for i, w in enumerate(words)])
+    tab = open_tab(server)
+    tab.goto()
+    seen: list[str] = []
+    tab.page.expose_function("noteAnswer", lambda text: seen.append(text))
+    tab.page.evaluate(
+        "new MutationObserver(() => noteAnswer(document.querySelector('#answer')?.innerText || ''))"
+        ".observe(document.body, {childList: true, subtree: true, characterData: true})"
+    )
+    tab.ask("What TCP port does the Heliograph daemon listen on?")
+    verdict = tab.page.locator("#answer .verdict")
+    expect(verdict).to_contain_text("Refused")
+    expect(verdict).to_contain_text("none of the passages supports")
+    shown = tab.page.locator("#answer").inner_text()
+    assert "Lovelace" not in shown and "7341" not in shown
+    assert seen and not any("Lovelace" in text for text in seen)  # nor at any moment while it streamed
+    tab.check_clean()
+
+
 def test_stop_and_esc_abort_the_answer_and_the_server_stops_generating(
     start_server: Callable[..., Any], paced_llm: Any, open_tab: Callable[..., Any]
 ) -> None:

@@ -255,12 +255,13 @@ export function renderAnswer(answer, { onOpen, stored = false, elapsed = null, a
     root,
     el("p", { className: "question", lang: langProp(asked ?? answer.question) }, asked ?? answer.question),
     searchedFor(asked ?? answer.question, searched),
-    answerText(answer, byMarker, onOpen),
+    // a refusal shows kb's own text only (as kb_core.service.words.own_text): never the model's text kb refused
+    answer.grounded || PAGE_WORDS.own_text_reasons.includes(answer.refusal_reason) ? answerText(answer, byMarker, onOpen) : null,
     answer.grounded ? renderComputation(answer, byMarker, root, (item, label) => citationLink(item, label, onOpen)) : null,
     verdict(answer),
   );
   const sentences = Array.isArray(answer.sentences) ? answer.sentences : [];
-  if (sentences.some((s) => s.kind === "claim")) {
+  if (answer.grounded && sentences.some((s) => s.kind === "claim")) {
     root.append(el("p", { className: "hint muted small" }, "Hover over or select a sentence to light the passage that supports it."));
   }
   if (cited.length) {
