@@ -213,6 +213,10 @@ class SearchQuery:
     ``snippets`` is False when the core asks for more hits than it keeps (fusing several indexes): an
     index may then leave ``Hit.snippet`` empty, and the core fills in the snippets of the hits
     it keeps (with the index's :class:`~kb_core.extend.contracts.SnippetMaker` when it has one).
+
+    ``path_prefixes`` (None: every document) restricts the search to documents whose path starts
+    with one of them (``()``: none): the asker's read grants. An index applies it inside its query,
+    before ranking, so that ``k`` allowed hits come back whenever ``k`` allowed chunks match.
     """
 
     text: str
@@ -221,6 +225,7 @@ class SearchQuery:
     path_glob: str | None = None
     metadata: dict[str, str] = attrs.field(factory=dict)
     snippets: bool = True
+    path_prefixes: tuple[str, ...] | None = None
 
 
 @attrs.frozen

@@ -49,6 +49,11 @@ as hybrid. For fusion each retriever is asked for ``max(k, search.fanout)`` hits
 retriever for k) without snippets; hits are deduplicated by chunk, filtered by the path glob,
 and numbered 1..k, and only then are the kept hits' snippets made (by the index that found
 each, when it is a ``SnippetMaker``).
+
+Grants: a search made under :func:`kb_core.retrieval.access.restricted_to` carries the person's read
+prefixes into every retriever's query (``SearchQuery.path_prefixes``, narrowed with the query's own), and
+each index applies them before ranking. A hit outside them is still dropped here, so an index that
+ignores them can return fewer hits, never a passage the person may not read.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ import attrs
 from kb_core.config import DEFAULT_GATES  # noqa: F401  (the per-mode gates, calibrated as described below)
 from kb_core.extend.contracts import SnippetMaker
 from kb_core.limits import check_k, check_mode, check_path_glob, check_text
+from kb_core.retrieval.access import current_access, narrow_prefixes, under
 from kb_core.retrieval.vectors import make_snippet
 from kb_core.types import Hit, SearchQuery
 
@@ -132,15 +138,18 @@ def _clamp(value: float) -> float:
 
 
 def _run_retriever(retriever: Any, query: SearchQuery) -> tuple[list[Hit], RetrieverRun]:
-    """Search one retriever, keep the first hit of each chunk (and of the path glob), and time it."""
+    """Search one retriever, keep the first hit of each chunk (and of the path glob and prefixes), and time it."""
     start = time.perf_counter()
     hits = retriever.search(query)
     took = (time.perf_counter() - start) * 1000
     seen: set[str] = set()
     kept: list[Hit] = []
+    prefixes = query.path_prefixes
     for hit in hits:
         if hit.chunk_id in seen or (query.path_glob and not fnmatch.fnmatchcase(hit.doc_path, query.path_glob)):
             continue
+        if prefixes is not None and not under(hit.doc_path, prefixes):
+            continue  # an index that ignored the grants: the passage is never seen
         seen.add(hit.chunk_id)
         kept.append(hit)
     run = RetrieverRun(
@@ -309,6 +318,9 @@ def checked_search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
     from kb_core.ingest.follow import catch_up  # (here: importing this module stays light)
 
     start = time.perf_counter()
+    access = current_access()
+    if access is not None:  # the asker's grants, inside every index's query
+        query = attrs.evolve(query, path_prefixes=narrow_prefixes(query.path_prefixes, access.readable))
     catch_up(kb)  # a shared store (PostgreSQL): this folder's indexes first apply what other processes wrote
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)

@@ -144,6 +144,26 @@ class IndexContract:
         hits = index.search(SearchQuery("the every each", k=10, mode=self.mode, path_glob="birds/*"))
         assert all(fnmatch.fnmatchcase(h.doc_path, "birds/*") for h in hits)
 
+    def test_a_restricted_search_returns_k_allowed_hits(self, index: Any, store: StoreOfRecord) -> None:
+        """Grants (``path_prefixes``) are applied before ranking: with many better matches outside them, the
+        search still returns ``k`` hits, all inside (a filter after the fact would return none)."""
+        extra = {f"open/{n:02}.md": ("Harbour lantern glow, harbour lantern glow.",) for n in range(30)}
+        extra |= {f"kept/{n}.md": (f"The harbour lantern number {n} hangs in the hall.",) for n in range(3)}
+        extra["kept-not/x.md"] = ("Harbour lantern glow, harbour lantern glow.",)
+        for path, texts in extra.items():
+            store_document(store, path, texts)
+        index.upsert([c for path, texts in extra.items() for c in document_chunks(path, texts)])
+        index.commit()
+        query = SearchQuery("harbour lantern glow", k=3, mode=self.mode, path_prefixes=("kept/",))
+        hits = index.search(query)
+        assert sorted(h.doc_path for h in hits) == ["kept/0.md", "kept/1.md", "kept/2.md"]
+        assert [h.rank for h in hits] == [1, 2, 3]
+        two = index.search(attrs.evolve(query, k=10, path_prefixes=("kept/1", "birds/", "nowhere/")))
+        assert "kept/1.md" in {h.doc_path for h in two}
+        assert all(h.doc_path == "kept/1.md" or h.doc_path.startswith("birds/") for h in two)
+        assert index.search(attrs.evolve(query, path_prefixes=())) == []
+        assert len(index.search(attrs.evolve(query, path_prefixes=None))) == 3
+
     def test_a_search_without_snippets_finds_the_same_hits(self, index: Any) -> None:
         """kb fuses indexes over a fan-out asked with ``snippets=False``: only the snippets may differ."""
         query = SearchQuery("lighthouse keeper ship", k=3, mode=self.mode)

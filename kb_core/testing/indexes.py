@@ -117,13 +117,16 @@ class WordIndex:
         return len(self._committed)
 
     def search(self, query: SearchQuery) -> list[Hit]:
-        """The ``query.k`` best committed chunks matching ``query.path_glob``, scores in [0, 1]."""
+        """The ``query.k`` best committed chunks matching ``query.path_glob`` and ``query.path_prefixes``, scores in
+        [0, 1]."""
         self._committed = self._read()  # what is committed, by this process or another
         rank_of = self._ranker(query.text)
+        prefixes = query.path_prefixes
         found = [
             (rank_of(row), cid, row)
             for cid, row in self._committed.items()
-            if not query.path_glob or fnmatch.fnmatchcase(str(row["path"]), query.path_glob)
+            if (not query.path_glob or fnmatch.fnmatchcase(str(row["path"]), query.path_glob))
+            and (prefixes is None or any(str(row["path"]).startswith(p) for p in prefixes))
         ]
         if self._mode == "lexical":
             found = [item for item in found if item[0][0] > 0.0]  # no shared word: no match

@@ -286,7 +286,8 @@ class QdrantIndex:
     # -- Retriever ----------------------------------------------------------------------------
 
     def search(self, query: SearchQuery) -> list[Hit]:
-        """The k chunks nearest to the query by cosine similarity, filtered by path glob and metadata."""
+        """The k chunks nearest to the query by cosine similarity, filtered by path glob, path prefixes (grants)
+        and metadata."""
         from qdrant_client import models
 
         k = min(query.k, MAX_K)
@@ -296,8 +297,14 @@ class QdrantIndex:
             self._refuse_other_model()
             return []
         must: list[Any] = []
-        if query.path_glob:
-            paths = [p for p in self._indexed_paths() if fnmatch.fnmatchcase(p, query.path_glob)]
+        prefixes = query.path_prefixes if query.path_prefixes is None or "" not in query.path_prefixes else None
+        if query.path_glob or prefixes is not None:  # (the grants too: Qdrant filters inside its HNSW search)
+            paths = [
+                p
+                for p in self._indexed_paths()
+                if (not query.path_glob or fnmatch.fnmatchcase(p, query.path_glob))
+                and (prefixes is None or any(p.startswith(prefix) for prefix in prefixes))
+            ]
             if not paths:
                 return []
             must.append(models.FieldCondition(key="doc_path", match=models.MatchAny(any=paths)))

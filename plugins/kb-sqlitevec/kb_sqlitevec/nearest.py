@@ -6,8 +6,8 @@ The plan for one search (``SqliteVecIndex.last_plan`` records it):
   applies during the scan). Used below ``exact_threshold`` chunks and whenever the graph is missing
   or out of step with the database.
 - ``ann``: the HNSW graph, ``expansion`` wide, returns the k nearest with exact float32 distances.
-- ``ann-filtered``: with a path or metadata filter matching ``m`` of ``n`` chunks, the graph is asked
-  for ``k * oversample * ceil(n / m)`` candidates (at most ``MAX_CANDIDATES``) and those outside the
+- ``ann-filtered``: with a path, metadata or grant (``path_prefixes``) filter matching ``m`` of ``n``
+  chunks, the graph is asked for ``k * oversample * ceil(n / m)`` candidates (at most ``MAX_CANDIDATES``) and those outside the
   filter are dropped. When that leaves fewer than k (a selective filter), the search falls back:
 - ``subset``: the matching chunks (at most ``SUBSET_LIMIT``) are ranked exactly from the graph's
   stored vectors; beyond that, ``exact``.
@@ -42,6 +42,13 @@ def document_conditions(query: SearchQuery) -> tuple[str, list[Any]]:
     if query.metadata:
         conditions.append("kb_meta(d.metadata_json, ?)")
         params.append(json.dumps(dict(query.metadata)))
+    prefixes = query.path_prefixes
+    if prefixes is not None and "" not in prefixes:  # the asker's grants ("": every path)
+        if not prefixes:
+            conditions.append("0")
+        else:
+            conditions.append("(" + " OR ".join("substr(d.path, 1, ?) = ?" for _ in prefixes) + ")")
+            params.extend(value for prefix in prefixes for value in (len(prefix), prefix))
     return " AND ".join(conditions), params
 
 

@@ -70,6 +70,12 @@ def glob_regex(glob: str) -> str | None:
     return "".join(parts)
 
 
+def prefix_regex(prefixes: tuple[str, ...]) -> str:
+    """A Tantivy regex matching exactly the paths that start with one of ``prefixes`` (at least one)."""
+    escaped = ("".join("\\" + c if c in REGEX_META else c for c in prefix) for prefix in prefixes)
+    return "(?:" + "|".join(escaped) + ")(?s:.)*"
+
+
 class TantivyIndex:
     """BM25 search over chunks with English stemming and CJK bigrams; scores in [0, 1]."""
 
@@ -295,26 +301,41 @@ class TantivyIndex:
         return Query.boolean_query(clauses)
 
     def _collect(self, searcher: Any, terms: list[str], query: SearchQuery) -> list[tuple[float, Any]]:
-        """(raw score, address) of the best hits that match the path glob, best first."""
+        """(raw score, address) of the best hits that match the path glob and lie under the path prefixes (the
+        asker's grants), best first. Both are clauses of the query itself, so ``k`` matching hits come back
+        whenever there are ``k``; one Tantivy cannot build is applied by filtering, widening until ``k``."""
         text_query = self._text_query(terms)
-        glob = query.path_glob
-        if not glob:
+        glob, prefixes = query.path_glob, query.path_prefixes
+        if prefixes is not None and not prefixes:
+            return []  # no grant: nothing to find
+        if prefixes is not None and "" in prefixes:
+            prefixes = None
+        if not glob and prefixes is None:
             return list(searcher.search(text_query, query.k, count=False).hits)
-        path_filter = self._path_filter(glob)
-        if path_filter is not None:
-            text_query = Query.boolean_query([(Occur.Must, text_query), (Occur.Must, path_filter)])
-        limit = query.k if path_filter is not None else query.k * 10
+        musts: list[tuple[Occur, Query]] = [(Occur.Must, text_query)]
+        glob_filter = self._path_filter(glob_regex(glob)) if glob else None
+        prefix_filter = self._path_filter(prefix_regex(prefixes)) if prefixes is not None else None
+        musts += [(Occur.Must, f) for f in (glob_filter, prefix_filter) if f is not None]
+        text_query = Query.boolean_query(musts)
+        exact = (not glob or glob_filter is not None) and (prefixes is None or prefix_filter is not None)
+        limit = query.k if exact else query.k * 10
+
+        def wanted(path: str) -> bool:
+            return (not glob or fnmatch.fnmatchcase(path, glob)) and (
+                prefixes is None or any(path.startswith(p) for p in prefixes)
+            )
+
         while True:
             hits = list(searcher.search(text_query, limit, count=False).hits)
-            kept = [(s, a) for s, a in hits if fnmatch.fnmatchcase(searcher.doc(a).get_first("doc_path"), glob)]
+            kept = [(s, a) for s, a in hits if wanted(searcher.doc(a).get_first("doc_path"))]
             if len(kept) >= query.k or len(hits) < limit:
                 return kept[: query.k]
             limit *= 4
 
-    def _path_filter(self, glob: str) -> Query | None:
-        """A query matching the paths ``glob`` matches, or None: the glob is then applied by filtering (a character
-        class, or a glob whose automaton Tantivy refuses to build: a few hundred non-ASCII characters)."""
-        regex = glob_regex(glob)
+    def _path_filter(self, regex: str | None) -> Query | None:
+        """A query matching the paths ``regex`` (of :func:`glob_regex` or :func:`prefix_regex`) matches, or None:
+        the filter is then applied by filtering (a glob's character class, or an automaton Tantivy refuses to
+        build: a few hundred non-ASCII characters)."""
         if regex is None:
             return None
         try:
