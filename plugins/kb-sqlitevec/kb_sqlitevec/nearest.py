@@ -7,8 +7,9 @@ The plan for one search (``SqliteVecIndex.last_plan`` records it):
   or out of step with the database.
 - ``ann``: the HNSW graph, ``expansion`` wide, returns the k nearest with exact float32 distances.
 - ``ann-filtered``: with a path, metadata or grant (``path_prefixes``) filter matching ``m`` of ``n``
-  chunks, the graph is asked for ``k * oversample * ceil(n / m)`` candidates (at most ``MAX_CANDIDATES``) and those outside the
-  filter are dropped. When that leaves fewer than k (a selective filter), the search falls back:
+  chunks, the graph is asked for ``k * oversample * ceil(n / m)`` candidates (at most
+  ``MAX_CANDIDATES``) and those outside the filter are dropped. When that leaves fewer than k (a
+  selective filter: a narrow grant), the search falls back:
 - ``subset``: the matching chunks (at most ``SUBSET_LIMIT``) are ranked exactly from the graph's
   stored vectors; beyond that, ``exact``.
 """
