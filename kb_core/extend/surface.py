@@ -20,4 +20,5 @@ PUBLIC_MODULES: dict[str, str] = {
     "kb_core.testing": "docs/plugins.md",
     "kb_core.testing.hostile": "docs/plugins.md",
     "kb_core.testing.shared_store": "docs/plugins.md",
+    "kb_core.testing.access_store": "docs/plugins.md",
 }

@@ -14,10 +14,15 @@ the store exchanges with the core::
 processes write at once (each with its own folder and indexes) is also a :class:`SharedRecordStore`
 (``kb_core.testing.SharedStoreContract``); a server keeps its folder's indexes following it with
 :func:`follow_feed`.
+
+People, groups and grants: a store of record that keeps them is also an :class:`AccessStore` (both stores kb
+ships are); a server that knows who asks runs each request under :func:`restricted_to` with the person's
+:class:`Access`, and every search in it reads only their folders (:func:`current_access`).
 """
 
 from typing import TYPE_CHECKING, Any
 
+from kb_core.extend.access_store import AccessStore, GrantRecord, PersonRecord
 from kb_core.extend.hookspecs import RegisterStore
 from kb_core.extend.record_store import (
     CitationRecord,
@@ -31,16 +36,21 @@ from kb_core.extend.record_store import (
     ThreadSummary,
     TurnRecord,
 )
+from kb_core.retrieval.access import Access, current_access, restricted_to
 
 if TYPE_CHECKING:
     from kb_core.ingest.follow import FeedFollower, follow_feed
 
 __all__ = [
+    "Access",
+    "AccessStore",
     "CitationRecord",
     "FeedFollower",
+    "GrantRecord",
     "IngestJob",
     "LedgerAnswer",
     "LedgerEntry",
+    "PersonRecord",
     "RecordStore",
     "RegisterStore",
     "SharedRecordStore",
@@ -48,7 +58,9 @@ __all__ = [
     "ThreadRecord",
     "ThreadSummary",
     "TurnRecord",
+    "current_access",
     "follow_feed",
+    "restricted_to",
 ]
 
 

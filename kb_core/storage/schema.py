@@ -121,4 +121,35 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX turns_answer ON turns(answer_id);
     """,
+    # 5: people, groups, grants and who owns an answer or a thread (kb_core.storage.access)
+    """
+    CREATE TABLE access_people (
+        name TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE access_groups (
+        name TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE access_members (
+        group_name TEXT NOT NULL REFERENCES access_groups(name) ON DELETE CASCADE,
+        person TEXT NOT NULL REFERENCES access_people(name) ON DELETE CASCADE,
+        PRIMARY KEY (group_name, person)
+    );
+    CREATE INDEX access_members_person ON access_members(person);
+    CREATE TABLE access_grants (
+        group_name TEXT NOT NULL REFERENCES access_groups(name) ON DELETE CASCADE,
+        prefix TEXT NOT NULL,
+        can_write INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (group_name, prefix)
+    );
+    CREATE TABLE access_owners (
+        kind TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        person TEXT NOT NULL,
+        PRIMARY KEY (kind, item_id)
+    );
+    CREATE INDEX access_owned ON access_owners(kind, person)
+    """,
 ]

@@ -35,6 +35,7 @@ from kb_core.storage.sqlite_files import (
     storage_error_for,
     writable,
 )
+from kb_core.storage.access import SqliteAccess
 from kb_core.storage.sqlite_ledger import SqliteLedger
 from kb_core.types import Chunk, Document
 
@@ -74,7 +75,7 @@ def _row_to_document(row: sqlite3.Row) -> Document:
     )
 
 
-class StoreOfRecord(SqliteLedger):
+class StoreOfRecord(SqliteLedger, SqliteAccess):
     """The SQLite store of record of one knowledge base directory: kb's built-in
     :class:`~kb_core.extend.record_store.RecordStore` (``[store] backend = "sqlite"``)."""
 

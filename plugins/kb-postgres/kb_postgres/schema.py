@@ -13,6 +13,8 @@ A migration is only ever appended. The first builds what the SQLite store's four
 The second replaces ``index_state`` (one position per index) with ``feed_positions``: one per knowledge base
 folder (a consumer) and index, since every folder keeps its own indexes; the folders' indexes built before
 are rebuilt from the store on their first sync. ``ingest_jobs`` is the queue ``kb ingest`` workers share.
+
+The third keeps people, groups, grants and owners (``access_*``), as the SQLite store's fifth.
 """
 
 MIGRATIONS: list[str] = [
@@ -148,6 +150,37 @@ MIGRATIONS: list[str] = [
         queued_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (root, path)
     )
+    """,
+    # 3: people, groups, grants and who owns an answer or a thread (kb_postgres.access), as SQLite's migration 5
+    """
+    CREATE TABLE access_people (
+        name text COLLATE "C" PRIMARY KEY,
+        token_hash text NOT NULL UNIQUE,
+        created_at text NOT NULL
+    );
+    CREATE TABLE access_groups (
+        name text COLLATE "C" PRIMARY KEY,
+        created_at text NOT NULL
+    );
+    CREATE TABLE access_members (
+        group_name text COLLATE "C" NOT NULL REFERENCES access_groups (name) ON DELETE CASCADE,
+        person text COLLATE "C" NOT NULL REFERENCES access_people (name) ON DELETE CASCADE,
+        PRIMARY KEY (group_name, person)
+    );
+    CREATE INDEX access_members_person ON access_members (person);
+    CREATE TABLE access_grants (
+        group_name text COLLATE "C" NOT NULL REFERENCES access_groups (name) ON DELETE CASCADE,
+        prefix text COLLATE "C" NOT NULL,
+        can_write boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (group_name, prefix)
+    );
+    CREATE TABLE access_owners (
+        kind text COLLATE "C" NOT NULL,
+        item_id text COLLATE "C" NOT NULL,
+        person text COLLATE "C" NOT NULL,
+        PRIMARY KEY (kind, item_id)
+    );
+    CREATE INDEX access_owned ON access_owners (kind, person)
     """,
 ]
 

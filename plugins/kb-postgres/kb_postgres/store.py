@@ -25,6 +25,7 @@ import psycopg
 from psycopg import sql
 
 from kb_core import Chunk, Document, KbError
+from kb_postgres.access import PostgresAccess
 from kb_postgres.connection import Connection, connect, storage_error
 from kb_postgres.feed import PostgresFeed
 from kb_postgres.ledger import PostgresLedger
@@ -74,7 +75,7 @@ def _make_private_folder(path: Path) -> None:
         ) from None
 
 
-class PostgresStore(PostgresFeed, PostgresQueue, PostgresLedger):
+class PostgresStore(PostgresFeed, PostgresQueue, PostgresLedger, PostgresAccess):
     """The store of record of one knowledge base in a PostgreSQL schema (``[store] backend = "postgres"``): a
     :class:`~kb_core.plugin.stores.SharedRecordStore`, which any number of kb processes write at once, each
     with its own knowledge base folder following the feed (:mod:`kb_postgres.feed`) and ingest workers sharing

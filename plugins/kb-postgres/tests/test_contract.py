@@ -9,6 +9,7 @@ import pytest
 
 from kb_core.plugin.stores import RecordStore, StoreContext
 from kb_core.testing import RecordStoreContract, load_registry
+from kb_core.testing.access_store import AccessStoreContract
 from kb_core.testing.shared_store import SharedStoreContract
 
 
@@ -23,6 +24,16 @@ class TestPostgresStore(RecordStoreContract):
 
 
 class TestPostgresShared(SharedStoreContract):
+    @pytest.fixture
+    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
+        return load_registry().store_factory("postgres")
+
+    @pytest.fixture
+    def store_options(self, postgres_options: dict[str, object]) -> dict[str, object]:
+        return postgres_options
+
+
+class TestPostgresAccess(AccessStoreContract):
     @pytest.fixture
     def store_factory(self) -> Callable[[StoreContext], RecordStore]:
         return load_registry().store_factory("postgres")

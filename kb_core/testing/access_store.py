@@ -1,0 +1,96 @@
+"""The contract of a store of record that keeps people, groups, grants and owners
+(:class:`~kb_core.extend.access_store.AccessStore`). The SQLite store passes it, as kb-postgres does::
+
+    class TestAcmeAccess(AccessStoreContract):
+        @pytest.fixture
+        def store_factory(self):
+            return open_acme
+
+        @pytest.fixture
+        def store_options(self, acme_database):
+            return {"url": acme_database.url}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kb_core.config import Config
+from kb_core.extend.access_store import AccessStore, GrantRecord, PersonRecord
+from kb_core.extend.record_store import RecordStore, StoreContext
+
+__all__ = ["AccessStoreContract"]
+
+
+class AccessStoreContract:
+    """What a store of people and grants must do. Provide ``store_factory`` and ``store_options`` as for
+    :class:`~kb_core.testing.RecordStoreContract`."""
+
+    @pytest.fixture
+    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
+        """The factory your plugin registers with ``register_stores``."""
+        raise NotImplementedError("define a 'store_factory' fixture in your AccessStoreContract subclass")
+
+    @pytest.fixture
+    def store_options(self) -> dict[str, object]:
+        """Your ``[backends.<name>]`` table, naming a store that is new and empty for each test."""
+        return {}
+
+    @pytest.fixture
+    def access(
+        self, store_factory: Callable[[StoreContext], RecordStore], store_options: dict[str, object], tmp_path: Path
+    ) -> Iterator[AccessStore]:
+        """The store under test, new and empty."""
+        store = store_factory(StoreContext(Config(), dict(store_options), directory=tmp_path / "kb", create=True))
+        assert isinstance(store, AccessStore)
+        yield store
+        store.close()
+
+    def test_people_are_named_once_and_found_by_token_hash(self, access: AccessStore) -> None:
+        assert not access.has_people() and access.people() == []
+        assert access.add_person("bob", "hash-b", "2024-01-01") and access.add_person("Ann", "hash-a", "2024-01-02")
+        assert not access.add_person("bob", "hash-c", "2024-01-03")  # taken: nothing changes
+        assert access.has_people() and [p.name for p in access.people()] == ["Ann", "bob"]  # code point order
+        assert access.person_of_token("hash-b") == "bob" and access.person_of_token("hash-c") is None
+        assert access.set_token("bob", "hash-new") and not access.set_token("nobody", "x")
+        assert access.person_of_token("hash-b") is None and access.person_of_token("hash-new") == "bob"
+
+    def test_grants_reach_a_person_through_their_groups(self, access: AccessStore) -> None:
+        access.add_person("ann", "h1", "t")
+        access.add_person("bob", "h2", "t")
+        assert access.add_group("legal", "t") and access.add_group("eng", "t") and not access.add_group("eng", "t")
+        assert access.add_member("legal", "ann") and access.add_member("eng", "ann") and access.add_member("eng", "bob")
+        assert not access.add_member("legal", "nobody") and not access.add_member("nogroup", "ann")
+        assert access.set_grant("legal", "contracts/", False) and access.set_grant("eng", "docs/", True)
+        assert not access.set_grant("nogroup", "x/", True)
+        assert access.set_grant("legal", "contracts/", True)  # replaced, not doubled
+        assert access.grants_of("ann") == [GrantRecord("eng", "docs/", True), GrantRecord("legal", "contracts/", True)]
+        assert access.grants_of("bob") == [GrantRecord("eng", "docs/", True)]
+        assert access.people() == [PersonRecord("ann", "t", ("eng", "legal")), PersonRecord("bob", "t", ("eng",))]
+        assert access.remove_member("eng", "bob") and not access.remove_member("eng", "bob")
+        assert access.grants_of("bob") == []
+        assert access.revoke("legal", "contracts/") and not access.revoke("legal", "contracts/")
+        assert access.grants_of("ann") == [GrantRecord("eng", "docs/", True)]
+
+    def test_removing_a_group_or_person_removes_what_hangs_on_it(self, access: AccessStore) -> None:
+        access.add_person("ann", "h1", "t")
+        access.add_group("eng", "t")
+        access.add_member("eng", "ann")
+        access.set_grant("eng", "docs/", False)
+        assert access.remove_group("eng") and not access.remove_group("eng")
+        assert access.groups() == [] and access.grants() == [] and access.grants_of("ann") == []
+        access.add_group("eng", "t")
+        access.add_member("eng", "ann")
+        assert access.remove_person("ann") and access.people() == [] and not access.has_people()
+        assert access.person_of_token("h1") is None and access.grants_of("ann") == []
+
+    def test_owners_of_answers_and_threads(self, access: AccessStore) -> None:
+        access.set_owner("thread", "t-1", "ann")
+        access.set_owner("thread", "t-1", "bob")  # an owner is kept
+        access.set_owner("thread", "t-2", "bob")
+        access.set_owner("answer", "t-2", "ann")  # kinds apart
+        assert access.owner_of("thread", "t-1") == "ann" and access.owner_of("thread", "t-3") is None
+        assert access.owned_by("thread", "bob") == ["t-2"] and access.owned_by("answer", "ann") == ["t-2"]
