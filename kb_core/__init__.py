@@ -24,9 +24,10 @@ answer), :mod:`kb_core.commands` (what a command added to ``kb`` needs), :mod:`k
 (the range of every number a person or a request gives kb) and
 :mod:`kb_core.testing` (fakes, the contract test kit, and a pytest plugin; :mod:`kb_core.testing.hostile`
 its generators of hostile inputs, :mod:`kb_core.testing.shared_store` the kit for a store several processes
-share, :mod:`kb_core.testing.access_store` the kit for a store of people and grants); every other submodule is private and may change (``kb_core.extend.surface.PUBLIC_MODULES`` lists the
-public ones). The engine names this module exported before 0.2 still resolve, with a ``DeprecationWarning``, until
-kb-core 0.3: ``kb_core.Index`` is ``kb_core.plugin.Index``.
+share, :mod:`kb_core.testing.access_store` the kit for a store of people and grants); every other submodule
+is private and may change (``kb_core.extend.surface.PUBLIC_MODULES`` lists the public ones). The engine names
+this module exported before 0.2 still resolve, with a ``DeprecationWarning``, until kb-core 0.3:
+``kb_core.Index`` is ``kb_core.plugin.Index``.
 """
 
 import importlib as _importlib

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - the interpreter's own module is a fall
     import sqlite3
 
 from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.storage.access import SqliteAccess
 from kb_core.storage.schema import MIGRATIONS
 from kb_core.storage.sqlite_files import (
     connect_read_only,
@@ -35,7 +36,6 @@ from kb_core.storage.sqlite_files import (
     storage_error_for,
     writable,
 )
-from kb_core.storage.access import SqliteAccess
 from kb_core.storage.sqlite_ledger import SqliteLedger
 from kb_core.types import Chunk, Document
 

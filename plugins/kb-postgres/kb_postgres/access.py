@@ -70,8 +70,8 @@ class PostgresAccess:
     def add_member(self, group: str, person: str) -> bool:
         """Put ``person`` in ``group`` (one statement: nothing when either is missing)."""
         self._exec(
-            "INSERT INTO access_members (group_name, person) SELECT g.name, p.name FROM access_groups g, access_people p"
-            " WHERE g.name = %s AND p.name = %s ON CONFLICT DO NOTHING",
+            "INSERT INTO access_members (group_name, person) SELECT g.name, p.name"
+            " FROM access_groups g, access_people p WHERE g.name = %s AND p.name = %s ON CONFLICT DO NOTHING",
             (group, person),
         )
         query = "SELECT 1 FROM access_members WHERE group_name = %s AND person = %s"
