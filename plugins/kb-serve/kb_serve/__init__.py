@@ -30,7 +30,9 @@ def create_app(*args: Any, **kwargs: Any) -> Starlette:
 
 @hookimpl
 def register_commands(register: RegisterCommand) -> None:
-    """Register ``kb serve``."""
+    """Register ``kb serve`` and ``kb access`` (its people, groups and grants)."""
+    from kb_serve.access_command import access_command
     from kb_serve.command import serve_command
 
     register("serve", serve_command)
+    register("access", access_command)

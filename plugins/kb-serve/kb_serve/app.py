@@ -7,7 +7,6 @@ chat API, :mod:`kb_serve.openai_api`) bodies and errors are OpenAI's shapes inst
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -20,13 +19,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 import kb_core
 from kb_core import Config, KbError, SearchQuery
 from kb_core.bounds import LIST_LIMIT, K
 from kb_core.commands import storage_error
 from kb_serve import openapi, reading
+from kb_serve.access import PeopleAuth
 from kb_serve.asking import CLIENT_LEFT, ask_options, ask_response
 from kb_serve.bodies import (
     UPLOAD_HINT,
@@ -46,7 +45,7 @@ from kb_serve.page_images import PageImages
 from kb_serve.service import KbService
 from kb_serve.settings import ServeSettings
 from kb_serve.threads import ThreadApi
-from kb_serve.webpage import PageFiles, SecurityHeaders, is_public
+from kb_serve.webpage import PageFiles, SecurityHeaders
 
 __all__ = ["create_app", "error_response", "status_of"]
 
@@ -54,29 +53,6 @@ log = logging.getLogger("kb_serve")
 T = TypeVar("T")
 #: Files and form fields one upload may carry.
 MAX_FILES = 1000
-
-
-class BearerAuth:
-    """Pure ASGI middleware: with a token set, every HTTP request must carry ``Authorization: Bearer <token>``.
-
-    (All but the page and its assets, which hold no data: the page asks for the token, then sends it.)
-    """
-
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.expected is None or scope["type"] != "http" or is_public(scope["method"], scope["path"]):
-            await self.app(scope, receive, send)
-            return
-        given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        if not hmac.compare_digest(given, self.expected):
-            message = "a bearer token is required" if not given else "the bearer token is wrong"
-            response = error_response(401, message, hint="send the header 'Authorization: Bearer <token>'")
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
 
 
 class Api:
@@ -163,7 +139,7 @@ class Api:
     async def stored_answer(self, request: Request) -> Response:
         """``GET /answers/{answer_id}``: one stored answer with its citations (``stored_answer.v1``)."""
         answer_id = path_param(request.path_params["answer_id"], "the answer id")
-        answer = await self._read(lambda: self.service.read(lambda kb: reading.stored_answer(kb, answer_id)))
+        answer = await self._read(lambda: self.service.read(lambda kb: reading.owned_answer(kb, answer_id)))
         return json_response("stored_answer.v1", answer)
 
     async def delete(self, request: Request) -> Response:
@@ -261,7 +237,7 @@ def create_app(
         },
     )
     app.state.service = service
-    app.add_middleware(BearerAuth, token=settings.token)
+    app.add_middleware(PeopleAuth, token=settings.token, read=service.read)  # (BearerAuth's, and people's)
     # before the token and the routes: a request to a host the server does not answer to, or a cross-site write
     app.add_middleware(RequestGuard, policy=HostPolicy.build(settings.host, settings.allow_hosts), port=settings.port)
     app.add_middleware(OpenAIErrors)  # around the guards: under /v1, every error leaves in OpenAI's shape

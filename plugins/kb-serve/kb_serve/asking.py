@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import threading
@@ -181,7 +182,10 @@ async def respond(
         finally:
             put(_END)
 
-    threading.Thread(target=run, name="kb-serve-ask", daemon=True).start()  # now: a client that leaves frees its place
+    context = contextvars.copy_context()  # the asker's grants (kb_core.plugin.stores.restricted_to) go along
+    threading.Thread(
+        target=context.run, args=(run,), name="kb-serve-ask", daemon=True
+    ).start()  # now: a client that leaves frees its place
     return StreamingResponse(
         _events(pieces, gone),
         media_type="text/event-stream",

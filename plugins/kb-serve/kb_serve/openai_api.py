@@ -42,6 +42,7 @@ from kb_core import AskOptions, KbError, KnowledgeBase
 from kb_core.bounds import SEED, TEMPERATURE, Bound
 from kb_core.service import Showing, markdown
 from kb_serve import openai_format as fmt
+from kb_serve.access import check_owner, own_threads
 from kb_serve.asking import KEEP_ALIVE, Emit, respond, tokens
 from kb_serve.bodies import field_within, off_loop, path_param, read_json
 from kb_serve.client import parse_sse
@@ -199,7 +200,7 @@ def recognised_thread(kb: KnowledgeBase, earlier: tuple[Pair, ...], showing: Sho
     if not earlier:
         return None
     first = markdown.fingerprint(earlier[0][0])
-    for summary in kb_core.list_threads(kb.store, MAX_THREADS_SEARCHED):
+    for summary in own_threads(kb, MAX_THREADS_SEARCHED):  # (a person's: only among their own threads)
         if summary.turns != len(earlier) or markdown.fingerprint(summary.first_question) != first:
             continue
         turns = kb_core.stored_thread(kb.store, summary.thread_id).turns
@@ -282,6 +283,7 @@ class OpenAIApi:
             if named is None:
                 return recognised_thread(kb, earlier, self.service.answers.showing) if earlier else None
             try:
+                check_owner(kb, "thread", named, lambda: kb_core.NotFoundError(f"no thread {named[:40]!r}"))
                 return kb_core.stored_thread(kb.store, named).thread_id
             except kb_core.NotFoundError as exc:
                 raise OpenAIError(404, exc.message, param="kb_thread", code="thread_not_found") from None

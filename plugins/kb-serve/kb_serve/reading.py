@@ -28,6 +28,8 @@ from typing import Any
 import kb_core
 from kb_core import Document, KnowledgeBase, list_answers
 from kb_core.commands import LOW_CONFIDENCE, ocr_lines, stored_lines
+from kb_core.plugin.stores import current_access
+from kb_serve.access import check_owner, check_readable, owned
 from kb_serve.errors import ApiError
 
 #: Stored answers one ``GET /answers`` lists by default (at most: kb_core.bounds.LIST_LIMIT).
@@ -84,6 +86,12 @@ def stored_document(kb: KnowledgeBase, path: str) -> Document:
     form kb prints (``scan.pdf#page=1&xywh=72,96,432,31&L1-L3``, sent with ``#`` as ``%23``); a 404 when
     there is none, or when the citation does not hold (a line or page out of bounds, a page it does not have)."""
     clean = unicodedata.normalize("NFC", path)
+
+    def missing() -> ApiError:
+        return ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
+
+    check_readable(clean.rpartition("#")[0] or clean, missing)  # (a person's: outside their grants, as absent)
+    check_readable(clean, missing)
     document = kb.store.get_document(clean)
     cited = kb.store.get_document(clean.rpartition("#")[0]) if document is None and "#" in clean else None
     if cited is not None:  # a citation of a stored document: its lines and page must hold
@@ -93,7 +101,7 @@ def stored_document(kb: KnowledgeBase, path: str) -> Document:
             raise ApiError(404, exc.message, hint=exc.hint) from None
         return cited
     if document is None:
-        raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
+        raise missing()
     return document
 
 
@@ -131,8 +139,31 @@ def text_of(kb: KnowledgeBase, document: Document) -> dict[str, Any]:
 
 def answer_history(kb: KnowledgeBase, limit: int) -> dict[str, Any]:
     """``answer_history.v1`` (as ``kb answers list --json``): the newest ``limit`` stored answers and the total."""
-    answers, total = list_answers(kb.store, limit)
-    return {"answers": answers, "total": total}
+    mine = owned(kb, "answer")
+    if mine is None:
+        answers, total = list_answers(kb.store, limit)
+        return {"answers": answers, "total": total}
+    every, _ = list_answers(kb.store, None)  # a person's own answers only
+    answers = [a for a in every if a.answer_id in mine]
+    return {"answers": answers[:limit], "total": len(answers)}
+
+
+def owned_answer(kb: KnowledgeBase, answer_id: str) -> dict[str, Any]:
+    """:func:`stored_answer` for its owner (with people); a citation of a document they can no longer read
+    shows no current text."""
+
+    def missing() -> ApiError:
+        return ApiError(404, f"no stored answer with id {answer_id[:40]!r}", hint="GET /answers lists them")
+
+    check_owner(kb, "answer", answer_id, missing)
+    shown = stored_answer(kb, answer_id)
+    access = current_access()
+    if access is not None:
+        for citation in shown["citations"]:
+            now = citation.get("now")
+            if isinstance(now, dict) and not access.can_read(str(citation.get("path") or "")):
+                now["now_text"] = None
+    return shown
 
 
 def stored_answer(kb: KnowledgeBase, answer_id: str) -> dict[str, Any]:

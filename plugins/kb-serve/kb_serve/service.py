@@ -33,9 +33,10 @@ from kb_core import (
     Turn,
 )
 from kb_core.plugin import Preloadable
-from kb_core.plugin.stores import follow_feed
+from kb_core.plugin.stores import current_access, follow_feed
 from kb_core.service import AnswerService
 from kb_serve import uploads
+from kb_serve.access import check_owner, check_readable, check_writable, readable_documents, record_owner
 from kb_serve.errors import ApiError, public_text
 from kb_serve.settings import ServeSettings
 
@@ -93,7 +94,7 @@ class KbService:
 
     def list_documents(self, prefix: str = "") -> list[Document]:
         """Stored documents whose path starts with ``prefix`` (source folders as :meth:`public_path` shows them)."""
-        documents = self.read(lambda kb: kb.store.list_documents(prefix=prefix))
+        documents = self.read(lambda kb: readable_documents(kb, prefix))  # (a person's: their folders only)
         shown = {root: self.public_path(root) for root in {d.source_root for d in documents}}
         return [attrs.evolve(d, source_root=shown[d.source_root]) for d in documents]
 
@@ -159,6 +160,8 @@ class KbService:
         """Write the files into the uploads folder and ingest them; a file that fails keeps what was there."""
         extensions = self.extensions()
         names = [uploads.safe_name(name, extensions) for name, _ in files]
+        for name in names:
+            check_writable(name)  # (a person's: a 403 outside their write grants, before anything is written)
         if len(set(names)) != len(names):
             raise ApiError(400, "the same file name appears twice in one upload", hint="send each file once")
         with self._writing() as kb:
@@ -195,6 +198,8 @@ class KbService:
             root = str(self.uploads.resolve())
             owners = kb.store.document_owners()
             clean = unicodedata.normalize("NFC", path.strip())
+            check_readable(clean, lambda: ApiError(404, f"no document at {clean!r}", hint="GET /documents lists them"))
+            check_writable(clean)
             if not (clean.endswith("/") and kb.store.list_documents(prefix=clean)) and clean not in owners:
                 raise ApiError(404, f"no document at {clean!r}", hint="GET /documents lists the stored paths")
             removed = kb_core.remove_documents(kb, [path])
@@ -210,8 +215,29 @@ class KbService:
         on_token: Callable[[str], None] | None = None,
         gone: threading.Event | None = None,
     ) -> Answer:
-        """Answer a question (after the gate's ``admit``), as the service does: ``gone`` stops it (nothing stored)."""
-        return self.answers.ask(question, options, on_token, gone, admitted=True)
+        """Answer a question (after the gate's ``admit``), as the service does: ``gone`` stops it (nothing stored).
+        A person's answer is theirs (``record_owner``)."""
+        answer = self.answers.ask(question, options, on_token, gone, admitted=True)
+        self._own(("answer", answer.answer_id))
+        return answer
+
+    def _own(self, *items: tuple[str, str]) -> None:
+        """Record the asker (a person) as the owner of these (kind, id) items."""
+        if current_access() is not None:
+
+            def own(kb: KnowledgeBase) -> None:
+                for kind, item in items:
+                    record_owner(kb, kind, item)
+
+            self.write(own)
+
+    def check_thread(self, thread_id: str) -> None:
+        """A 404 (kb_core's NotFoundError, as for a thread that does not exist) when the asker may not see it."""
+
+        def missing() -> Exception:
+            return kb_core.NotFoundError(f"no thread {thread_id[:40]!r}", hint="GET /threads lists the threads")
+
+        self.read(lambda kb: check_owner(kb, "thread", thread_id, missing))
 
     def ask_in_thread(
         self,
@@ -222,5 +248,10 @@ class KbService:
         gone: threading.Event | None = None,
         on_standalone: Callable[[Any], None] | None = None,
     ) -> Turn:
-        """Ask ``question`` in the thread ``thread_id`` (None: a new one) and keep the turn, as :meth:`ask` does."""
-        return self.answers.ask_in_thread(question, thread_id, options, on_token, gone, on_standalone, admitted=True)
+        """Ask ``question`` in the thread ``thread_id`` (None: a new one) and keep the turn, as :meth:`ask` does.
+        A person asks only in their own threads; a new one is theirs."""
+        if thread_id is not None:
+            self.check_thread(thread_id)
+        turn = self.answers.ask_in_thread(question, thread_id, options, on_token, gone, on_standalone, admitted=True)
+        self._own(("thread", turn.thread_id), ("answer", turn.answer.answer_id))
+        return turn

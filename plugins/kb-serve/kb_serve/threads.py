@@ -32,6 +32,7 @@ from starlette.routing import Route
 import kb_core
 from kb_core import NotFoundError
 from kb_core.bounds import LIST_LIMIT
+from kb_serve.access import own_threads
 from kb_serve.asking import Emit, ask_options, respond, tokens
 from kb_serve.bodies import int_param, json_response, off_loop, path_param, read_json
 from kb_serve.errors import ApiError
@@ -91,12 +92,13 @@ class ThreadApi:
         """``GET /threads?limit=``: threads, the most recently continued first (as ``kb threads list --json``)."""
         limit = int_param(request, "limit", LIST_LIMIT)
         chosen = DEFAULT_THREADS if limit is None else limit
-        found = await self._read(lambda: self.service.read(lambda kb: kb_core.list_threads(kb.store, chosen)))
+        found = await self._read(lambda: self.service.read(lambda kb: own_threads(kb, chosen)))
         return json_response("thread_list.v1", {"threads": found})
 
     async def show(self, request: Request) -> Response:
         """``GET /threads/{id}``: the thread's turns in order (``thread.v1``)."""
         thread_id = _thread_id(request)
+        await self._read(lambda: _known(lambda: self.service.check_thread(thread_id)))  # (a person's own only)
         thread = await self._read(lambda: _known(lambda: self.service.answers.thread(thread_id)))
         return json_response("thread.v1", thread)
 
@@ -104,6 +106,7 @@ class ThreadApi:
         """``DELETE /threads/{id}``: the thread, its turns and their stored answers (``thread_deleted.v1``)."""
         thread_id = _thread_id(request)
 
+        await self._read(lambda: _known(lambda: self.service.check_thread(thread_id)))
         turns = await anyio.to_thread.run_sync(lambda: _known(lambda: self.service.answers.delete_thread(thread_id)))
         return json_response("thread_deleted.v1", {"thread_id": thread_id, "turns": turns})
 
@@ -115,6 +118,7 @@ class ThreadApi:
     async def _ask(self, request: Request, thread_id: str | None) -> Response:
         question, options = ask_options(await read_json(request))
         if thread_id is not None:  # a 404 now, before a stream starts
+            await self._read(lambda: _known(lambda: self.service.check_thread(thread_id)))
             await self._read(
                 lambda: self.service.read(lambda kb: _known(lambda: kb_core.stored_thread(kb.store, thread_id)))
             )
