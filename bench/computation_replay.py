@@ -73,6 +73,7 @@ def capture(kind: str, limit: int, seed: int, out: Path, spans: bool = False) ->
                 cited = sorted({c.citation.path for c in answer.citations}) if answer.grounded else []
                 documents = {str(p.marker): p.ref.split("#")[0] for p in answer.packed}
                 record = {**row, "captured": dict(seen), "documents": documents, "kb_answer": answer.answer}
+                record["computation"] = answer.computation is not None  # False: answered on the ordinary path
                 if spans:
                     plain = kb_pipeline(ordinary).ask(row["question"], AskOptions())
                     plain_cited = sorted({c.citation.path for c in plain.citations}) if plain.grounded else []
@@ -112,7 +113,9 @@ def outcome(row: dict[str, Any]) -> tuple[str, str]:
     done = computed.computed(reply, passages, row["question"], documents)
     if done is None:  # one number restated: the ordinary path's answer (captured for span questions only)
         return ordinary() if spans else ("stated, ordinary answer not captured", "")
-    if isinstance(done, ComputationRefusal):
+    if isinstance(done, ComputationRefusal):  # the ordinary path then answers, kept when it states the number
+        if row["grounded"] and not row.get("computation", True):
+            return ("fallback right" if right(row["kb_answer"], row["cited"]) else "fallback wrong"), ""
         return "refused", done.reason
     record, text = done
     return ("right" if right(text, {documents[m] for m in record.markers}) else "wrong"), ""
@@ -141,8 +144,8 @@ def replay(path: Path, show: bool) -> dict[str, Any]:
         if show and result in ("wrong", "ordinary wrong"):
             print(f"  {result}: {row['question']} (gold {row['derivation'].strip()})", file=sys.stderr)
     total = sum(n for key, n in outcomes.items() if "," not in key and "skipped" not in key and ":" not in key)
-    right = outcomes["right"] + outcomes["ordinary right"]
-    wrong = outcomes["wrong"] + outcomes["ordinary wrong"]
+    right = outcomes["right"] + outcomes["ordinary right"] + outcomes["fallback right"]
+    wrong = outcomes["wrong"] + outcomes["ordinary wrong"] + outcomes["fallback wrong"]
     return {
         "questions": total,
         "right": f"{right}/{total}",

@@ -135,15 +135,24 @@ def test_a_computation_that_cannot_run_is_a_refusal_not_an_exception(store: Stor
     )
 
 
-@pytest.mark.parametrize("reply", ["CALC: none", "CALC: 680 [#1]", "CALC: 680 - 0 [#1]", "CALC: 680 * 1 [#1]"])
-def test_no_computation_takes_the_ordinary_path(store: StoreOfRecord, reply: str) -> None:
-    """Nothing written (``none``), or one number of the passages restated: the passage states the answer."""
-    answer = _ask(
-        store,
-        "What was the change in Appliances from 2018 to 2019?",
-        [reply, "Appliances sales were 680 in 2019 [#1]."],
-    )
-    assert answer.grounded and answer.computation is None and "680" in answer.answer
+STATED = Chunk("notes.md#0", "notes.md", 0, "Appliances sales fell by 94 million in 2019.", "h2", 1, 1, ("Notes",))
+
+
+@pytest.mark.parametrize("reply", ["CALC: none", "CALC: 94 [#2]", "CALC: 94 - 0 [#2]", "CALC: 94 * 1 [#2]"])
+def test_no_computation_takes_the_ordinary_path_which_must_state_what_is_asked(
+    store: StoreOfRecord, reply: str
+) -> None:
+    """Nothing written (``none``), or one number of the passages restated: the ordinary path answers, and its
+    number must be one a passage gives for what the question asks (a change: a line that names a change)."""
+    with store.transaction():
+        store.replace_document(Document("notes.md", "hash-notes", 10, "notes.md", "text", "docs"), [STATED])
+    question, chunks = "What was the change in Appliances from 2018 to 2019?", [CHUNKS[0], STATED]
+    answer = _ask(store, question, [reply, "Appliances sales fell by 94 million [#2]."], chunks=chunks)
+    assert answer.grounded and answer.computation is None and "94" in answer.answer, answer.note
+    shown: list[str] = []
+    guess = _ask(store, question, [reply, "Appliances sales were 680 in 2019 [#1]."], shown, chunks=chunks)
+    assert (guess.grounded, guess.refusal_detail) == (False, "not_stated")  # 680 is no change
+    assert "".join(shown) == ""  # held until checked: nothing of it was on screen
 
 
 def test_the_reply_is_read_with_its_markers_and_without_code_quotes() -> None:

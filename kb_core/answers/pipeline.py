@@ -53,6 +53,7 @@ from kb_core.answers.prompts import question_prompt
 from kb_core.answers.questions import kind_of, verdict_of
 from kb_core.answers.release import CheckedRelease
 from kb_core.answers.run import AskOptions, QuestionRun, citation_of
+from kb_core.answers.stated import NOT_STATED, stated_answer
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.tables import holds_table
 from kb_core.answers.validation import Verdict, validate
@@ -216,10 +217,13 @@ class RagPipeline:
         by_marker = {item.marker: item for item in items}
         packed_chunks = {m: chunks[item.chunk_id] for m, item in by_marker.items()}
         unread = len({c.chunk_id for c in document} - {item.chunk_id for item in items})
-        if run.computed and any(holds_table(chunk.text) for chunk in packed_chunks.values()):
+        computing = run.computed and any(holds_table(chunk.text) for chunk in packed_chunks.values())
+        not_worked_out: Answer | None = None  # a computation kb refused: the ordinary answer must state the number
+        if computing:
             worked_out = self._compute(run, llm, entries, items, packed_chunks, on_token, unread)
-            if worked_out is not None:
+            if worked_out is not None and (worked_out.grounded or unread):
                 return worked_out
+            not_worked_out = worked_out
         prompt, request = self._request(run, entries, constrained)
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
@@ -227,7 +231,8 @@ class RagPipeline:
         asked = check_first(llm, run.prompt, entries, rag.answer_check)  # before the model writes: no text shown yet
         strict = lambda text: validate(text, run.question, passages, sources, yes_no=run.kind.yes_no)  # noqa: E731
         withdrawn_early = asked[0] is not None and asked[0] < rag.answer_check
-        release = CheckedRelease(on_token, strict, hold=run.kind.yes_no or withdrawn_early)  # only checked text shown
+        held = run.kind.yes_no or withdrawn_early or computing  # computing: the number's check comes at the end
+        release = CheckedRelease(on_token, strict, hold=held)  # only checked text is shown
         raw, done, first_token_ms, generation_ms = stream_answer(llm, request, release.feed, run.started)
         if done.finish_reason == "error":
             verdict = Verdict(
@@ -243,6 +248,11 @@ class RagPipeline:
         verdict = release.settle(verdict)  # text shown is never withdrawn: the answer is then what was shown
         if not verdict.grounded and verdict.refusal_detail != NOT_ANSWERED:  # the model's text is no answer's
             verdict = attrs.evolve(verdict, text=run.template.unchecked_refusal)  # (its sentences keep it)
+        if computing and not (verdict.grounded and stated_answer(verdict.text, run.question, passages)):
+            if not_worked_out is not None:  # neither way answered: the computation's refusal says more
+                return not_worked_out
+            if verdict.grounded:
+                return self._refusal(run, "computation", computed.REFUSAL, NOT_STATED, "not_stated")
         if unread and verdict.grounded:  # a list read from part of its document: said, not hidden
             verdict = attrs.evolve(verdict, note=unread_note(items[0].ref, unread))
         withdrawn = verdict.refusal_detail == NOT_ANSWERED  # its candidates: the passages it cited

@@ -1,0 +1,97 @@
+"""Whether an answer in words states the number a computation question asks for, as the passages state it.
+
+A question kb would compute ("What was the increase in interest income in 2019?") is sometimes answered in the
+passages themselves ("interest income increased $16.9 million"). When kb cannot check the computation the model
+writes, the question takes the ordinary path; its answer is kept only when every number it states (beyond the
+question's own) is written in a passage line that names the operation asked: a change word for a change, "average"
+for an average, "total" for a total, a percent or share for a ratio. In a table, the number's own cell counts: its
+row's label or its column's heading ("Change" over a column of changes). A number from any other line is a number
+of the passages that the question did not ask about: the small model's usual guess, refused.
+
+>>> states_operation("Interest income rose by $16.9 million [#1].", "What was the increase in interest income?",
+...     {1: "Interest income increased $16.9 million, to $30.2 million."})
+True
+>>> states_operation("It was $30.2 million [#1].", "What was the increase in interest income?",
+...     {1: "Interest income was $30.2 million.\\nIt was $13.3 million in 2018."})
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+import regex
+
+from kb_core.answers.numbers import read_numbers
+from kb_core.answers.operand_places import names_no_row
+from kb_core.answers.operations import Operation, asked_operations
+from kb_core.answers.tables import stored_rows
+
+_CHANGE = r"chang|increas|decreas|reduc|grow|grew|growth|declin|rise|rose|fell|fall|drop|up\b|down\b"
+#: The words a passage line names each operation with (stems; a line naming none states no such number).
+NAMING: dict[Operation, str] = {
+    "change": _CHANGE + r"|higher|lower|more|less",
+    "percent_change": _CHANGE,
+    "average": r"average|mean",
+    "total": r"total|sum\b|combined|aggregate",
+    "ratio": r"%\s*of\b|percent|per cent|share|proportion|ratio",
+    "count": r"number|count",
+    "extreme": r"largest|highest|lowest|smallest|most|least|maximum|minimum",
+}
+_MARKER = regex.compile(r"\[#\d+\]")
+
+
+#: Why an answer in words to a question kb would compute is refused.
+NOT_STATED = "the answer states a number no passage gives for what the question asks, and kb could not work it out"
+
+
+def stated_answer(text: str, question: str, passages: Mapping[int, str]) -> bool:
+    """Whether an answer in words may stand for a question kb would compute: it :func:`states_operation`, and the
+    question names a row (not "the change in the total", which fits any report's table)."""
+    return states_operation(text, question, passages) and not names_no_row(question)
+
+
+def states_operation(text: str, question: str, passages: Mapping[int, str]) -> bool:
+    """Whether every number ``text`` states (those of the question aside) is written in one of ``passages``' lines
+    that names an operation ``question`` asks for (any line, when it names none); False when it states none."""
+    asked = asked_operations(question)
+    naming = regex.compile("|".join(NAMING[operation] for operation in sorted(asked)), regex.IGNORECASE)
+    own = {number.value for number in read_numbers(question)}
+    stated = [number for number in read_numbers(_MARKER.sub(" ", text)) if number.value not in own]
+    lines = [stored_rows(passage).splitlines() for passage in passages.values()]
+    return bool(stated) and all(
+        any(not asked or _names(rows, index, abs(number.value), naming) for rows in lines for index in range(len(rows)))
+        and any(_holds(line, abs(number.value)) for rows in lines for line in rows)
+        for number in stated
+    )
+
+
+def _holds(text: str, value: Fraction) -> bool:
+    return any(abs(number.value) == value for number in read_numbers(text))
+
+
+def _names(rows: list[str], index: int, value: Fraction, naming: regex.Pattern[str]) -> bool:
+    """Whether line ``index`` holds ``value`` where it names the operation: a sentence that names it, or a table
+    cell whose row label or column heading (a header row above: the table's first, or one with an empty first
+    cell) names it."""
+    line = rows[index]
+    if "|" not in line:
+        return _holds(line, value) and bool(naming.search(line))
+    cells = line.split("|")
+    columns = [column for column, cell in enumerate(cells) if column and _holds(cell, value)]
+    if not columns:
+        return False
+    if naming.search(cells[0]):
+        return True
+    headings: list[str] = []
+    above = index - 1
+    while above >= 0 and "|" in rows[above]:
+        if not rows[above].split("|")[0].strip() or above == 0 or "|" not in rows[above - 1]:
+            headings.append(rows[above])
+        above -= 1
+    return any(
+        column < len(heading.split("|")) and naming.search(heading.split("|")[column])
+        for heading in headings
+        for column in columns
+    )

@@ -1,0 +1,45 @@
+"""An answer in words to a question kb would compute: kept only when the passages state that number for what is
+asked (kb_core.answers.stated)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kb_core.answers.stated import stated_answer, states_operation
+
+REPORT = {
+    1: "Interest income increased $16.9 million, to $30.2 million, in 2019.",
+    2: "Percent Change\n| 2019 | 2018 | Change\nInterest expense | $2,082 | $2,025 | 3%\nRevenue | 5,000 | 4,000 | 25%",
+    3: "Emissions\nScope 1 | 87,128\nScope 2 | 11,597\nTotal gross emissions (Scope 1 and 2) | 98,725",
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "kept"),
+    [
+        ("It rose by $16.9 million [#1].", "What was the increase in interest income in 2019?", True),
+        ("It was $30.2 million [#1].", "What was the increase in interest income in 2019?", True),  # same line
+        ("Interest expense changed by 3% [#2].", "What was the percentage change in interest expense?", True),
+        ("Interest expense was $2,082 [#2].", "What was the change in interest expense from 2018 to 2019?", False),
+        ("Total gross emissions were 98,725 [#3].", "What is the total gross emissions for FY18?", True),
+        ("Scope 1 was 87,128 [#3].", "What was the average of scope 1 emissions?", False),  # no average stated
+        ("The change was 4,000 [#2].", "What was the change in the total between 2018 and 2019?", False),  # no row
+        ("It was 7 [#1].", "What was the increase in interest income in 2019?", False),  # in no passage
+        ("Interest income increased [#1].", "What was the increase in interest income in 2019?", False),  # no number
+    ],
+)
+def test_an_answer_is_kept_when_a_passage_states_its_number_for_what_is_asked(
+    answer: str, question: str, kept: bool
+) -> None:
+    assert stated_answer(answer, question, REPORT) is kept
+
+
+def test_a_question_that_names_no_operation_takes_any_line() -> None:
+    assert states_operation("Scope 2 was 11,597 [#3].", "What were the scope 2 emissions?", REPORT)
+
+
+@given(st.text(max_size=300), st.text(max_size=200), st.dictionaries(st.integers(1, 5), st.text(max_size=300)))
+def test_any_text_question_and_passages_give_a_yes_or_no(answer: str, question: str, passages: dict[int, str]) -> None:
+    assert stated_answer(answer, question, passages) in (True, False)
