@@ -106,8 +106,8 @@ class RagConfig:
     verdict_no_share: float = 0.1  # a yes/no answer opens "No." when P(No)/(P(Yes)+P(No)) >= this; 0.5 = as the model
     verdict_confidence: float = 0.5  # the least confidence of a stated verdict (kb_core.answers.verdicts); 0 = all
     unsupported_claims: str = "refuse"  # "refuse" the answer, or "drop" the unsupported sentences with a note
-    computations: bool = False  # a number to be worked out is computed by kb from the model's expression (off:
-    # measured on tatqa-tune, too many grounded answers still state a wrong number; docs/evaluation.md)
+    computations: bool = True  # a number to be worked out is computed by kb from the model's expression, or
+    # kept from the ordinary path only when a passage states it for what is asked (docs/evaluation.md)
 
     def gate(self, mode: str) -> float:
         """The score a top hit must reach in ``mode`` for the model to be asked."""

@@ -117,7 +117,8 @@ def test_answers_stored_before_the_migration_are_checked_against_their_chunks(tm
     citation["citation"] = {"path": "h.md", "start_line": chunk.start_line, "end_line": chunk.end_line}
     gone = dict(citation, chunk_id="h.md#gone", marker=2)
     with store.transaction():
-        for table in ("turns", "threads", "answer_citations"):  # back to schema 2: migrations 3 and 4 undone
+        undone = ("access_owners", "access_grants", "access_members", "access_groups", "access_people")  # 5
+        for table in ("turns", "threads", "answer_citations", *undone):  # back to schema 2: migrations 3 to 5 undone
             store.conn.execute(f"DROP TABLE {table}")
         store.conn.execute("PRAGMA user_version = 2")
         for answer_id, cited in (("ans_old", [citation]), ("ans_lost", [gone])):

@@ -175,8 +175,8 @@ def test_explain_shows_the_computation_and_where_each_operand_is(
     assert "[#1], line 4" in out and "a constant of the formula" in out
 
 
-def test_computations_are_off_by_default_and_the_question_takes_the_ordinary_path(store: StoreOfRecord) -> None:
-    assert load_config(kb_dir=store.kb_dir, environ={}).rag.computations is False
+def test_computations_are_on_by_default_and_off_the_question_takes_the_ordinary_path(store: StoreOfRecord) -> None:
+    assert load_config(kb_dir=store.kb_dir, environ={}).rag.computations is True
     answer = _ask(
         store, "What was the change in Appliances from 2018 to 2019?", ["Appliances were 680 [#1]."], on=False
     )

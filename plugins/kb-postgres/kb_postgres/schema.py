@@ -156,11 +156,11 @@ MIGRATIONS: list[str] = [
     CREATE TABLE access_people (
         name text COLLATE "C" PRIMARY KEY,
         token_hash text NOT NULL UNIQUE,
-        created_at text NOT NULL
+        created_at text COLLATE "C" NOT NULL
     );
     CREATE TABLE access_groups (
         name text COLLATE "C" PRIMARY KEY,
-        created_at text NOT NULL
+        created_at text COLLATE "C" NOT NULL
     );
     CREATE TABLE access_members (
         group_name text COLLATE "C" NOT NULL REFERENCES access_groups (name) ON DELETE CASCADE,
