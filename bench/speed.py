@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -183,18 +184,27 @@ def worktree(revision: str) -> Path:
     return target
 
 
-def knowledge_base(name: str) -> Path:
-    """The set's documents ingested (by this checkout) into bench/out/kb-speed-<name>, once."""
-    target = OUT / f"kb-speed-{name}"
-    began = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-c", KB, "--kb", str(target), "ingest", str(SETS[name]), "--json"],
-        env=tree_environment(None),
-        capture_output=True,
-        check=True,
-    )
-    print(f"  ingest {name}: {time.perf_counter() - began:.1f} s", flush=True)
-    return target
+def knowledge_base(name: str, trees: dict[str, Path | None]) -> dict[str | None, Path]:
+    """The set's documents ingested by each tree into bench/out/kb-speed-<name>-<tree> (a tree may not open a
+    knowledge base a newer kb wrote), by the tree's path as a string (None: this checkout)."""
+    made: dict[str | None, Path] = {}
+    for label, tree in trees.items():
+        target = OUT / f"kb-speed-{name}-{label}"
+        began = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", KB, "--kb", str(target), "ingest", str(SETS[name]), "--json"],
+            env=tree_environment(tree),
+            capture_output=True,
+            check=True,
+        )
+        print(f"  ingest {name} ({label}): {time.perf_counter() - began:.1f} s", flush=True)
+        made[None if tree is None else str(tree)] = target
+    return made
+
+
+def _on(kbs: dict[str | None, Path], task: dict[str, Any]) -> Callable[[Path | None], Any]:
+    """A measurement of ``task`` in a tree's child, over that tree's own knowledge base."""
+    return lambda tree: run_child(tree, {**task, "kb": str(kbs[None if tree is None else str(tree)])})
 
 
 def clapnq_questions(limit: int, seed: int = 7) -> list[str]:
@@ -266,27 +276,30 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     trees: dict[str, Path | None] = {"baseline": worktree(args.baseline), "this": None}
     rows: dict[str, dict[str, float | str]] = {name: {} for name in trees}
     raw: dict[str, Any] = {}
-    fixtures = knowledge_base("fixtures")
+    fixtures = knowledge_base("fixtures", trees)
     golden = REPO / "fixtures" / "golden" / "answers.jsonl"
     questions = [json.loads(x)["question"] for x in golden.read_text(encoding="utf-8").splitlines() if x.strip()]
-    task = {"kind": "answers", "kb": str(fixtures), "questions": [ONE_QUESTION, *questions], "warm_up": 1}
+    task = {"kind": "answers", "questions": [ONE_QUESTION, *questions], "warm_up": 1}
     print("fixtures, warm ...", flush=True)
-    raw["fixtures"] = side_by_side(trees, 1, lambda tree: run_child(tree, task))
+    raw["fixtures"] = side_by_side(trees, 1, _on(fixtures, task))
     for name in trees:
         rows[name].update(answer_rows("fixtures", raw["fixtures"][name]))
     rows["this"]["fixtures same answers"] = same_answers(raw["fixtures"])
-    one = {"kind": "answers", "kb": str(fixtures), "questions": [ONE_QUESTION] * 3, "warm_up": 1}
+    one = {"kind": "answers", "questions": [ONE_QUESTION] * 3, "warm_up": 1}
     print("one question: warm, a new process, the very first, kb doctor ...", flush=True)
-    raw["warm_one"] = side_by_side(trees, 1, lambda tree: run_child(tree, one))
-    ask = ["--kb", str(fixtures), "ask", ONE_QUESTION, "--json"]
-    raw["new_process"] = side_by_side(trees, args.repeats, lambda tree: run_kb(tree, ask, {}))
+    raw["warm_one"] = side_by_side(trees, 1, _on(fixtures, one))
+
+    def ask(tree: Path | None) -> list[str]:
+        return ["--kb", str(fixtures[None if tree is None else str(tree)]), "ask", ONE_QUESTION, "--json"]
+
+    raw["new_process"] = side_by_side(trees, args.repeats, lambda tree: run_kb(tree, ask(tree), {}))
 
     def very_first(tree: Path | None) -> float:
         with tempfile.TemporaryDirectory() as cache:
-            return run_kb(tree, ask, {"KB_MODEL_CACHE": cache})
+            return run_kb(tree, ask(tree), {"KB_MODEL_CACHE": cache})
 
     raw["very_first"] = side_by_side(trees, args.repeats, very_first)
-    raw["doctor"] = side_by_side(trees, args.repeats, lambda tree: run_kb(tree, ["--kb", str(fixtures), "doctor"], {}))
+    raw["doctor"] = side_by_side(trees, args.repeats, lambda tree: run_kb(tree, [*ask(tree)[:2], "doctor"], {}))
     for name in trees:
         warm = statistics.median(a["latency_ms"] / 1000 for a in raw["warm_one"][name][0]["answers"][1:])
         new = statistics.median(raw["new_process"][name])
@@ -302,20 +315,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     if args.clapnq:
-        clapnq = knowledge_base("clapnq")
-        task = {"kind": "answers", "kb": str(clapnq), "questions": [ONE_QUESTION, *clapnq_questions(args.clapnq)]}
-        task["warm_up"] = 1
+        clapnq = knowledge_base("clapnq", trees)
+        task = {"kind": "answers", "questions": [ONE_QUESTION, *clapnq_questions(args.clapnq)], "warm_up": 1}
         print(f"clapnq-tune {args.clapnq} ...", flush=True)
-        raw["clapnq"] = side_by_side(trees, 1, lambda tree: run_child(tree, task))
+        raw["clapnq"] = side_by_side(trees, 1, _on(clapnq, task))
         for name in trees:
             rows[name].update(answer_rows("clapnq", raw["clapnq"][name]))
         rows["this"]["clapnq same answers"] = same_answers(raw["clapnq"])
     if args.conversations:
-        mtrag = knowledge_base("mtrag")
-        task = {"kind": "conversations", "kb": str(mtrag)}
-        task["conversations"] = mtrag_conversations(args.conversations, args.turns)
+        mtrag = knowledge_base("mtrag", trees)
+        task = {"kind": "conversations", "conversations": mtrag_conversations(args.conversations, args.turns)}
         print(f"conversations {args.conversations} x {args.turns} turns ...", flush=True)
-        raw["conversations"] = side_by_side(trees, 1, lambda tree: run_child(tree, task))
+        raw["conversations"] = side_by_side(trees, 1, _on(mtrag, task))
         for name in trees:
             turns = raw["conversations"][name][0]["turns"]
             opening = [t["latency_ms"] / 1000 for t in turns if t["position"] == 0]
