@@ -115,7 +115,7 @@ class AnswerService:
         ``admitted``: the caller took its place with :meth:`admit` already.
         """
         answer = self._generate(lambda kb, token: ask(kb, question, options, on_token=token), on_token, gone, admitted)
-        return self.showing.answer(answer)
+        return self.showing.answer(answer, explain=options.explain)
 
     def ask_in_thread(
         self,
@@ -144,7 +144,7 @@ class AnswerService:
             turn = self._generate(work, on_token, gone, admitted)
         finally:
             self.threads_in_use.leave(thread_id)
-        return attrs.evolve(turn, answer=self.showing.answer(turn.answer))
+        return attrs.evolve(turn, answer=self.showing.answer(turn.answer, explain=options.explain))
 
     def thread(self, thread_id: str) -> Thread:
         """The stored thread ``thread_id`` with its turns' answers as the front end shows answers."""

@@ -38,8 +38,12 @@ class Showing:
     hide_paths: bool = False
     kb_dir: Path | None = None
 
-    def answer(self, answer: Answer) -> Answer:
-        """``answer`` as the front end shows it (without the local files of its models, the folders in its note)."""
+    def answer(self, answer: Answer, *, explain: bool = False) -> Answer:
+        """``answer`` as the front end shows it: a refusal without the claims kb refused (its ``sentences``: they
+        are shown only to a reader who asks to ``explain`` it), and, when paths are hidden, without the local files
+        of its models or the folders in its note."""
+        if not answer.grounded and not explain:
+            answer = attrs.evolve(answer, sentences=())
         if not self.hide_paths:
             return answer
         return attrs.evolve(
@@ -51,6 +55,8 @@ class Showing:
 
     def answer_json(self, answer: dict[str, Any]) -> dict[str, Any]:
         """A stored ``answer.v1`` document (a thread's turn) as :meth:`answer` shows an answer."""
+        if not answer.get("grounded") and answer.get("sentences"):
+            answer = {**answer, "sentences": []}
         if not self.hide_paths:
             return answer
         shown = dict(answer)

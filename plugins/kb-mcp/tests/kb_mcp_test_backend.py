@@ -19,7 +19,13 @@ TOPIC = "the Heliograph release"
 SCRIPT = following_up(TOPIC)
 
 
+#: An answer whose first sentence no passage supports (``withdrawing``): kb refuses it.
+WITHDRAWN = "The daemon was written by Ada Lovelace in 1843 [#1]. It keeps daily backups for 35 days [#1]."
+
+
 @hookimpl
 def register_language_models(register: Callable[..., None]) -> None:
-    """Register ``scripted``."""
+    """Register ``scripted`` and ``withdrawing`` (:data:`WITHDRAWN`, a word at a time)."""
     register("scripted", lambda _ctx: ScriptedLanguageModel(SCRIPT))
+    words = [word if index == 0 else f" {word}" for index, word in enumerate(WITHDRAWN.split())]
+    register("withdrawing", lambda _ctx: ScriptedLanguageModel(lambda _request: words))

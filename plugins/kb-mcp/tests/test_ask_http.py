@@ -46,6 +46,20 @@ def test_ask_answers_with_citations_or_refuses(kb_dir: Path, scripted_pythonpath
     assert refusal is not None and refusal["grounded"] is False and refusal["refusal_reason"]
 
 
+def test_a_refused_answer_gives_the_agent_none_of_the_models_text(kb_dir: Path, scripted_pythonpath: str) -> None:
+    """Issue 44: an agent reads the tool's text and its structured ``answer``; neither carries what kb refused."""
+
+    async def scenario(session: ClientSession) -> CallToolResult:
+        return await session.call_tool("ask", {"question": "How long are daily backups kept?"})
+
+    result = with_server(kb_dir, scenario, "--backend", "withdrawing", env={"PYTHONPATH": scripted_pythonpath})
+    assert not result.is_error and result.structured_content is not None
+    refusal = result.structured_content
+    assert (refusal["grounded"], refusal["refusal_reason"]) == (False, "unsupported")
+    assert refusal["answer"].startswith("Insufficient evidence")
+    assert "Lovelace" not in text_of(result) and refusal["sentences"] == []  # the refused claims: nowhere
+
+
 def test_ask_with_an_unknown_backend_is_the_cli_line(kb_dir: Path) -> None:
     async def scenario(session: ClientSession) -> CallToolResult:
         return await session.call_tool("ask", {"question": "How long are daily backups kept?"})
