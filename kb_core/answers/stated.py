@@ -40,8 +40,6 @@ NAMING: dict[Operation, str] = {
     "extreme": r"largest|highest|lowest|smallest|most|least|maximum|minimum",
 }
 _MARKER = regex.compile(r"\[#\d+\]")
-
-
 #: Why an answer in words to a question kb would compute is refused.
 NOT_STATED = "the answer states a number no passage gives for what the question asks, and kb could not work it out"
 
@@ -58,13 +56,14 @@ def states_operation(text: str, question: str, passages: Mapping[int, str]) -> b
     asked = asked_operations(question)
     naming = regex.compile("|".join(NAMING[operation] for operation in sorted(asked)), regex.IGNORECASE)
     own = {number.value for number in read_numbers(question)}
-    stated = [number for number in read_numbers(_MARKER.sub(" ", text)) if number.value not in own]
+    stated = [abs(number.value) for number in read_numbers(_MARKER.sub(" ", text)) if number.value not in own]
     lines = [stored_rows(passage).splitlines() for passage in passages.values()]
-    return bool(stated) and all(
-        any(not asked or _names(rows, index, abs(number.value), naming) for rows in lines for index in range(len(rows)))
-        and any(_holds(line, abs(number.value)) for rows in lines for line in rows)
-        for number in stated
-    )
+
+    def given(value: Fraction) -> bool:
+        holding = [(rows, index) for rows in lines for index, line in enumerate(rows) if _holds(line, value)]
+        return any(not asked or _names(rows, index, value, naming) for rows, index in holding)
+
+    return bool(stated) and all(given(value) for value in stated)
 
 
 def _holds(text: str, value: Fraction) -> bool:
@@ -72,12 +71,12 @@ def _holds(text: str, value: Fraction) -> bool:
 
 
 def _names(rows: list[str], index: int, value: Fraction, naming: regex.Pattern[str]) -> bool:
-    """Whether line ``index`` holds ``value`` where it names the operation: a sentence that names it, or a table
-    cell whose row label or column heading (a header row above: the table's first, or one with an empty first
+    """Whether line ``index``, which holds ``value``, names the operation there: a sentence that names it, or a
+    table cell whose row label or column heading (a header row above: the table's first, or one with an empty first
     cell) names it."""
     line = rows[index]
     if "|" not in line:
-        return _holds(line, value) and bool(naming.search(line))
+        return bool(naming.search(line))
     cells = line.split("|")
     columns = [column for column, cell in enumerate(cells) if column and _holds(cell, value)]
     if not columns:
