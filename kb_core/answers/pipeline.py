@@ -18,7 +18,11 @@ Everything else is a refusal with a reason:
                      with or without a citation.
 ``generation_error`` the model's stream ended with an error.
 ``computation``      a number to be worked out could not be checked (:mod:`kb_core.answers.computed`: the
-                     model writes the computation, kb works it out and checks every operand).
+                     model writes the computation, kb works it out and checks every operand), and the
+                     ordinary answer it falls back to states no number a passage gives for what is asked
+                     (:mod:`kb_core.answers.stated`; ``refusal_detail`` ``not_stated``).
+
+A refusal's ``answer`` is kb's own sentence, never the model's text (that stays in its ``sentences``).
 
 A follow-up in a thread (:mod:`kb_core.conversations`) arrives made standalone, with the turns
 before it as a ``history`` block the model reads before the question (never evidence: every
