@@ -134,7 +134,11 @@ class RecordStoreContract(LedgerContract):
         assert document.ingested_at
         assert store.count_documents() == len(ORDERED_PATHS)
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=20,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+    )
     @given(
         paths=st.sets(st.text(PATH_CHARACTERS, min_size=1, max_size=12), min_size=1, max_size=6),
         prefix=st.text(PATH_CHARACTERS, max_size=3),

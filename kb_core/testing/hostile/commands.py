@@ -269,6 +269,10 @@ def config_files() -> st.SearchStrategy[str]:
     return st.one_of(written, written, written, broken)
 
 
+#: The longest environment value a process can be started with on Linux (MAX_ARG_STRLEN, 128 KiB), less a margin.
+ENV_VALUE_BYTES = 120_000
+
+
 def environments(places: Places) -> st.SearchStrategy[dict[str, str]]:
     """``KB_*`` variables: a key of :data:`~kb_core.config_schema.RULES` (or below it) set to hostile text,
     TOML-looking values included; ``KB_HOME`` and ``KB_CONFIG`` pointing inside the sandbox."""
@@ -281,7 +285,10 @@ def environments(places: Places) -> st.SearchStrategy[dict[str, str]]:
         st.sampled_from(["{a=1}", "[1,", "[]", '["x"]', "[[1]]", "true", "nan", "{}", '"', "a=1"]),
         depths().map(deep),
     )
-    settable = values.map(lambda v: os.fsdecode(v.replace("\x00", "").encode("utf-8", "surrogatepass")))
+    # what a process can be given: no NUL, at most ENV_VALUE_BYTES (Linux refuses a longer one: E2BIG)
+    settable = values.map(
+        lambda v: os.fsdecode(v.replace("\x00", "").encode("utf-8", "surrogatepass")[:ENV_VALUE_BYTES])
+    )
     text_env = st.dictionaries(names_, settable, min_size=1, max_size=3)
     paths = st.dictionaries(st.sampled_from(["KB_HOME", "KB_CONFIG"]), paths_in(places), max_size=1)
     return st.tuples(text_env, paths).map(lambda pair: {**pair[0], **pair[1]})
