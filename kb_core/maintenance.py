@@ -11,6 +11,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.crashes import last_crash, probe_generation
 from kb_core.errors import KbError, NotFoundError
 from kb_core.extend.options import summaries
+from kb_core.extend.record_store import RecordStore
 from kb_core.ingest.index_sync import index_problems
 from kb_core.ingest.language_fit import mismatch_problem
 from kb_core.types import Citation, Problem
@@ -82,8 +83,11 @@ def doctor_report(kb: KnowledgeBase, *, generate: bool = True) -> DoctorReport:
     checks: list[Check] = []
     problems: list[Problem] = []
 
+    opened: list[RecordStore] = []
+
     def store() -> tuple[str, list[Problem]]:
-        return f"schema {kb.store.schema_version}, {kb.store.count_documents()} documents", []
+        opened.append(kb.store)  # (a store that cannot be opened raises its one line here)
+        return f"schema {kb.store.schema_version}, {kb.store.count_documents()} documents", kb.store.check()
 
     def embedder() -> tuple[str, list[Problem]]:
         model = kb.embedder()
@@ -123,6 +127,9 @@ def doctor_report(kb: KnowledgeBase, *, generate: bool = True) -> DoctorReport:
         ("indexes", indexes),
         ("ocr", ocr),
     ):
+        if component == "indexes" and not opened:  # the store's one problem says why; not repeated here
+            checks.append(Check(component, False, "not checked: the store could not be opened"))
+            continue
         check, found = _component_check(component, probe)
         checks.append(check)
         problems.extend(found)

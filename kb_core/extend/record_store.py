@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from kb_core.extend.contracts import FactoryContext
-from kb_core.types import Chunk, Document
+from kb_core.types import Chunk, Document, Problem
 
 
 @attrs.frozen(kw_only=True)
@@ -146,6 +146,12 @@ class RecordStore(Protocol):
     def transaction(self) -> AbstractContextManager[object]: ...
 
     def close(self) -> None: ...
+
+    def check(self) -> list[Problem]:
+        """What ``kb doctor`` should report about the store itself (an empty list when healthy): its schema
+        against this kb's migrations, damage, a server that cannot be written; each with the command that
+        fixes it. A store that cannot be opened at all raises its one-line error when opened instead."""
+        ...
 
     # -- documents and chunks
     def replace_document(self, document: Document, chunks: Sequence[Chunk], mtime_ns: int = 0) -> None: ...

@@ -37,7 +37,7 @@ from kb_core.storage.sqlite_files import (
     writable,
 )
 from kb_core.storage.sqlite_ledger import SqliteLedger
-from kb_core.types import Chunk, Document
+from kb_core.types import Chunk, Document, Problem
 
 DB_NAME = "kb.sqlite3"
 
@@ -165,6 +165,24 @@ class StoreOfRecord(SqliteLedger, SqliteAccess):
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
+
+    def check(self) -> list[Problem]:
+        """SQLite's own check of the file (``PRAGMA quick_check``: pages, records, indexes; linear in its size)."""
+        try:
+            rows = [str(row[0]) for row in self.conn.execute("PRAGMA quick_check(3)")]
+        except sqlite3.DatabaseError as exc:
+            rows = [str(exc)]
+        if rows == ["ok"]:
+            return []
+        found = [line for row in rows for line in row.splitlines() if line and not line.startswith("*** ")][:3]
+        return [
+            Problem(
+                "store",
+                f"{self.path} is damaged: {'; '.join(found)}",
+                f"keep a copy of it, then make a new knowledge base (kb --kb NEW ingest PATH) or restore {DB_NAME}"
+                " from a backup",
+            )
+        ]
 
     # -- documents and chunks ---------------------------------------------------------------
 

@@ -88,6 +88,10 @@ class RecordStoreContract(LedgerContract):
         assert store.count_documents() == 0 and store.count_chunks() == 0 and store.last_seq() == 0
         assert store.answer_entries(None) == ([], 0) and store.thread_summaries(None) == []
 
+    def test_a_healthy_store_checks_with_no_problem(self, store: RecordStore) -> None:
+        store_document(store, "a.md", ("alpha",))
+        assert store.check() == []  # (kb doctor shows each Problem a store reports; a new store has none)
+
     def test_a_store_that_is_not_there_is_not_made_without_create(self, open_store: Callable[..., RecordStore]) -> None:
         with pytest.raises(KbError):
             open_store(create=False)

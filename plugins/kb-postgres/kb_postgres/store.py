@@ -25,6 +25,7 @@ import psycopg
 from psycopg import sql
 
 from kb_core import Chunk, Document, KbError
+from kb_core.plugin import Problem
 from kb_postgres.access import PostgresAccess
 from kb_postgres.connection import Connection, connect, storage_error
 from kb_postgres.feed import PostgresFeed
@@ -172,24 +173,48 @@ class PostgresStore(PostgresFeed, PostgresQueue, PostgresLedger, PostgresAccess)
             return None
         return int(self._exec("SELECT coalesce(max(version), 0) FROM kb_migrations").fetchone()[0])  # type: ignore[index]
 
-    def _check_version(self, version: int) -> None:
-        if version > len(MIGRATIONS):
-            raise KbError(
-                f"the knowledge base in PostgreSQL at {self.settings.where} was written by a newer kb-postgres"
-                f" (schema {version})",
-                hint="upgrade kb-postgres",
+    def _version_problem(self, version: int) -> Problem | None:
+        """The schema against this kb-postgres's migrations: None when they match."""
+        where, wanted = self.settings.where, len(MIGRATIONS)
+        if version > wanted:
+            return Problem(
+                "store",
+                f"the knowledge base in PostgreSQL at {where} was written by a newer kb-postgres (schema {version})",
+                "upgrade kb-postgres",
             )
+        if version < wanted:
+            return Problem(
+                "store",
+                f"the knowledge base in PostgreSQL at {where} has {version} of this kb-postgres's {wanted} migrations",
+                "run 'kb init' to apply them (every kb using this schema then needs this kb-postgres or newer)",
+            )
+        return None
+
+    def _check_version(self, version: int, *, behind: bool = False) -> None:
+        problem = self._version_problem(version)
+        if problem is not None and (behind or version > len(MIGRATIONS)):
+            raise KbError(problem.message, hint=problem.fix)
+
+    def check(self) -> list[Problem]:
+        """The schema's migrations (another kb may have moved them since this handle opened), and a server that
+        cannot be written. kb-postgres uses no extension (no pgvector): none is checked."""
+        problems = [self._version_problem(self._version() or 0)]
+        if self._exec("SELECT pg_is_in_recovery()").fetchone() == (True,):
+            where, fix = self.settings.where, "point [backends.postgres] url at the primary server"
+            problems.append(Problem("store", f"the PostgreSQL server at {where} is a read-only standby", fix))
+        return [problem for problem in problems if problem is not None]
 
     def _migrate(self, create: bool) -> None:
         """Make the schema when asked to, and apply the missing migrations in one transaction under an advisory
-        lock; the version is read again under it, so two first opens at once never apply one twice."""
+        lock; the version is read again under it, so two first opens at once never apply one twice. Without
+        ``create`` (a command that only reads) a schema behind this kb-postgres is refused, naming ``kb init``."""
         version = self._version()
         if version is None and not create:
             raise KbError(
                 f"no knowledge base in PostgreSQL at {self.settings.where}",
                 hint="run 'kb init' or 'kb ingest PATH' first, or fix [backends.postgres] url and schema",
             )
-        self._check_version(version or 0)
+        self._check_version(version or 0, behind=not create)  # (a read never changes a schema others share)
         if version == len(MIGRATIONS):
             return
         with self.transaction():
