@@ -21,6 +21,14 @@ from kb_core.extend.record_store import (
     ThreadSummary,
     TurnRecord,
 )
+from kb_core.extend.store_rows import (
+    CITATION_COLUMNS,
+    citation_check_values,
+    citation_from_row,
+    citation_values,
+    entry_from_row,
+    summary_from_row,
+)
 
 
 def sql_limit(limit: int | None) -> int:
@@ -32,31 +40,7 @@ def sql_limit(limit: int | None) -> int:
     return -1 if limit is None else min(limit, 2**63 - 1)
 
 
-_CITATION_COLUMNS = (
-    "answer_id, marker, chunk_id, doc_path, start_line, end_line, cited_text, fingerprint, doc_hash, state, reason,"
-    " now_text, checked_at"
-)
 _STALE_ONLY = " WHERE answer_id IN (SELECT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable'))"
-
-
-def _citation(row: Any) -> CitationRecord:
-    """A row of ``SELECT rowid, <_CITATION_COLUMNS>``."""
-    return CitationRecord(
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        row[5],
-        row[6],
-        cited_text=row[7],
-        fingerprint=row[8],
-        doc_hash=row[9],
-        state=row[10],
-        reason=row[11],
-        now_text=row[12],
-        checked_at=row[13],
-        row_id=row[0],
-    )
 
 
 class SqliteLedger:
@@ -113,7 +97,7 @@ class SqliteLedger:
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (sql_limit(limit),),
         ).fetchall()
-        return [LedgerEntry(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows], total
+        return [entry_from_row(r) for r in rows], total
 
     def answer_entry(self, answer_id: str) -> LedgerEntry | None:
         """The stored answer ``answer_id`` with its words, or None."""
@@ -121,7 +105,7 @@ class SqliteLedger:
             "SELECT answer_id, created_at, question, grounded, refusal_reason, answer FROM answers WHERE answer_id = ?",
             (answer_id,),
         ).fetchone()
-        return None if row is None else LedgerEntry(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
+        return None if row is None else entry_from_row(row)
 
     def answer_citations_json(self, answer_id: str) -> str | None:
         """The citations an answer gave, as stored (JSON text), or None when there is no such answer."""
@@ -160,45 +144,37 @@ class SqliteLedger:
     def insert_citations(self, records: Sequence[CitationRecord]) -> None:
         """Keep these citations, replacing an answer's earlier row of the same marker."""
         self.conn.executemany(
-            f"INSERT OR REPLACE INTO answer_citations ({_CITATION_COLUMNS}) VALUES ({', '.join('?' * 13)})",
-            [
-                (r.answer_id, r.marker, r.chunk_id, r.doc_path, r.start_line, r.end_line, r.cited_text)
-                + (r.fingerprint, r.doc_hash, r.state, r.reason, r.now_text, r.checked_at)
-                for r in records
-            ],
+            f"INSERT OR REPLACE INTO answer_citations ({CITATION_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+            [citation_values(r) for r in records],
         )
 
     def citations_of(self, answer_ids: Sequence[str]) -> list[CitationRecord]:
         """The citations of these answers, by answer id then marker."""
         query = (
-            f"SELECT rowid, {_CITATION_COLUMNS} FROM answer_citations WHERE answer_id IN ({{marks}})"
+            f"SELECT rowid, {CITATION_COLUMNS} FROM answer_citations WHERE answer_id IN ({{marks}})"
             " ORDER BY answer_id, marker"
         )
         rows = {row[0]: row for row in self.rows_in(query, sorted(set(answer_ids)))}
-        return sorted(map(_citation, rows.values()), key=lambda r: (r.answer_id, r.marker))
+        return sorted(map(citation_from_row, rows.values()), key=lambda r: (r.answer_id, r.marker))
 
     def citations_citing(self, paths: Sequence[str] | None) -> list[CitationRecord]:
         """Every citation of the answers citing any of ``paths`` (None: of every answer), by answer id then marker."""
         if paths is None:
-            rows = self.conn.execute(f"SELECT rowid, {_CITATION_COLUMNS} FROM answer_citations").fetchall()
+            rows = self.conn.execute(f"SELECT rowid, {CITATION_COLUMNS} FROM answer_citations").fetchall()
         else:
             query = (
-                f"SELECT rowid, {_CITATION_COLUMNS} FROM answer_citations WHERE answer_id IN"
+                f"SELECT rowid, {CITATION_COLUMNS} FROM answer_citations WHERE answer_id IN"
                 " (SELECT answer_id FROM answer_citations WHERE doc_path IN ({marks}))"
             )
             rows = list({row[0]: row for row in self.rows_in(query, sorted(set(paths)))}.values())  # batches overlap
-        return sorted(map(_citation, rows), key=lambda r: (r.answer_id, r.marker))
+        return sorted(map(citation_from_row, rows), key=lambda r: (r.answer_id, r.marker))
 
     def update_citations(self, records: Sequence[CitationRecord]) -> None:
         """Write the checked state of stored citations (found by ``row_id``)."""
         self.conn.executemany(
             "UPDATE answer_citations SET start_line = ?, end_line = ?, cited_text = ?, fingerprint = ?,"
             " doc_hash = ?, state = ?, reason = ?, now_text = ?, checked_at = ? WHERE rowid = ?",
-            [
-                (r.start_line, r.end_line, r.cited_text, r.fingerprint, r.doc_hash, r.state, r.reason, r.now_text)
-                + (r.checked_at, r.row_id)
-                for r in records
-            ],
+            [citation_check_values(r) for r in records],
         )
 
     # -- threads ----------------------------------------------------------------------------------
@@ -249,7 +225,7 @@ class SqliteLedger:
             " GROUP BY t.thread_id ORDER BY coalesce(max(u.rowid), 0) DESC, t.rowid DESC LIMIT ?",
             (sql_limit(limit),),
         ).fetchall()
-        return [ThreadSummary(r[0], r[1], r[2], int(r[3]), r[4] or "") for r in rows]
+        return [summary_from_row(r) for r in rows]
 
     def delete_thread(self, thread_id: str) -> int | None:
         """Delete a thread, its turns and their answers in one transaction (its own); the turns deleted, or None

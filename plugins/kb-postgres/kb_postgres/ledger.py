@@ -17,44 +17,26 @@ import psycopg
 
 from kb_core import NotFoundError
 from kb_core.plugin.stores import (
+    CITATION_COLUMNS,
     CitationRecord,
     LedgerAnswer,
     LedgerEntry,
     ThreadRecord,
     ThreadSummary,
     TurnRecord,
+    citation_check_values,
+    citation_from_row,
+    citation_values,
+    entry_from_row,
+    summary_from_row,
 )
 
 _ANSWER = (
     "answer_id, created_at, question, answer, grounded, refusal_reason, citations_json, model_json, embedding_json,"
     " prompt_template_version, retrieval_json, usage_json, packed_chunks_json"
 )
-_CITATION = (
-    "answer_id, marker, chunk_id, doc_path, start_line, end_line, cited_text, fingerprint, doc_hash, state, reason,"
-    " now_text, checked_at"
-)
 _STALE_ONLY = " WHERE answer_id IN (SELECT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable'))"
 _TURN = "position, answer_id, asked, standalone, method, rewrite_ms, rewrite_prompt_tokens, created_at, answer_json"
-
-
-def _citation(row: Sequence[Any]) -> CitationRecord:
-    """A row of ``SELECT row_id, <_CITATION>``."""
-    return CitationRecord(
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        row[5],
-        row[6],
-        cited_text=row[7],
-        fingerprint=row[8],
-        doc_hash=row[9],
-        state=row[10],
-        reason=row[11],
-        now_text=row[12],
-        checked_at=row[13],
-        row_id=row[0],
-    )
 
 
 class PostgresLedger:
@@ -101,7 +83,7 @@ class PostgresLedger:
             " ORDER BY created_at DESC, stored DESC LIMIT %s",
             (limit,),  # (None: LIMIT NULL, no limit)
         ).fetchall()
-        return [LedgerEntry(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows], total
+        return [entry_from_row(r) for r in rows], total
 
     def answer_entry(self, answer_id: str) -> LedgerEntry | None:
         """The stored answer ``answer_id`` with its words, or None."""
@@ -110,7 +92,7 @@ class PostgresLedger:
             " WHERE answer_id = %s",
             (answer_id,),
         ).fetchone()
-        return None if row is None else LedgerEntry(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
+        return None if row is None else entry_from_row(row)
 
     def answer_citations_json(self, answer_id: str) -> str | None:
         """The citations an answer gave, as stored (JSON text), or None when there is no such answer."""
@@ -146,48 +128,41 @@ class PostgresLedger:
     def insert_citations(self, records: Sequence[CitationRecord]) -> None:
         """Keep these citations, replacing an answer's earlier row of the same marker."""
         self._many(
-            f"INSERT INTO answer_citations ({_CITATION}) VALUES ({', '.join(['%s'] * 13)})"
+            f"INSERT INTO answer_citations ({CITATION_COLUMNS}) VALUES ({', '.join(['%s'] * 13)})"
             " ON CONFLICT (answer_id, marker) DO UPDATE SET chunk_id = excluded.chunk_id, doc_path = excluded.doc_path,"
             " start_line = excluded.start_line, end_line = excluded.end_line, cited_text = excluded.cited_text,"
             " fingerprint = excluded.fingerprint, doc_hash = excluded.doc_hash, state = excluded.state,"
             " reason = excluded.reason, now_text = excluded.now_text, checked_at = excluded.checked_at",
-            [
-                (r.answer_id, r.marker, r.chunk_id, r.doc_path, r.start_line, r.end_line, r.cited_text)
-                + (r.fingerprint, r.doc_hash, r.state, r.reason, r.now_text, r.checked_at)
-                for r in records
-            ],
+            [citation_values(r) for r in records],
         )
 
     def citations_of(self, answer_ids: Sequence[str]) -> list[CitationRecord]:
         """The citations of these answers, by answer id then marker."""
         rows = self._exec(
-            f"SELECT row_id, {_CITATION} FROM answer_citations WHERE answer_id = ANY(%s) ORDER BY answer_id, marker",
+            f"SELECT row_id, {CITATION_COLUMNS} FROM answer_citations WHERE answer_id = ANY(%s)"
+            " ORDER BY answer_id, marker",
             (list(answer_ids),),
         )
-        return [_citation(row) for row in rows]
+        return [citation_from_row(row) for row in rows]
 
     def citations_citing(self, paths: Sequence[str] | None) -> list[CitationRecord]:
         """Every citation of the answers citing any of ``paths`` (None: of every answer), by answer id then marker."""
         if paths is None:
-            rows = self._exec(f"SELECT row_id, {_CITATION} FROM answer_citations ORDER BY answer_id, marker")
+            rows = self._exec(f"SELECT row_id, {CITATION_COLUMNS} FROM answer_citations ORDER BY answer_id, marker")
         else:
             rows = self._exec(
-                f"SELECT row_id, {_CITATION} FROM answer_citations WHERE answer_id IN"
+                f"SELECT row_id, {CITATION_COLUMNS} FROM answer_citations WHERE answer_id IN"
                 " (SELECT answer_id FROM answer_citations WHERE doc_path = ANY(%s)) ORDER BY answer_id, marker",
                 (list(paths),),
             )
-        return [_citation(row) for row in rows]
+        return [citation_from_row(row) for row in rows]
 
     def update_citations(self, records: Sequence[CitationRecord]) -> None:
         """Write the checked state of stored citations (found by ``row_id``)."""
         self._many(
             "UPDATE answer_citations SET start_line = %s, end_line = %s, cited_text = %s, fingerprint = %s,"
             " doc_hash = %s, state = %s, reason = %s, now_text = %s, checked_at = %s WHERE row_id = %s",
-            [
-                (r.start_line, r.end_line, r.cited_text, r.fingerprint, r.doc_hash, r.state, r.reason, r.now_text)
-                + (r.checked_at, r.row_id)
-                for r in records
-            ],
+            [citation_check_values(r) for r in records],
         )
 
     # -- threads ----------------------------------------------------------------------------------
@@ -235,7 +210,7 @@ class PostgresLedger:
             " GROUP BY t.thread_id ORDER BY coalesce(max(u.stored), 0) DESC, t.stored DESC LIMIT %s",
             (limit,),
         ).fetchall()
-        return [ThreadSummary(r[0], r[1], r[2], int(r[3]), r[4] or "") for r in rows]
+        return [summary_from_row(r) for r in rows]
 
     def delete_thread(self, thread_id: str) -> int | None:
         """Delete a thread, its turns and their answers in one transaction (its own); the turns deleted, or None
