@@ -13,7 +13,10 @@ from kb_core.testing.access_store import AccessStoreContract
 from kb_core.testing.shared_store import SharedStoreContract
 
 
-class TestPostgresStore(RecordStoreContract):
+class PostgresStoreKit:
+    """What every kit asks of a store: kb-postgres's registered factory, on the test's new schema (first in
+    the bases, so that these fixtures replace the kit's)."""
+
     @pytest.fixture
     def store_factory(self) -> Callable[[StoreContext], RecordStore]:
         return load_registry().store_factory("postgres")
@@ -23,21 +26,13 @@ class TestPostgresStore(RecordStoreContract):
         return postgres_options
 
 
-class TestPostgresShared(SharedStoreContract):
-    @pytest.fixture
-    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
-        return load_registry().store_factory("postgres")
-
-    @pytest.fixture
-    def store_options(self, postgres_options: dict[str, object]) -> dict[str, object]:
-        return postgres_options
+class TestPostgresStore(PostgresStoreKit, RecordStoreContract):
+    pass
 
 
-class TestPostgresAccess(AccessStoreContract):
-    @pytest.fixture
-    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
-        return load_registry().store_factory("postgres")
+class TestPostgresShared(PostgresStoreKit, SharedStoreContract):
+    pass
 
-    @pytest.fixture
-    def store_options(self, postgres_options: dict[str, object]) -> dict[str, object]:
-        return postgres_options
+
+class TestPostgresAccess(PostgresStoreKit, AccessStoreContract):
+    pass
