@@ -1,13 +1,6 @@
-"""A real PostgreSQL for the tests: started once per test session with pgserver, each test on a new schema.
-
-pgserver (a test dependency: ``pip install -e "plugins/kb-postgres[test]"``) bundles PostgreSQL 16 and
-pgvector and starts a server on a Unix socket in a temporary folder, stopped and deleted at the end
-of the session. Without it the tests fail, saying how to install it: they are not skipped.
-
-As root, PostgreSQL refuses to run; pgserver then adds a system user ``pgserver`` (``useradd``, once)
-and runs the server as that user, making the data folder theirs and the folders above it and its own
-binaries readable by others (o+rx). The data folder is a new private temporary folder, so nothing
-else is opened up.
+"""A real PostgreSQL for the tests: started once per test session with pgserver
+(:func:`kb_postgres.testing.postgres_server`, which says what it does as root), each test on a new schema. Without
+pgserver the tests fail, saying how to install it: they are not skipped.
 
 ``KB_POSTGRES_TEST_URL`` names an existing server instead (a database the role may create schemas
 in); each test's schema is dropped afterwards.
@@ -17,17 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import psycopg
 import pytest
+from kb_postgres.testing import postgres_server
 from psycopg import sql
 
 TEST_URL = os.environ.get("KB_POSTGRES_TEST_URL", "")  # (read at import: the tests' environment drops KB_*)
@@ -36,27 +28,17 @@ TEST_URL = os.environ.get("KB_POSTGRES_TEST_URL", "")  # (read at import: the te
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """The URL of a running PostgreSQL server for the whole session."""
-    if TEST_URL:
-        yield TEST_URL
-        return
-    try:
-        with warnings.catch_warnings():  # (no XDG_RUNTIME_DIR: its lock file goes to /tmp/runtime-UID, as it says)
-            warnings.simplefilter("ignore")
-            import pgserver
-    except ImportError:
-        pytest.fail(
-            "pgserver is not installed: kb-postgres's tests start PostgreSQL with it"
-            ' (pip install -e "plugins/kb-postgres[test]"; CPython 3.11 or 3.12 on x86_64 Linux, macOS arm64'
-            " or Windows), or set KB_POSTGRES_TEST_URL to a server",
-            pytrace=False,
-        )
-    folder = Path(tempfile.mkdtemp(prefix="kb-postgres-test-"))
-    server = pgserver.get_server(folder / "data", cleanup_mode="delete")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(postgres_server(TEST_URL, prefix="kb-postgres-test-"))
+        except ImportError:
+            pytest.fail(
+                "pgserver is not installed: kb-postgres's tests start PostgreSQL with it"
+                ' (pip install -e "plugins/kb-postgres[test]"; CPython 3.11 or 3.12 on x86_64 Linux, macOS arm64'
+                " or Windows), or set KB_POSTGRES_TEST_URL to a server",
+                pytrace=False,
+            )
+        yield url
 
 
 @pytest.fixture

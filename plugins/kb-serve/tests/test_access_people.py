@@ -4,11 +4,9 @@ images; one's thread and answer are a 404 for the other; a write without a write
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -113,18 +111,15 @@ def test_the_operator_token_still_opens_everything(start_server: Callable[..., A
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    """A PostgreSQL server from pgserver (as kb-postgres's tests start it), for this module."""
-    pytest.importorskip("kb_postgres")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pgserver = pytest.importorskip("pgserver")
-    folder = Path(tempfile.mkdtemp(prefix="kb-serve-access-pg-"))
-    server = pgserver.get_server(folder / "data", cleanup_mode="delete")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    """A PostgreSQL server from pgserver (as kb-postgres's tests start it), for this module; skipped without
+    kb-postgres or pgserver."""
+    testing = pytest.importorskip("kb_postgres.testing")
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(testing.postgres_server(prefix="kb-serve-access-pg-"))
+        except ImportError as exc:
+            pytest.skip(f"could not import 'pgserver': {exc}")
+        yield url
 
 
 def test_two_people_on_postgres(start_server: Callable[..., Any], postgres_url: str, tmp_path: Path) -> None:
