@@ -30,6 +30,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from kb_postgres.testing import postgres_server
+
 import kb_core
 
 KB = str(Path(sys.executable).parent / "kb")
@@ -120,29 +122,24 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=500)
     parser.add_argument("--probes", type=int, default=50)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="kb-bench-shared-"))
-    server = None
-    try:
-        url = args.url
-        if not url:
-            import pgserver
-
-            server = pgserver.get_server(work / "pgdata", cleanup_mode="delete")
-            url = server.get_uri()
-        write_folder(work / "docs", args.documents)
-        one = ingest_with(1, url, work / "docs", work)
-        two = ingest_with(2, url, work / "docs", work)
-        print(f"ingest of {args.documents} documents: 1 worker {one:.1f} s, 2 workers {two:.1f} s ({one / two:.2f} x)")
-        waited = sorted(delays(url, work, args.probes))
-        p95 = waited[min(len(waited) - 1, round(0.95 * (len(waited) - 1)))]
-        print(
-            f"ingested through folder A, found by kb serve on folder B ({len(waited)} documents):"
-            f" p50 {statistics.median(waited) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, max {waited[-1] * 1000:.0f} ms"
-        )
-    finally:
-        if server is not None:
-            server.cleanup()
-        shutil.rmtree(work, ignore_errors=True)
+    with postgres_server(args.url or "", prefix="kb-bench-pg-") as url:
+        work = Path(tempfile.mkdtemp(prefix="kb-bench-shared-"))
+        try:
+            write_folder(work / "docs", args.documents)
+            one = ingest_with(1, url, work / "docs", work)
+            two = ingest_with(2, url, work / "docs", work)
+            print(
+                f"ingest of {args.documents} documents: 1 worker {one:.1f} s, 2 workers {two:.1f} s ({one / two:.2f} x)"
+            )
+            waited = sorted(delays(url, work, args.probes))
+            p95 = waited[min(len(waited) - 1, round(0.95 * (len(waited) - 1)))]
+            print(
+                f"ingested through folder A, found by kb serve on folder B ({len(waited)} documents):"
+                f" p50 {statistics.median(waited) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms,"
+                f" max {waited[-1] * 1000:.0f} ms"
+            )
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

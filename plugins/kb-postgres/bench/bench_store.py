@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+from kb_postgres.testing import postgres_server
+
 from kb_core import Config
 from kb_core.plugin.stores import StoreContext
 from kb_core.testing import load_registry, store_document
@@ -48,21 +50,9 @@ def measure(name: str, options: dict[str, object]) -> str:
 
 def main() -> None:
     """Both stores, on the server named by the first argument or on one pgserver starts."""
-    server, data = None, Path(tempfile.mkdtemp(prefix="kb-bench-pg-"))
-    if len(sys.argv) > 1:
-        url = sys.argv[1]
-    else:
-        import pgserver
-
-        server = pgserver.get_server(data / "data", cleanup_mode="delete")
-        url = server.get_uri()
-    try:
+    with postgres_server(sys.argv[1] if len(sys.argv) > 1 else "", prefix="kb-bench-pg-") as url:
         print(measure("sqlite", {}))
         print(measure("postgres", {"url": url, "schema": f"bench_{uuid.uuid4().hex[:8]}"}))
-    finally:
-        if server is not None:
-            server.cleanup()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
