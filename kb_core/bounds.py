@@ -28,6 +28,7 @@ __all__ = [
     "CELL",
     "CHAPTER",
     "FILE_BYTES",
+    "FILE_TAKES",
     "LINE",
     "LIST_LIMIT",
     "MESSAGE_BYTES",
@@ -153,6 +154,9 @@ WORKERS = whole("workers", 1, 256)
 PORT = whole("port", 0, 65_535)
 #: Questions ``kb serve`` lets wait for the language model while one is generated (0 = none wait).
 QUEUE = whole("queue", 0, 256, note="0 = none wait")
+#: Times one file of a shared ingest queue may be taken by a worker that then stops (crashes, is killed) before
+#: finishing it; the next taker sets the file aside until it changes or ``kb ingest --retry-failed``.
+FILE_TAKES = whole("takes of a file", 1, 3)
 #: Bytes of one file, or of one upload request (kb serve's --max-file-bytes, --max-upload-bytes): 4 GB at most.
 FILE_BYTES = whole("bytes", 1, 4_000_000_000)
 #: Cells of one table row a parser keeps (a wider row is cut, with a warning).

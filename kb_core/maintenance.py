@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 import attrs
@@ -11,7 +12,7 @@ from kb_core.app import KnowledgeBase
 from kb_core.crashes import last_crash, probe_generation
 from kb_core.errors import KbError, NotFoundError
 from kb_core.extend.options import summaries
-from kb_core.extend.record_store import RecordStore
+from kb_core.extend.record_store import RecordStore, SharedRecordStore
 from kb_core.ingest.index_sync import index_problems
 from kb_core.ingest.language_fit import mismatch_problem
 from kb_core.types import Citation, Problem
@@ -41,6 +42,9 @@ def init_kb(kb: KnowledgeBase) -> dict[str, Any]:
     return {"kb_dir": str(kb.directory), "schema": kb.store.schema_version, "documents": kb.store.count_documents()}
 
 
+#: Paths of set-aside files one doctor problem names.
+MOST_SHOWN = 5
+
 _CITATION_SHAPED = re.compile(r"#(?:L-?\d|(?:page|slide|chapter|cell)=)")
 
 
@@ -65,6 +69,24 @@ def inspect_target(kb: KnowledgeBase, target: str) -> tuple[str, Any]:
     raise NotFoundError(f"no document, chunk id or citation matches {target!r}", hint="see 'kb list'")
 
 
+def set_aside_problems(store: RecordStore) -> list[Problem]:
+    """A problem for each folder with files a shared store's ingest queue set aside (they crashed its workers)."""
+    if not isinstance(store, SharedRecordStore):
+        return []
+    by_root: dict[str, list[str]] = {}
+    for item in store.files_set_aside():
+        by_root.setdefault(item.root, []).append(item.path)
+    return [
+        Problem(
+            "store",
+            f"{len(paths)} file(s) of {root} set aside: every ingest worker that took them stopped in them (a parser"
+            f" that crashes its process?): {', '.join(paths[:MOST_SHOWN])}{', …' if len(paths) > MOST_SHOWN else ''}",
+            f"kb ingest --retry-failed {shlex.quote(root)} (after upgrading the parser), or add them to .kbignore",
+        )
+        for root, paths in by_root.items()
+    ]
+
+
 def _component_check(component: str, probe: Any) -> tuple[Check, list[Problem]]:
     """Run ``probe()`` (which returns a detail string and problems) and turn failures into problems."""
     try:
@@ -87,7 +109,8 @@ def doctor_report(kb: KnowledgeBase, *, generate: bool = True) -> DoctorReport:
 
     def store() -> tuple[str, list[Problem]]:
         opened.append(kb.store)  # (a store that cannot be opened raises its one line here)
-        return f"schema {kb.store.schema_version}, {kb.store.count_documents()} documents", kb.store.check()
+        found = kb.store.check() + set_aside_problems(kb.store)
+        return f"schema {kb.store.schema_version}, {kb.store.count_documents()} documents", found
 
     def embedder() -> tuple[str, list[Problem]]:
         model = kb.embedder()

@@ -62,10 +62,21 @@ def _print_report(report: IngestReport) -> None:
     is_flag=True,
     help="Make these folders the source of documents stored from another folder (a moved or copied folder).",
 )
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Take again the files set aside after crashing every ingest worker that took them (a shared store:"
+    " PostgreSQL); other failed files are tried again by every ingest.",
+)
 @json_option
 @pass_session
 def ingest_command(
-    session: Session, paths: tuple[Path, ...], follow_symlinks: bool | None, repoint: bool, as_json: bool
+    session: Session,
+    paths: tuple[Path, ...],
+    follow_symlinks: bool | None,
+    repoint: bool,
+    retry_failed: bool,
+    as_json: bool,
 ) -> int:
     """Add or update the documents under PATHS (files or folders); remove those that disappeared.
 
@@ -73,7 +84,12 @@ def ingest_command(
     """
     with terminal_progress(enabled=not as_json) as progress:
         report = ingest_paths(
-            session.kb(create=True), list(paths), progress, follow_symlinks=follow_symlinks, repoint=repoint
+            session.kb(create=True),
+            list(paths),
+            progress,
+            follow_symlinks=follow_symlinks,
+            repoint=repoint,
+            retry_failed=retry_failed,
         )
     emit(as_json, "ingest_report.v1", report, lambda: _print_report(report))
     ingest_notice(session.kb())  # on stderr, when the embedder does not model the corpus's languages

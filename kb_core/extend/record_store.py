@@ -243,6 +243,19 @@ class IngestJob:
     root: str
     path: str
     token: str
+    #: How many workers took this file before and stopped (crashed, were killed) before finishing it.
+    taken_before: int = 0
+
+
+@attrs.frozen
+class SetAsideFile:
+    """A file of a shared store's queue set aside: no worker takes it until it is released (it changed, or
+    ``kb ingest --retry-failed``). ``content_hash`` is the SHA-256 of its bytes then, ``reason`` why (kb's words)."""
+
+    root: str
+    path: str
+    content_hash: str
+    reason: str
 
 
 @runtime_checkable
@@ -270,11 +283,27 @@ class SharedRecordStore(RecordStore, Protocol):
 
     def take_files(self, root: str, limit: int) -> list[IngestJob]:
         """Take up to ``limit`` queued files of ``root`` (or files whose taker's lease ran out), never one another
-        worker holds; each is this worker's until it is finished or its lease runs out."""
+        worker holds nor one set aside; each is this worker's until it is finished or its lease runs out. A file
+        whose taker's lease ran out is taken alone (``taken_before`` counts those takers), so a file that kills
+        its worker takes no other file down with it the next time."""
         ...
 
     def files_in_progress(self, root: str) -> int:
-        """How many files of ``root`` are queued or held by a worker whose lease holds."""
+        """How many files of ``root`` are queued or held by a worker (not those set aside)."""
+        ...
+
+    def set_aside(self, job: IngestJob, content_hash: str, reason: str) -> bool:
+        """Set ``job``'s file aside (:class:`SetAsideFile`) instead of finishing it; False when the job is no longer
+        this worker's."""
+        ...
+
+    def files_set_aside(self, root: str | None = None) -> list[SetAsideFile]:
+        """The files set aside (of ``root``, or of every folder), by folder then path."""
+        ...
+
+    def release_files(self, root: str, paths: Sequence[str] | None = None) -> int:
+        """Forget that these files of ``root`` (every one, when ``paths`` is None) were set aside: the next
+        ``queue_files`` queues them anew. How many were."""
         ...
 
     def finish_file(self, job: IngestJob) -> bool:
@@ -289,6 +318,7 @@ __all__ = [
     "LedgerAnswer",
     "LedgerEntry",
     "RecordStore",
+    "SetAsideFile",
     "SharedRecordStore",
     "StoreContext",
     "ThreadRecord",

@@ -167,8 +167,10 @@ class Ingester:
         *,
         follow_symlinks: bool | None = None,
         repoint: bool = False,
+        retry_failed: bool = False,
     ) -> None:
         self.kb = kb
+        self.retry_failed = retry_failed
         self.store = kb.store
         self.progress = progress
         self.parsers = _Parsers(kb, progress)
@@ -292,7 +294,7 @@ class Ingester:
         known = {p: h for p, h in hashes.items() if root.covers(p)}
         shared = self.store if isinstance(self.store, SharedRecordStore) else None
         if shared is not None:  # several workers share the files out through the store's queue
-            seen = ingest_queued(self, shared, root_key, files, refused)
+            seen = ingest_queued(self, shared, root_key, files, refused, retry_failed=self.retry_failed)
         else:
             seen = self._ingest_in_order(files, refused, root_key, known, StoredPaths(hashes))
         if not root.single:
@@ -402,16 +404,18 @@ def ingest_paths(
     *,
     follow_symlinks: bool | None = None,
     repoint: bool = False,
+    retry_failed: bool = False,
 ) -> IngestReport:
     """Ingest files and folders, then bring every enabled index up to date.
 
     ``follow_symlinks`` (default: ``[ingest] follow_symlinks``) follows links that leave a root;
     ``repoint`` makes each root the source of stored documents that came from another folder
-    (a moved or copied notes folder).
+    (a moved or copied notes folder); ``retry_failed`` takes again the files a shared store's queue set aside
+    (:mod:`kb_core.ingest.queued`; any other failed file is tried again by every ingest).
     """
     started = time.perf_counter()
     with _writing(kb):
-        ingester = Ingester(kb, progress, follow_symlinks=follow_symlinks, repoint=repoint)
+        ingester = Ingester(kb, progress, follow_symlinks=follow_symlinks, repoint=repoint, retry_failed=retry_failed)
         for path in paths:
             ingester.ingest_root(Path(path))
         with _updating_indexes(kb):

@@ -8,8 +8,12 @@ UPDATE SKIP LOCKED`` in PostgreSQL), for a lease its taker renews while it works
 
 A file is read and parsed outside any transaction; its document is then written, and its job finished, in
 one transaction, and only while the job is still the worker's. A worker killed mid-file leaves nothing of
-it stored; when its lease runs out another worker takes the file again (a worker that has run out of
+it stored; when its lease runs out another worker takes the file again, alone (a worker that has run out of
 files waits for the files other workers hold, so the last one standing finishes them).
+
+A file that every worker taking it stops in (a parser that kills its process) would kill them all in turn: after
+:data:`~kb_core.bounds.FILE_TAKES` takers stopped in it, the next sets it aside, reported as failed with its
+reason, by every later ingest too, until its bytes change or ``kb ingest --retry-failed`` releases it.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from kb_core.bounds import FILE_TAKES
 from kb_core.extend.containers import ContainerParser
 from kb_core.extend.record_store import IngestJob, SharedRecordStore
 from kb_core.ingest import containers
 from kb_core.ingest.containers import StoredPaths, ingest_container
 from kb_core.ingest.prepared import Prepared
 from kb_core.ingest.source import SourceFile
+from kb_core.types import IngestWarning
 
 
 class Ingester(containers.Ingester, Protocol):
@@ -34,6 +40,7 @@ class Ingester(containers.Ingester, Protocol):
     chunker: Any
     added: list[str]
     updated: list[str]
+    failed: list[IngestWarning]
 
     def _read(self, file: SourceFile) -> bytes | None: ...
 
@@ -47,17 +54,25 @@ POLL_S = 0.25
 
 
 def ingest_queued(
-    ingester: Ingester, store: SharedRecordStore, root_key: str, files: list[SourceFile], refused: set[str]
+    ingester: Ingester,
+    store: SharedRecordStore,
+    root_key: str,
+    files: list[SourceFile],
+    refused: set[str],
+    *,
+    retry_failed: bool = False,
 ) -> set[str]:
     """Queue ``files`` of ``root_key`` and ingest files from the queue until it is empty; the stored paths this
-    walk accounts for (its files, and the parts stored under its containers)."""
+    walk accounts for (its files, and the parts stored under its containers). ``retry_failed``: queue the files
+    set aside too, changed or not."""
     stored = StoredPaths(store.document_hashes(root_key))
     seen = {f.path for f in files}
     for file in files:
         if isinstance(ingester.parsers.for_path(file.path)[1], ContainerParser):
             seen |= set(stored.under(file.path))  # (the worker that takes the container removes its lost parts)
-    store.queue_files(root_key, [f.path for f in files if f.path not in refused])
     by_path = {f.path: f for f in files}
+    _release_set_aside(ingester, store, root_key, by_path, retry_failed)
+    store.queue_files(root_key, [f.path for f in files if f.path not in refused])
     done, total = 0, len(files)
     while True:
         jobs = store.take_files(root_key, TAKE)
@@ -96,6 +111,8 @@ def _ingest_jobs(
     for job in jobs:
         file = _source(job, by_path)
         chosen = ingester.parsers.for_path(job.path) if file is not None else None
+        if file is not None and job.taken_before >= FILE_TAKES.high and _set_aside(ingester, store, job, file):
+            continue
         if file is None or chosen is None:
             prepared.append((job, None))
         elif isinstance(chosen[1], ContainerParser):
@@ -142,3 +159,50 @@ def _container(
     ingest_container(ingester, file, root_key, chosen, StoredPaths(store.document_hashes(root_key)))
     with store.transaction():
         store.finish_file(job)
+
+
+def _digest(file: SourceFile) -> str | None:
+    """The SHA-256 of ``file``'s bytes (None: it cannot be read now)."""
+    try:
+        with file.absolute.open("rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _set_aside(ingester: Ingester, store: SharedRecordStore, job: IngestJob, file: SourceFile) -> bool:
+    """Set aside the file of ``job``, which every earlier taker stopped in, and report it; False when it cannot
+    be read now (it is then ingested as any file, and its reading fails with its reason)."""
+    digest = _digest(file)
+    if digest is None:
+        return False
+    reason = (
+        f"each of the {job.taken_before} ingest workers that took it stopped before finishing it (a parser that"
+        " crashes its process?); set aside until the file changes or 'kb ingest --retry-failed'"
+    )
+    if store.set_aside(job, digest, reason):
+        ingester.failed.append(IngestWarning(job.path, reason))
+    return True
+
+
+def _release_set_aside(
+    ingester: Ingester, store: SharedRecordStore, root_key: str, by_path: dict[str, SourceFile], everything: bool
+) -> None:
+    """Release the files of ``root_key`` set aside that changed or are gone since (every one, with ``everything``),
+    so they are queued again; report the others of this walk as failed, with their reason."""
+    if everything:
+        store.release_files(root_key)
+        return
+    aside = store.files_set_aside(root_key)
+    release: list[str] = []
+    for item in aside:
+        file = by_path.get(item.path)
+        if file is None:  # not in this walk: gone, or outside the part of the folder walked
+            if not (Path(root_key) / item.path).exists():
+                release.append(item.path)
+        elif _digest(file) != item.content_hash:
+            release.append(item.path)
+        else:
+            ingester.failed.append(IngestWarning(item.path, item.reason))
+    if release:
+        store.release_files(root_key, release)

@@ -4,8 +4,10 @@ A worker takes files with ``FOR UPDATE SKIP LOCKED`` (two workers never take the
 the other) and holds each for a lease (``job_lease_s``), which a thread of the worker renews on its own
 connection while the files are being read and parsed, outside any transaction. The worker then writes a
 file's document and deletes its job in one transaction, and only while the job still carries its token: a
-worker killed mid-file leaves its jobs, their leases run out, and another worker takes them again, while a
-worker whose lease ran out (it stalled) writes nothing of them.
+worker killed mid-file leaves its jobs, their leases run out, and another worker takes them again (one at a time:
+``tries`` counts the takings), while a worker whose lease ran out (it stalled) writes nothing of them. A file set
+aside (the core's decision, after too many takers stopped in it) keeps its row with ``failed_hash`` and
+``failed_reason`` (migration 4), and no worker takes it until the core releases it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from kb_core.plugin.stores import IngestJob
+from kb_core.plugin.stores import IngestJob, SetAsideFile
 from kb_postgres.connection import Connection, connect
 from kb_postgres.settings import PostgresSettings
 
@@ -40,26 +42,62 @@ class PostgresQueue:
             )
 
     def take_files(self, root: str, limit: int) -> list[IngestJob]:
-        """Take up to ``limit`` files of ``root`` nobody holds (queued, or whose taker's lease ran out), by path."""
+        """Take up to ``limit`` files of ``root`` nobody holds, by path: a file whose taker's lease ran out alone
+        (its taker stopped in it, or in a file taken with it), else queued ones. Never one set aside."""
         token = uuid.uuid4().hex
-        rows = self._exec(
-            "UPDATE ingest_jobs j SET token = %(token)s, tries = j.tries + 1,"
-            " lease_until = now() + make_interval(secs => %(lease)s)"
-            " FROM (SELECT root, path FROM ingest_jobs WHERE root = %(root)s AND (token IS NULL OR lease_until < now())"
-            "       ORDER BY path LIMIT %(limit)s FOR UPDATE SKIP LOCKED) t"
-            " WHERE j.root = t.root AND j.path = t.path RETURNING j.path",
-            {"token": token, "lease": self.settings.job_lease_s, "root": root, "limit": limit},
-        ).fetchall()
+        rows = self._take(root, token, "token IS NOT NULL AND lease_until < now()", 1) or self._take(
+            root, token, "token IS NULL", limit
+        )
         if not rows:
             return []
         if self._renewer is None:
             self._renewer = LeaseRenewer(self.settings)
         self._renewer.hold(token)
-        return [IngestJob(root, path, token) for path in sorted(row[0] for row in rows)]
+        return [IngestJob(root, path, token, tries - 1) for path, tries in sorted(rows)]
+
+    def _take(self, root: str, token: str, which: str, limit: int) -> list[tuple[str, int]]:
+        rows = self._exec(
+            "UPDATE ingest_jobs j SET token = %(token)s, tries = j.tries + 1,"
+            " lease_until = now() + make_interval(secs => %(lease)s)"
+            f" FROM (SELECT root, path FROM ingest_jobs WHERE root = %(root)s AND failed_hash IS NULL AND {which}"
+            "       ORDER BY path LIMIT %(limit)s FOR UPDATE SKIP LOCKED) t"
+            " WHERE j.root = t.root AND j.path = t.path RETURNING j.path, j.tries",
+            {"token": token, "lease": self.settings.job_lease_s, "root": root, "limit": limit},
+        ).fetchall()
+        return [(str(path), int(tries)) for path, tries in rows]
 
     def files_in_progress(self, root: str) -> int:
         """How many files of ``root`` are queued or held (a lease that ran out too: it is taken again)."""
-        return int(self._exec("SELECT count(*) FROM ingest_jobs WHERE root = %s", (root,)).fetchone()[0])  # type: ignore[index]
+        query = "SELECT count(*) FROM ingest_jobs WHERE root = %s AND failed_hash IS NULL"
+        return int(self._exec(query, (root,)).fetchone()[0])  # type: ignore[index]
+
+    def set_aside(self, job: IngestJob, content_hash: str, reason: str) -> bool:
+        """Set ``job``'s file aside with its hash and why; False when it no longer carries this worker's token."""
+        return (
+            self._exec(
+                "UPDATE ingest_jobs SET failed_hash = %s, failed_reason = %s, token = NULL, lease_until = NULL"
+                " WHERE root = %s AND path = %s AND token = %s",
+                (content_hash, reason, job.root, job.path, job.token),
+            ).rowcount
+            == 1
+        )
+
+    def files_set_aside(self, root: str | None = None) -> list[SetAsideFile]:
+        """The files set aside (of ``root``, or of every folder), by folder then path."""
+        rows = self._exec(
+            "SELECT root, path, failed_hash, failed_reason FROM ingest_jobs WHERE failed_hash IS NOT NULL"
+            " AND (%(root)s::text IS NULL OR root = %(root)s) ORDER BY root, path",
+            {"root": root},
+        )
+        return [SetAsideFile(*row) for row in rows]
+
+    def release_files(self, root: str, paths: Sequence[str] | None = None) -> int:
+        """Delete the set-aside rows of these files of ``root`` (all of them when ``paths`` is None)."""
+        return self._exec(
+            "DELETE FROM ingest_jobs WHERE root = %s AND failed_hash IS NOT NULL"
+            " AND (%s::text[] IS NULL OR path = ANY(%s::text[]))",
+            (root, None if paths is None else list(paths), None if paths is None else list(paths)),
+        ).rowcount
 
     def finish_file(self, job: IngestJob) -> bool:
         """Delete ``job`` in the caller's transaction; False when it no longer carries this worker's token."""

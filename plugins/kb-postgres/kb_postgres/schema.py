@@ -14,7 +14,8 @@ The second replaces ``index_state`` (one position per index) with ``feed_positio
 folder (a consumer) and index, since every folder keeps its own indexes; the folders' indexes built before
 are rebuilt from the store on their first sync. ``ingest_jobs`` is the queue ``kb ingest`` workers share.
 
-The third keeps people, groups, grants and owners (``access_*``), as the SQLite store's fifth.
+The third keeps people, groups, grants and owners (``access_*``), as the SQLite store's fifth. The fourth sets
+aside a file of the queue that every worker taking it stopped in (``failed_hash``, ``failed_reason``).
 """
 
 MIGRATIONS: list[str] = [
@@ -181,6 +182,12 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (kind, item_id)
     );
     CREATE INDEX access_owned ON access_owners (kind, person)
+    """,
+    # 4: a file every taker stopped in (a parser that kills its process) is set aside: the hash of its bytes then,
+    # and why; kb_postgres.queue takes no such file
+    """
+    ALTER TABLE ingest_jobs ADD COLUMN IF NOT EXISTS failed_hash text;
+    ALTER TABLE ingest_jobs ADD COLUMN IF NOT EXISTS failed_reason text
     """,
 ]
 
