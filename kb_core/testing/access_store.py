@@ -1,53 +1,31 @@
 """The contract of a store of record that keeps people, groups, grants and owners
-(:class:`~kb_core.extend.access_store.AccessStore`). The SQLite store passes it, as kb-postgres does::
-
-    class TestAcmeAccess(AccessStoreContract):
-        @pytest.fixture
-        def store_factory(self):
-            return open_acme
-
-        @pytest.fixture
-        def store_options(self, acme_database):
-            return {"url": acme_database.url}
+(:class:`~kb_core.extend.access_store.AccessStore`). The SQLite store passes it, as kb-postgres does: subclass it
+with your ``store_factory`` and ``store_options`` fixtures, as :mod:`kb_core.testing.shared_store` shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from kb_core.config import Config
 from kb_core.extend.access_store import AccessStore, GrantRecord, PersonRecord
-from kb_core.extend.record_store import RecordStore, StoreContext
+from kb_core.extend.record_store import RecordStore
+from kb_core.testing.store_kit import StoreKit
 
 __all__ = ["AccessStoreContract"]
 
 
-class AccessStoreContract:
+class AccessStoreContract(StoreKit):
     """What a store of people and grants must do. Provide ``store_factory`` and ``store_options`` as for
     :class:`~kb_core.testing.RecordStoreContract`."""
 
     @pytest.fixture
-    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
-        """The factory your plugin registers with ``register_stores``."""
-        raise NotImplementedError("define a 'store_factory' fixture in your AccessStoreContract subclass")
-
-    @pytest.fixture
-    def store_options(self) -> dict[str, object]:
-        """Your ``[backends.<name>]`` table, naming a store that is new and empty for each test."""
-        return {}
-
-    @pytest.fixture
-    def access(
-        self, store_factory: Callable[[StoreContext], RecordStore], store_options: dict[str, object], tmp_path: Path
-    ) -> Iterator[AccessStore]:
+    def access(self, open_store: Callable[..., RecordStore]) -> AccessStore:
         """The store under test, new and empty."""
-        store = store_factory(StoreContext(Config(), dict(store_options), directory=tmp_path / "kb", create=True))
+        store = open_store()
         assert isinstance(store, AccessStore)
-        yield store
-        store.close()
+        return store
 
     def test_people_are_named_once_and_found_by_token_hash(self, access: AccessStore) -> None:
         assert not access.has_people() and access.people() == []

@@ -2,8 +2,7 @@
 
 A shared store passes :class:`~kb_core.testing.RecordStoreContract` and this kit, which adds what sharing
 needs: each knowledge base folder's own index positions, trimming that keeps what another folder still has
-to apply, the ingest queue (a file taken by one worker at a time, finished only by its holder, or set aside
-until released) and waiting
+to apply, the ingest queue (a file taken by one worker at a time, finished only by its holder) and waiting
 for the feed to move. The SQLite store is not shared (one writer, one folder) and does not run it::
 
     class TestAcmeShared(SharedStoreContract):
@@ -19,49 +18,32 @@ for the feed to move. The SQLite store is not shared (one writer, one folder) an
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from kb_core.config import Config
-from kb_core.extend.record_store import IngestJob, RecordStore, SetAsideFile, SharedRecordStore, StoreContext
+from kb_core.extend.record_store import RecordStore, SharedRecordStore
 from kb_core.testing.fakes import store_document
+from kb_core.testing.store_kit import StoreKit
 
 #: How long a test waits for another thread before it fails (a guard, not a timing target).
 GUARD_S = 60.0
 
 
-class SharedStoreContract:
+class SharedStoreContract(StoreKit):
     """What a store of record several processes share must do. Provide ``store_factory`` and ``store_options``
     as for :class:`~kb_core.testing.RecordStoreContract`."""
 
     @pytest.fixture
-    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
-        """The factory your plugin registers with ``register_stores``."""
-        raise NotImplementedError("define a 'store_factory' fixture in your SharedStoreContract subclass")
-
-    @pytest.fixture
-    def store_options(self) -> dict[str, object]:
-        """Your ``[backends.<name>]`` table, naming a store that is new and empty for each test."""
-        return {}
-
-    @pytest.fixture
-    def open_in(
-        self, store_factory: Callable[[StoreContext], RecordStore], store_options: dict[str, object], tmp_path: Path
-    ) -> Iterator[Callable[[str], SharedRecordStore]]:
+    def open_in(self, open_store: Callable[..., RecordStore]) -> Callable[[str], SharedRecordStore]:
         """``open_in("a")``: a handle on the test's store from knowledge base folder ``a`` (closed after the test)."""
-        opened: list[RecordStore] = []
 
         def open_one(folder: str) -> SharedRecordStore:
-            context = StoreContext(Config(), dict(store_options), directory=tmp_path / folder, create=True)
-            opened.append(store_factory(context))
-            assert isinstance(opened[-1], SharedRecordStore)
-            return opened[-1]
+            store = open_store(folder=folder)
+            assert isinstance(store, SharedRecordStore)
+            return store
 
-        yield open_one
-        for handle in opened:
-            handle.close()
+        return open_one
 
     def test_each_folder_keeps_its_own_index_positions(self, open_in: Callable[[str], SharedRecordStore]) -> None:
         one, two, one_again = open_in("one"), open_in("two"), open_in("one")
@@ -105,27 +87,6 @@ class SharedStoreContract:
         with two.transaction():
             assert all(two.finish_file(job) for job in theirs)
         assert one.files_in_progress("/src") == 0
-
-    def test_a_file_set_aside_is_taken_by_no_worker_until_released(
-        self, open_in: Callable[[str], SharedRecordStore]
-    ) -> None:
-        one, two = open_in("kb"), open_in("kb")
-        one.queue_files("/src", ["a.md", "b.md"])
-        jobs = one.take_files("/src", 10)
-        assert [(job.path, job.taken_before) for job in jobs] == [("a.md", 0), ("b.md", 0)]
-        assert not two.set_aside(IngestJob("/src", "a.md", "not-the-token"), "h", "why")
-        assert one.set_aside(jobs[0], "hash-a", "it crashed its worker")
-        with one.transaction():
-            assert one.finish_file(jobs[1])
-        aside = [SetAsideFile("/src", "a.md", "hash-a", "it crashed its worker")]
-        assert two.files_set_aside("/src") == aside and two.files_set_aside() == aside
-        assert two.files_set_aside("/elsewhere") == []
-        two.queue_files("/src", ["a.md"])  # queued again: still set aside, neither taken nor waited for
-        assert two.take_files("/src", 10) == [] and two.files_in_progress("/src") == 0
-        assert two.release_files("/src", ["b.md"]) == 0 and two.release_files("/elsewhere") == 0
-        assert two.release_files("/src") == 1 and two.files_set_aside() == []
-        two.queue_files("/src", ["a.md"])
-        assert [(job.path, job.taken_before) for job in two.take_files("/src", 10)] == [("a.md", 0)]
 
     def test_workers_taking_at_once_never_take_a_file_twice(self, open_in: Callable[[str], SharedRecordStore]) -> None:
         handles = [open_in("kb") for _ in range(3)]

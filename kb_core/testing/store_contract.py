@@ -23,20 +23,19 @@ starts empty, and every handle a test opens reaches the same store.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_core.config import Config
 from kb_core.errors import KbError
 from kb_core.extend.record_store import (
     RecordStore,
-    StoreContext,
 )
 from kb_core.testing.fakes import document_chunks, store_document
+from kb_core.testing.store_kit import StoreKit
 from kb_core.testing.store_ledger_contract import LedgerContract, ledger_answer
 from kb_core.types import Document
 
@@ -46,34 +45,8 @@ ORDERED_PATHS = ("B.md", "a/b.md", "a.md", "b.md", "e.md", "z/1.md", "\u00e9.md"
 PATH_CHARACTERS = st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00")
 
 
-class RecordStoreContract(LedgerContract):
+class RecordStoreContract(LedgerContract, StoreKit):
     """What every store of record must do. Provide a ``store_factory`` fixture (and ``store_options``)."""
-
-    @pytest.fixture
-    def store_factory(self) -> Callable[[StoreContext], RecordStore]:
-        """The factory your plugin registers with ``register_stores``."""
-        raise NotImplementedError("define a 'store_factory' fixture in your RecordStoreContract subclass")
-
-    @pytest.fixture
-    def store_options(self) -> dict[str, object]:
-        """Your ``[backends.<name>]`` table, naming a store that is new and empty for each test."""
-        return {}
-
-    @pytest.fixture
-    def open_store(
-        self, store_factory: Callable[[StoreContext], RecordStore], store_options: dict[str, object], tmp_path: Path
-    ) -> Iterator[Callable[..., RecordStore]]:
-        """``open_store(create=True)``: another handle on the test's store (closed after the test)."""
-        opened: list[RecordStore] = []
-
-        def open_one(create: bool = True) -> RecordStore:
-            context = StoreContext(Config(), dict(store_options), directory=tmp_path / "kb", create=create)
-            opened.append(store_factory(context))
-            return opened[-1]
-
-        yield open_one
-        for handle in opened:
-            handle.close()
 
     @pytest.fixture
     def store(self, open_store: Callable[..., RecordStore]) -> RecordStore:
