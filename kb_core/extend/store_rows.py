@@ -1,5 +1,6 @@
-"""How a SQL store of record lays the ledger's records out in rows, once for every store that has tables: the
-core's SQLite store (:mod:`kb_core.storage.sqlite_ledger`) and kb-postgres use these, and keep only their SQL.
+"""How a SQL store of record lays documents, chunks and the ledger's records out in rows, once for every store
+that has tables: the core's SQLite store (:mod:`kb_core.storage.store`, :mod:`kb_core.storage.sqlite_ledger`) and
+kb-postgres use these, and keep only their SQL.
 
 A row read back becomes the record that was written: the columns are named here in the order the
 conversions read and write them, so a store selects ``<its row id>, CITATION_COLUMNS`` and hands the row to
@@ -8,19 +9,76 @@ conversions read and write them, so a store selects ``<its row id>, CITATION_COL
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from kb_core.extend.record_store import CitationRecord, LedgerEntry, ThreadSummary
+from kb_core.types import Chunk, Document
 
 __all__ = [
+    "CHUNK_COLUMNS",
     "CITATION_COLUMNS",
+    "DOCUMENT_COLUMNS",
+    "chunk_values",
     "citation_check_values",
     "citation_from_row",
     "citation_values",
+    "document_values",
     "entry_from_row",
     "summary_from_row",
 ]
+
+#: The columns of ``documents`` a store writes, in the order of :func:`document_values`.
+DOCUMENT_COLUMNS = (
+    "path, content_hash, size, mtime_ns, title, parser, source_root, metadata_json, chunk_count, ingested_at"
+)
+#: The columns of ``chunks``, in the order of :func:`chunk_values`.
+CHUNK_COLUMNS = "chunk_id, doc_path, ordinal, text, content_hash, start_line, end_line, heading_path_json, token_count"
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO-8601 text with seconds (as every stored time is written)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def document_values(document: Document, chunk_count: int, mtime_ns: int) -> tuple[Any, ...]:
+    """The values of :data:`DOCUMENT_COLUMNS` for ``document`` (its metadata as JSON text; ingested now unless
+    it says when)."""
+    d = document
+    metadata = json.dumps(d.metadata, ensure_ascii=False, default=str)
+    ingested_at = d.ingested_at or now_iso()
+    return (
+        d.path,
+        d.content_hash,
+        d.size,
+        mtime_ns,
+        d.title,
+        d.parser,
+        d.source_root,
+        metadata,
+        chunk_count,
+        ingested_at,
+    )
+
+
+def chunk_values(chunk: Chunk) -> tuple[Any, ...]:
+    """The values of :data:`CHUNK_COLUMNS` for ``chunk`` (its heading path as JSON text)."""
+    c = chunk
+    heading_path = json.dumps(list(c.heading_path), ensure_ascii=False)
+    return (
+        c.chunk_id,
+        c.doc_path,
+        c.ordinal,
+        c.text,
+        c.content_hash,
+        c.start_line,
+        c.end_line,
+        heading_path,
+        c.token_count,
+    )
+
 
 #: The columns of ``answer_citations`` a store writes and reads, in the order of :func:`citation_values`.
 CITATION_COLUMNS = (

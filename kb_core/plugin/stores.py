@@ -13,8 +13,8 @@ the store exchanges with the core::
 ``[store] backend = "acme"`` chooses it; ``kb_core.testing.RecordStoreContract`` proves it. A store several kb
 processes write at once (each with its own folder and indexes) is also a :class:`SharedRecordStore`
 (``kb_core.testing.SharedStoreContract``); a server keeps its folder's indexes following it with
-:func:`follow_feed`. A store with SQL tables maps the ledger's records to rows as the core's SQLite store does,
-with :data:`CITATION_COLUMNS` and the ``*_values`` and ``*_from_row`` functions.
+:func:`follow_feed`. A store with SQL tables maps documents, chunks and the ledger's records to rows as the core's
+SQLite store does, with the ``*_COLUMNS``, ``*_values`` and ``*_from_row`` names.
 
 People, groups and grants: a store of record that keeps them is also an :class:`AccessStore` (both stores kb
 ships are); a server that knows who asks runs each request under :func:`restricted_to` with the person's
@@ -39,10 +39,14 @@ from kb_core.extend.record_store import (
     TurnRecord,
 )
 from kb_core.extend.store_rows import (
+    CHUNK_COLUMNS,
     CITATION_COLUMNS,
+    DOCUMENT_COLUMNS,
+    chunk_values,
     citation_check_values,
     citation_from_row,
     citation_values,
+    document_values,
     entry_from_row,
     summary_from_row,
 )
@@ -52,7 +56,9 @@ if TYPE_CHECKING:
     from kb_core.ingest.follow import FeedFollower, follow_feed
 
 __all__ = [
+    "CHUNK_COLUMNS",
     "CITATION_COLUMNS",
+    "DOCUMENT_COLUMNS",
     "Access",
     "AccessStore",
     "CitationRecord",
@@ -70,10 +76,12 @@ __all__ = [
     "ThreadRecord",
     "ThreadSummary",
     "TurnRecord",
+    "chunk_values",
     "citation_check_values",
     "citation_from_row",
     "citation_values",
     "current_access",
+    "document_values",
     "entry_from_row",
     "follow_feed",
     "restricted_to",

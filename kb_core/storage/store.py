@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +26,7 @@ except ImportError:  # pragma: no cover - the interpreter's own module is a fall
     import sqlite3
 
 from kb_core.errors import EXIT_STORAGE, KbError
+from kb_core.extend.store_rows import CHUNK_COLUMNS, DOCUMENT_COLUMNS, chunk_values, document_values, now_iso
 from kb_core.storage.access import SqliteAccess
 from kb_core.storage.schema import MIGRATIONS
 from kb_core.storage.sqlite_files import (
@@ -40,11 +40,6 @@ from kb_core.storage.sqlite_ledger import SqliteLedger
 from kb_core.types import Chunk, Document, Problem
 
 DB_NAME = "kb.sqlite3"
-
-
-def now_iso() -> str:
-    """The current UTC time as an ISO-8601 string with seconds."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _row_to_chunk(row: sqlite3.Row) -> Chunk:
@@ -226,38 +221,11 @@ class StoreOfRecord(SqliteLedger, SqliteAccess):
         c = self.conn
         c.execute("DELETE FROM chunks WHERE doc_path = ?", (document.path,))
         c.execute(
-            "INSERT OR REPLACE INTO documents (path, content_hash, size, mtime_ns, title, parser, source_root,"
-            " metadata_json, chunk_count, ingested_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (
-                document.path,
-                document.content_hash,
-                document.size,
-                mtime_ns,
-                document.title,
-                document.parser,
-                document.source_root,
-                json.dumps(document.metadata, ensure_ascii=False, default=str),
-                len(chunks),
-                document.ingested_at or now_iso(),
-            ),
+            f"INSERT OR REPLACE INTO documents ({DOCUMENT_COLUMNS}) VALUES ({', '.join('?' * 10)})",
+            document_values(document, len(chunks), mtime_ns),
         )
         c.executemany(
-            "INSERT INTO chunks (chunk_id, doc_path, ordinal, text, content_hash, start_line, end_line,"
-            " heading_path_json, token_count) VALUES (?,?,?,?,?,?,?,?,?)",
-            [
-                (
-                    ch.chunk_id,
-                    ch.doc_path,
-                    ch.ordinal,
-                    ch.text,
-                    ch.content_hash,
-                    ch.start_line,
-                    ch.end_line,
-                    json.dumps(list(ch.heading_path), ensure_ascii=False),
-                    ch.token_count,
-                )
-                for ch in chunks
-            ],
+            f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 9)})", [chunk_values(ch) for ch in chunks]
         )
         c.execute("INSERT INTO index_outbox (doc_path) VALUES (?)", (document.path,))
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from psycopg import sql
 
 from kb_core import Chunk, Document, KbError
 from kb_core.plugin import Problem
+from kb_core.plugin.stores import CHUNK_COLUMNS, DOCUMENT_COLUMNS, chunk_values, document_values
 from kb_postgres.access import PostgresAccess
 from kb_postgres.connection import Connection, connect, storage_error
 from kb_postgres.feed import PostgresFeed
@@ -38,13 +38,7 @@ from kb_postgres.settings import PostgresSettings
 FEED_LOCK, MIGRATION_LOCK = 0x6B620001, 0x6B620002
 
 _DOCUMENT = "path, content_hash, size, title, parser, source_root, metadata_json, chunk_count, ingested_at"
-_CHUNK = "chunk_id, doc_path, ordinal, text, content_hash, start_line, end_line, heading_path_json, token_count"
 _CHUNK_ORDER = "ORDER BY doc_path, ordinal, chunk_id"
-
-
-def now_iso() -> str:
-    """The current UTC time as ISO-8601 text with seconds (the SQLite store's format)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _document(row: Sequence[Any]) -> Document:
@@ -245,32 +239,15 @@ class PostgresStore(PostgresFeed, PostgresQueue, PostgresLedger, PostgresAccess)
         self._lock_feed()
         self._exec("DELETE FROM chunks WHERE doc_path = %s", (document.path,))
         self._exec(
-            "INSERT INTO documents (path, content_hash, size, mtime_ns, title, parser, source_root, metadata_json,"
-            " chunk_count, ingested_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE"
+            f"INSERT INTO documents ({DOCUMENT_COLUMNS}) VALUES ({', '.join(['%s'] * 10)}) ON CONFLICT (path) DO UPDATE"
             " SET content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns,"
             " title = excluded.title, parser = excluded.parser, source_root = excluded.source_root,"
             " metadata_json = excluded.metadata_json, chunk_count = excluded.chunk_count,"
             " ingested_at = excluded.ingested_at",
-            (
-                document.path,
-                document.content_hash,
-                document.size,
-                mtime_ns,
-                document.title,
-                document.parser,
-                document.source_root,
-                json.dumps(document.metadata, ensure_ascii=False, default=str),
-                len(chunks),
-                document.ingested_at or now_iso(),
-            ),
+            document_values(document, len(chunks), mtime_ns),
         )
         self._many(
-            f"INSERT INTO chunks ({_CHUNK}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            [
-                (c.chunk_id, c.doc_path, c.ordinal, c.text, c.content_hash, c.start_line, c.end_line)
-                + (json.dumps(list(c.heading_path), ensure_ascii=False), c.token_count)
-                for c in chunks
-            ],
+            f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES ({', '.join(['%s'] * 9)})", [chunk_values(c) for c in chunks]
         )
         self._append_outbox([document.path])
 
@@ -326,22 +303,24 @@ class PostgresStore(PostgresFeed, PostgresQueue, PostgresLedger, PostgresAccess)
 
     def chunks_of(self, doc_paths: Sequence[str]) -> list[Chunk]:
         """The chunks of the given documents, in document then ordinal order."""
-        rows = self._exec(f"SELECT {_CHUNK} FROM chunks WHERE doc_path = ANY(%s) {_CHUNK_ORDER}", (list(doc_paths),))
+        rows = self._exec(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE doc_path = ANY(%s) {_CHUNK_ORDER}", (list(doc_paths),)
+        )
         return [_chunk(row) for row in rows]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """chunk_id -> chunk, for the ids that exist."""
-        rows = self._exec(f"SELECT {_CHUNK} FROM chunks WHERE chunk_id = ANY(%s)", (list(chunk_ids),))
+        rows = self._exec(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE chunk_id = ANY(%s)", (list(chunk_ids),))
         return {row[0]: _chunk(row) for row in rows}
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[list[Chunk]]:
         """Every chunk, in batches, in document then ordinal order (a page at a time: no transaction stays open)."""
-        rows = self._exec(f"SELECT {_CHUNK} FROM chunks {_CHUNK_ORDER} LIMIT %s", (batch,)).fetchall()
+        rows = self._exec(f"SELECT {CHUNK_COLUMNS} FROM chunks {_CHUNK_ORDER} LIMIT %s", (batch,)).fetchall()
         while rows:
             yield [_chunk(row) for row in rows]
             last = rows[-1]
             rows = self._exec(
-                f"SELECT {_CHUNK} FROM chunks WHERE (doc_path, ordinal, chunk_id) > (%s, %s, %s)"
+                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE (doc_path, ordinal, chunk_id) > (%s, %s, %s)"
                 f" {_CHUNK_ORDER} LIMIT %s",
                 (last[1], last[2], last[0], batch),
             ).fetchall()
