@@ -2,7 +2,8 @@
 
 A shared store passes :class:`~kb_core.testing.RecordStoreContract` and this kit, which adds what sharing
 needs: each knowledge base folder's own index positions, trimming that keeps what another folder still has
-to apply, the ingest queue (a file taken by one worker at a time, finished only by its holder) and waiting
+to apply, the ingest queue (a file taken by one worker at a time, finished only by its holder, or set aside
+until released) and waiting
 for the feed to move. The SQLite store is not shared (one writer, one folder) and does not run it::
 
     class TestAcmeShared(SharedStoreContract):
@@ -22,7 +23,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kb_core.extend.record_store import RecordStore, SharedRecordStore
+from kb_core.extend.record_store import IngestJob, RecordStore, SetAsideFile, SharedRecordStore
 from kb_core.testing.fakes import store_document
 from kb_core.testing.store_kit import StoreKit
 
@@ -87,6 +88,27 @@ class SharedStoreContract(StoreKit):
         with two.transaction():
             assert all(two.finish_file(job) for job in theirs)
         assert one.files_in_progress("/src") == 0
+
+    def test_a_file_set_aside_is_taken_by_no_worker_until_released(
+        self, open_in: Callable[[str], SharedRecordStore]
+    ) -> None:
+        one, two = open_in("kb"), open_in("kb")
+        one.queue_files("/src", ["a.md", "b.md"])
+        jobs = one.take_files("/src", 10)
+        assert [(job.path, job.taken_before) for job in jobs] == [("a.md", 0), ("b.md", 0)]
+        assert not two.set_aside(IngestJob("/src", "a.md", "not-the-token"), "h", "why")
+        assert one.set_aside(jobs[0], "hash-a", "it crashed its worker")
+        with one.transaction():
+            assert one.finish_file(jobs[1])
+        aside = [SetAsideFile("/src", "a.md", "hash-a", "it crashed its worker")]
+        assert two.files_set_aside("/src") == aside and two.files_set_aside() == aside
+        assert two.files_set_aside("/elsewhere") == []
+        two.queue_files("/src", ["a.md"])  # queued again: still set aside, neither taken nor waited for
+        assert two.take_files("/src", 10) == [] and two.files_in_progress("/src") == 0
+        assert two.release_files("/src", ["b.md"]) == 0 and two.release_files("/elsewhere") == 0
+        assert two.release_files("/src") == 1 and two.files_set_aside() == []
+        two.queue_files("/src", ["a.md"])
+        assert [(job.path, job.taken_before) for job in two.take_files("/src", 10)] == [("a.md", 0)]
 
     def test_workers_taking_at_once_never_take_a_file_twice(self, open_in: Callable[[str], SharedRecordStore]) -> None:
         handles = [open_in("kb") for _ in range(3)]
