@@ -36,10 +36,13 @@ from kb_core.evaluation.numbers import states_number  # noqa: E402
 import tatqa  # noqa: E402 - bench/ is the script's folder
 
 
-def capture(kind: str, limit: int, seed: int, out: Path, spans: bool = False) -> None:
+def capture(
+    kind: str, limit: int, seed: int, out: Path, spans: bool = False, ids: frozenset[str] = frozenset()
+) -> None:
     """Ask the sample with computations on; write one JSON line per question (what the model read and wrote).
     ``spans``: the span questions' sample instead, only those kb would compute, each asked on the ordinary path
-    too (kept as ``ordinary_answer``), so that a replay can tell what the computed path costs them."""
+    too (kept as ``ordinary_answer``), so that a replay can tell what the computed path costs them. ``ids``: only
+    these questions of the sample (none: all)."""
     from kb_core.answers.computation import asks_for_computation
     from kb_core.answers.pipeline import AskOptions, kb_pipeline
     from kb_core.app import KnowledgeBase
@@ -48,6 +51,7 @@ def capture(kind: str, limit: int, seed: int, out: Path, spans: bool = False) ->
     golden, _ = tatqa.sample(kind if spans else f"numbers-{kind}", limit, seed)
     rows = [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [row for row in rows if not spans or asks_for_computation(row["question"])]
+    rows = [row for row in rows if not ids or row["id"] in ids]
     environ = {**os.environ, "KB_RAG__COMPUTATIONS": "true"}
     kb = KnowledgeBase(load_config(kb_dir=tatqa.OUT / f"kb-tatqa-{kind}", environ=environ))
     ordinary = KnowledgeBase(load_config(kb_dir=tatqa.OUT / f"kb-tatqa-{kind}", environ={}))
@@ -164,12 +168,14 @@ def main() -> None:
     asked.add_argument("--seed", type=int, default=7)
     asked.add_argument("--out", type=Path, required=True)
     asked.add_argument("--spans", action="store_true", help="the span questions kb would compute, both paths")
+    asked.add_argument("--ids", type=Path, help="a file of question ids, one a line: ask only these")
     replayed = commands.add_parser("replay", help="re-run the current checks on a capture")
     replayed.add_argument("capture", type=Path)
     replayed.add_argument("--show", action="store_true", help="print each wrong number's question")
     args = parser.parse_args()
     if args.command == "capture":
-        capture(args.kind, args.limit, args.seed, args.out, args.spans)
+        ids = frozenset(args.ids.read_text(encoding="utf-8").split()) if args.ids else frozenset()
+        capture(args.kind, args.limit, args.seed, args.out, args.spans, ids)
     else:
         print(json.dumps(replay(args.capture, args.show), indent=2))
 

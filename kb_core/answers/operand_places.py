@@ -34,7 +34,16 @@ from kb_core.answers.numbers import Binary, Negative, Node, Number, walk
 from kb_core.answers.operations import performed_operation
 from kb_core.answers.tables import readable_tables
 
-__all__ = ["PERIOD", "named_rows", "names_no_row", "operands_problem", "periods_of", "rival_documents", "words_of"]
+__all__ = [
+    "PERIOD",
+    "named_rows",
+    "names_no_row",
+    "operands_problem",
+    "periods_of",
+    "rival_documents",
+    "row_fit",
+    "words_of",
+]
 
 #: A period as questions and table headings write it: 2019, FY2019, FY 19, F19, fiscal 2019, fiscal year 2019.
 PERIOD = regex.compile(
@@ -110,7 +119,7 @@ def _plain_fit(label: frozenset[str], words: frozenset[str]) -> int:
     return 3 if label == words else 2 if label <= words else 1 if words <= label else 0
 
 
-def _row_fit(lines: Sequence[str], index: int, words: frozenset[str]) -> int:
+def row_fit(lines: Sequence[str], index: int, words: frozenset[str]) -> int:
     """The fit of table row ``index``: of its own label, or of its label with its section's."""
     own = words_of(lines[index].split("|")[0])
     return max(_fit(own, words), _fit(own | _section_above(lines, index), words))
@@ -166,8 +175,8 @@ def _header_words(lines: Sequence[str], index: int, column: int) -> frozenset[st
 
 def _row_named(lines: Sequence[str], index: int, words: frozenset[str]) -> bool:
     """Whether table row ``index`` fits the question's ``words``, and no row of its table fits them better."""
-    own = _row_fit(lines, index, words)
-    return bool(own) and all(_row_fit(lines, other, words) <= own for other in _table_rows(lines, index))
+    own = row_fit(lines, index, words)
+    return bool(own) and all(row_fit(lines, other, words) <= own for other in _table_rows(lines, index))
 
 
 def _column_named(lines: Sequence[str], index: int, column: int, words: frozenset[str]) -> bool:
@@ -325,7 +334,7 @@ def _rival_row(lines: Sequence[str], index: int, words: frozenset[str], named: l
     """Whether table row ``index`` fits ``words`` at least as well as ``fit`` and has a number in a column of
     one of the ``named`` periods (any number, when none is named)."""
     cells = lines[index].split("|")
-    if len(cells) < 2 or not cells[0].strip() or _row_fit(lines, index, words) < max(fit, 1):
+    if len(cells) < 2 or not cells[0].strip() or row_fit(lines, index, words) < max(fit, 1):
         return False
     filled = [column for column, cell in enumerate(cells) if column and any(ch.isdigit() for ch in cell)]
     if not named:
@@ -339,7 +348,7 @@ def _best_place_fit(operand: Operand, passages: Mapping[int, str], words: frozen
     for place in operand.places:
         lines = passages.get(place.passage, "").splitlines()
         if 0 < place.line <= len(lines) and "|" in lines[place.line - 1]:
-            best = max(best, _row_fit(lines, place.line - 1, words))
+            best = max(best, row_fit(lines, place.line - 1, words))
     return best
 
 
@@ -352,7 +361,7 @@ def named_rows(passages: Mapping[int, str], question: str, most: int = 3) -> lis
     for marker, text in passages.items():
         lines = text.splitlines()
         for index, line in enumerate(lines):
-            if "|" in line and line.split("|")[0].strip() and (fit := _row_fit(lines, index, words)):
+            if "|" in line and line.split("|")[0].strip() and (fit := row_fit(lines, index, words)):
                 found.append((fit, marker, _written_row(lines, index)))
     best = max((fit for fit, _, _ in found), default=0)
     rows = [(marker, row) for fit, marker, row in found if fit == best and row]

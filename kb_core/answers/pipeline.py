@@ -49,6 +49,7 @@ import attrs
 from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.computation import asks_for_computation
+from kb_core.answers.evidence_fit import COMPUTATION_CANDIDATES, by_evidence_fit
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check, check_first
 from kb_core.answers.operations import counts_rows
@@ -167,6 +168,7 @@ class RagPipeline:
         prompt = question_prompt(version, kind, question, history)
         trace_id = f"ret_{secrets.token_hex(4)}"
         computes = self.config.rag.computations and kind.script == "latin" and asks_for_computation(question)
+        k = max(k, COMPUTATION_CANDIDATES) if computes else k  # its passages are chosen by their rows (by_evidence_fit)
         return QuestionRun(question, options, prompt, mode, k, time.perf_counter(), trace_id, kind, computes)
 
     def _retrieve(self, run: QuestionRun) -> list[Hit]:
@@ -199,7 +201,11 @@ class RagPipeline:
 
     def _generate(self, run: QuestionRun, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
-        chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
+        if run.computed:
+            candidates = self.store.get_chunks([h.chunk_id for h in run.hits])
+            chosen = by_evidence_fit(run.hits, candidates, run.question, rag.max_chunks)
+        else:
+            chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
         whole = run.kind.lists or (run.computed and counts_rows(run.question))  # every row, not a retrieved share
         document = self.store.chunks_of([chosen[0].doc_path]) if whole else []
         chosen = with_whole_document(chosen, document, run.hits)
