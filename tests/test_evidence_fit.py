@@ -7,7 +7,7 @@ question names behind others; a computed question reads its passages in the orde
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -41,8 +41,8 @@ CHUNKS = [
 ]
 
 
-def _hits() -> list[Hit]:
-    return [Hit(c.chunk_id, c.doc_path, 0.9 - i / 20, i + 1, c.citation) for i, c in enumerate(CHUNKS)]
+def _hits(chunks: Sequence[Chunk] = CHUNKS) -> list[Hit]:
+    return [Hit(c.chunk_id, c.doc_path, 0.9 - i / 20, i + 1, c.citation) for i, c in enumerate(chunks)]
 
 
 def test_the_row_the_question_names_in_the_periods_it_names_fits_best() -> None:
@@ -75,8 +75,8 @@ def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
     db.close()
 
 
-def _evidence_read(store: StoreOfRecord, question: str) -> str:
-    """The evidence the model was given for ``question``, retrieval ranking ``CHUNKS`` in their order."""
+def _evidence_read(store: StoreOfRecord, question: str, chunks: Sequence[Chunk] = CHUNKS) -> str:
+    """The evidence the model was given for ``question``, retrieval ranking ``chunks`` in their order."""
     config = load_config(kb_dir=store.kb_dir, overrides={"rag.max_chunks": 1, "rag.computations": True}, environ={})
     requests: list[GenerateRequest] = []
 
@@ -85,7 +85,7 @@ def _evidence_read(store: StoreOfRecord, question: str) -> str:
         return ["CALC: none"] if len(requests) == 1 else ["Insufficient evidence."]
 
     def retrieve(query: SearchQuery) -> list[Hit]:
-        return _hits()
+        return _hits(chunks)
 
     pipeline = RagPipeline(
         config, store, retrieve, lambda: ScriptedLanguageModel(script), lambda: ModelRef("e", "onnx", 8)
@@ -101,3 +101,18 @@ def test_through_the_pipeline_a_computed_question_reads_the_row_it_names(store: 
 def test_any_other_question_reads_retrievals_first_passage(store: StoreOfRecord) -> None:
     evidence = _evidence_read(store, "What was the domestic discount rate in 2019?")
     assert "Domestic revenue" in evidence and "Discount rate" not in evidence
+
+
+def test_over_prose_alone_a_computed_question_reads_retrievals_order(tmp_path: Path) -> None:
+    prose = [
+        Chunk("a.md#0", "a.md", 0, "Revenue was 4,120 in 2019 and 3,990 in 2018.", "p0", 1, 1, ()),
+        Chunk("b.md#0", "b.md", 0, "The domestic discount rate was 4.00% in 2019 and 3.75% in 2018.", "p1", 1, 1, ()),
+    ]
+    db = StoreOfRecord(tmp_path / "prose")
+    with db.transaction():
+        for chunk in prose:
+            db.replace_document(Document(chunk.doc_path, f"h-{chunk.doc_path}", 10, chunk.doc_path, "md", "d"), [chunk])
+    try:
+        assert "Revenue was 4,120" in _evidence_read(db, QUESTION, prose)
+    finally:
+        db.close()

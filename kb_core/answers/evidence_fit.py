@@ -6,7 +6,8 @@ passages by their words as a whole, so the report whose row is named "Discount r
 reports that share more of the question's common words. Among the retrieved candidates, each passage is scored
 by how well its best line fits the question (a table row's label as :func:`~kb_core.answers.operand_places.row_fit`
 judges it, or the share of the question's content words one line holds) times the share of the question's
-periods the passage names, and the passages are read in the order of retrieval score plus that fit.
+periods the passage names, and the passages are read in the order of retrieval score plus that fit. This holds
+when a candidate holds a table; over prose alone, the passages are retrieval's, as for any question.
 
 >>> fit = evidence_fit("What was the change in the discount rate between 2018 and 2019?",
 ...     "| 2019 | 2018\\nDiscount rate | 4.00% | 3.75%")

@@ -201,8 +201,8 @@ class RagPipeline:
 
     def _generate(self, run: QuestionRun, llm: LanguageModel, on_token: TokenCallback | None) -> Answer:
         rag = self.config.rag
-        if run.computed:
-            candidates = self.store.get_chunks([h.chunk_id for h in run.hits])
+        candidates = self.store.get_chunks([h.chunk_id for h in run.hits]) if run.computed else {}
+        if any(holds_table(chunk.text) for chunk in candidates.values()):  # a computation over tables
             chosen = by_evidence_fit(run.hits, candidates, run.question, rag.max_chunks)
         else:
             chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
