@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kb_core.answers.evidence_fit import by_evidence_fit, evidence_fit
 from kb_core.answers.pipeline import AskOptions, RagPipeline
 from kb_core.config import load_config
+from kb_core.limits import check_text
 from kb_core.storage.store import StoreOfRecord
 from kb_core.testing import ScriptedLanguageModel
 from kb_core.types import Chunk, Document, GenerateRequest, Hit, ModelRef, SearchQuery
@@ -90,7 +91,7 @@ def _evidence_read(store: StoreOfRecord, question: str, chunks: Sequence[Chunk] 
     pipeline = RagPipeline(
         config, store, retrieve, lambda: ScriptedLanguageModel(script), lambda: ModelRef("e", "onnx", 8)
     )
-    pipeline.ask(question, AskOptions(), save=False)
+    pipeline.ask(check_text(question), AskOptions(), save=False)
     return requests[0].user
 
 
