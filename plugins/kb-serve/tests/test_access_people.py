@@ -10,12 +10,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from kb_serve_people import add_people, as_person, cited
 
 from kb_core import KnowledgeBase, ingest_paths, load_config
-from kb_core.plugin.stores import AccessStore
-from kb_serve.access import hash_token
 
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
 QUESTION = "What does the heliograph or the tomato or the runbook say?"
@@ -24,35 +22,15 @@ QUESTION = "What does the heliograph or the tomato or the runbook say?"
 def _people(kb_dir: Path, overrides: dict[str, Any]) -> dict[str, str]:
     """ann reads web/; bob reads and writes notes/; returns each one's token."""
     with KnowledgeBase(load_config(kb_dir=kb_dir, overrides=overrides, environ={})) as kb:
-        store = kb.store
-        assert isinstance(store, AccessStore)
-        for name in ("ann", "bob"):
-            store.add_person(name, hash_token(f"token-{name}"), "t")
-        store.add_group("gardeners", "t")
-        store.add_member("gardeners", "ann")
-        store.set_grant("gardeners", "web/", False)
-        store.add_group("writers", "t")
-        store.add_member("writers", "bob")
-        store.set_grant("writers", "notes/", True)
-    return {"ann": "token-ann", "bob": "token-bob"}
-
-
-def _as(url: str, token: str | None) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=url, headers=headers, timeout=60.0)
-
-
-def _cited(answer: dict[str, Any]) -> set[str]:
-    """The documents an answer's citations and a refusal's nearest passages name."""
-    shown = [*answer.get("citations", []), *answer.get("candidates", [])]
-    return {c["citation"]["path"] for c in shown}
+        groups = {"ann": ["gardeners"], "bob": ["writers"]}
+        return add_people(kb.store, groups, {"gardeners": [("web/", False)], "writers": [("notes/", True)]})
 
 
 def check_people(url: str, tokens: dict[str, str]) -> None:
     """The scenario, on a server whose store holds ann (web/, read) and bob (notes/, write)."""
-    ann, bob = _as(url, tokens["ann"]), _as(url, tokens["bob"])
-    assert _as(url, None).get("/search", params={"q": "heliograph"}).status_code == 401  # people: loopback too
-    assert _as(url, "nobody").get("/documents").status_code == 401
+    ann, bob = as_person(url, tokens["ann"]), as_person(url, tokens["bob"])
+    assert as_person(url, None).get("/search", params={"q": "heliograph"}).status_code == 401  # people: loopback too
+    assert as_person(url, "nobody").get("/documents").status_code == 401
     own = {"ann": "web/", "bob": "notes/"}
     for name, client in (("ann", ann), ("bob", bob)):
         listed = client.get("/documents").json()["documents"]
@@ -60,8 +38,8 @@ def check_people(url: str, tokens: dict[str, str]) -> None:
         for query in ("heliograph", "tomatoes", "runbook release", "kimchi seoul tea"):
             hits = client.get("/search", params={"q": query, "k": 5}).json()["hits"]
             assert all(h["doc_path"].startswith(own[name]) for h in hits), (name, query)
-        cited = _cited(client.post("/ask", json={"question": QUESTION}).json())
-        assert cited and all(p.startswith(own[name]) for p in cited), (name, cited)
+        shown = cited(client.post("/ask", json={"question": QUESTION}).json())
+        assert shown and all(p.startswith(own[name]) for p in shown), (name, shown)
     assert len(bob.get("/search", params={"q": "heliograph release", "k": 3}).json()["hits"]) == 3  # k allowed hits
     assert ann.get("/documents/notes/heliograph.md").status_code == 404
     assert bob.get("/documents/notes/heliograph.md").status_code == 200
@@ -105,8 +83,8 @@ def test_without_people_nothing_changes(start_server: Callable[..., Any]) -> Non
 def test_the_operator_token_still_opens_everything(start_server: Callable[..., Any]) -> None:
     server = start_server(token="operator-token")
     tokens = _people(server.kb_dir, {})
-    assert _as(server.url, tokens["ann"]).get("/documents/notes/heliograph.md").status_code == 404
-    assert _as(server.url, "operator-token").get("/documents/notes/heliograph.md").status_code == 200
+    assert as_person(server.url, tokens["ann"]).get("/documents/notes/heliograph.md").status_code == 404
+    assert as_person(server.url, "operator-token").get("/documents/notes/heliograph.md").status_code == 200
 
 
 @pytest.fixture(scope="module")
