@@ -1,0 +1,62 @@
+"""Issue 45's access probe, briefly: generated requests on every route of one real ``kb serve`` (uvicorn)
+as four people with different grants (one with none) and as nobody; after each, nothing in the response
+crosses the asker's grants (kb_serve_probe.py says what is checked). bench/access_probe.py runs it at length."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kb_serve_calls import ROUTES
+from kb_serve_probe import OPERATOR, SCRIPT, SERVER_OVERRIDES, Probe, prepare, server_plugins
+
+pytest.importorskip("kb_documents", reason="kb-documents (the scans' pages) is not installed")
+
+#: Calls per generated sequence, and sequences: about 100 requests in all.
+CALLS, SEQUENCES = 10, 10
+
+
+@pytest.fixture
+def probed(start_server: Callable[..., Any], tmp_path: Path) -> Probe:
+    server = start_server(script=SCRIPT, token=OPERATOR, plugins=server_plugins(), overrides=SERVER_OVERRIDES)
+    tokens = prepare(server.app.state.service, tmp_path / "extra")
+    return Probe(server.url, tokens, server.kb_dir / "uploads")
+
+
+def test_no_request_crosses_the_grants(probed: Probe) -> None:
+    @settings(
+        max_examples=SEQUENCES,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(st.randoms(use_true_random=False))
+    def sequence(rnd: random.Random) -> None:
+        before = len(probed.violations)
+        probed.run(rnd, CALLS)
+        assert probed.violations[before:] == []
+        assert probed.server_errors == []
+
+    try:
+        sequence()
+    finally:
+        probed.close()
+    assert sum(probed.requests.values()) >= CALLS * SEQUENCES
+
+
+def test_every_route_is_probed(probed: Probe) -> None:
+    """The generator reaches every route, as every person and as nobody (over a seeded run of 300 draws)."""
+    from kb_serve_calls import Known, draw
+
+    known = Known(probed.world.texts, uploads=["notes/inbox/a.md"], answers={"ans_" + "0" * 16: "ann"})
+    known.threads["thr_" + "0" * 12] = "bob"
+    rnd = random.Random(3)
+    calls = [draw(rnd, known, sorted(probed.tokens)) for _ in range(600)]
+    probed.close()
+    assert {c.route for c in calls} == set(ROUTES)
+    assert {c.person for c in calls} >= set(probed.tokens)
