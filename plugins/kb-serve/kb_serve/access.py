@@ -19,13 +19,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
+import attrs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kb_core import Document, KnowledgeBase, list_threads
+from kb_core import Document, IngestReport, KbError, KnowledgeBase, list_threads, stored_answer
 from kb_core.plugin.stores import Access, AccessStore, ThreadSummary, current_access, restricted_to
 from kb_serve.errors import ApiError, error_response
 from kb_serve.webpage import is_public
@@ -38,6 +40,7 @@ __all__ = [
     "check_writable",
     "hash_token",
     "new_token",
+    "own_recheck",
     "own_threads",
     "owned",
     "readable_documents",
@@ -173,3 +176,36 @@ def own_threads(kb: KnowledgeBase, limit: int) -> list[ThreadSummary]:
     if mine is None:
         return list_threads(kb.store, limit)
     return [t for t in list_threads(kb.store, None) if t.thread_id in mine][:limit]
+
+
+def own_recheck(kb: KnowledgeBase, report: IngestReport) -> IngestReport:
+    """``report`` with its re-check of stored answers (``answers``) as the asker may see it: a person is told of
+    their own answers only (the ids, questions and counts of everyone else's answers citing a changed document
+    stay theirs)."""
+    mine, checked = owned(kb, "answer"), report.answers
+    if mine is None or checked is None:
+        return report
+    changed = {*report.added, *report.updated, *report.removed}
+    states: Counter[str] = Counter()
+    for answer_id in sorted(mine):
+        try:
+            now = stored_answer(kb.store, answer_id)
+        except KbError:  # (deleted since: not checked)
+            continue
+        if any(c.path in changed for c in now.citations):
+            states[now.state or "valid"] += 1
+    access = current_access()
+    assert access is not None
+    stale = tuple(
+        attrs.evolve(a, citations=tuple(_current_if_readable(access, c) for c in a.citations))
+        for a in checked.stale_answers
+        if a.answer_id in mine
+    )
+    counts = {state: states[state] for state in ("valid", "reanchored", "stale", "unverifiable")}
+    shown = attrs.evolve(checked, answers_checked=sum(states.values()), stale_answers=stale, **counts)
+    return attrs.evolve(report, answers=shown)
+
+
+def _current_if_readable(access: Access, citation: Any) -> Any:
+    """A re-checked citation (``CitationNow``) without its current text when the asker can no longer read it."""
+    return citation if access.can_read(citation.path) else attrs.evolve(citation, now_text=None)

@@ -36,7 +36,14 @@ from kb_core.plugin import Preloadable
 from kb_core.plugin.stores import current_access, follow_feed
 from kb_core.service import AnswerService
 from kb_serve import uploads
-from kb_serve.access import check_owner, check_readable, check_writable, readable_documents, record_owner
+from kb_serve.access import (
+    check_owner,
+    check_readable,
+    check_writable,
+    own_recheck,
+    readable_documents,
+    record_owner,
+)
 from kb_serve.errors import ApiError, public_text
 from kb_serve.settings import ServeSettings
 
@@ -186,7 +193,7 @@ class KbService:
                 raise
             failed = {w.path for w in report.failed}
             uploads.undo(w for w in written if w.name in failed)
-            return self.public_report(report)
+            return self.public_report(own_recheck(kb, report))  # (a person's: their own answers only)
 
     def write(self, work: Callable[[KnowledgeBase], T]) -> T:
         """``work(kb)`` on the writer handle, one write at a time (a change to the store: a thread deleted)."""

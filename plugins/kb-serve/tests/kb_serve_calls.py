@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+from kb_serve_leaks import GROUPS, access_of
 
 #: Who a call is sent as, besides the people: no Authorization header, or a token nobody has.
 NOBODY, WRONG = "(no token)", "(wrong token)"
@@ -143,8 +144,10 @@ class Known:
 
 
 def question(rnd: random.Random, known: Known) -> str:
-    """A question made of words of a stored document (any: inside the asker's grants or not)."""
-    path = rnd.choice(sorted(known.texts))
+    """A question made of words of a stored document (any: inside the asker's grants or not; often an upload,
+    so that answers cite what later uploads change)."""
+    uploads = [p for p in known.uploads if p in known.texts]
+    path = rnd.choice(uploads if uploads and rnd.random() < 0.35 else sorted(known.texts))
     text = known.texts[path]
     cjk = re.findall(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{2,}", text)
     if cjk and rnd.random() < 0.6:
@@ -156,17 +159,26 @@ def question(rnd: random.Random, known: Known) -> str:
     )
 
 
-def _path(rnd: random.Random, known: Known, among: str = "") -> tuple[str, str]:
-    """(a stored path, under ``among`` when there is one, and how it is written in the URL)."""
-    paths = [*sorted(known.texts), *known.uploads]
-    path = rnd.choice([p for p in paths if p.startswith(among)] or paths)
+def _path(rnd: random.Random, known: Known, person: str, among: str = "") -> tuple[str, str]:
+    """(a stored path, under ``among`` when there is one, and how it is written in the URL): half the time
+    one ``person`` may read, else any."""
+    paths = [p for p in [*sorted(known.texts), *known.uploads] if p.startswith(among)] or sorted(known.texts)
+    if person in GROUPS and rnd.random() < 0.5:
+        paths = [p for p in paths if access_of(person).can_read(p)] or paths
+    path = rnd.choice(paths)
     trick = "as stored" if rnd.random() < 0.45 else rnd.choice(sorted(TRICKS))
     return path, TRICKS[trick](path) if trick != "as stored" else _quoted(path)
 
 
-def _an_id(rnd: random.Random, owners: dict[str, str], prefix: str, digits: int) -> tuple[str, str | None]:
-    """(an id: someone's, or one nobody has, its owner or None)."""
-    if owners and rnd.random() < 0.85:
+def _an_id(
+    rnd: random.Random, owners: dict[str, str], person: str, prefix: str, digits: int
+) -> tuple[str, str | None]:
+    """(an id: ``person``'s own, someone else's, or one nobody has; its owner or None)."""
+    own = sorted(i for i, owner in owners.items() if owner == person)
+    roll = rnd.random()
+    if own and roll < 0.4:
+        return rnd.choice(own), person
+    if owners and roll < 0.85:
         chosen = rnd.choice(sorted(owners))
         return chosen, owners[chosen]
     return prefix + "".join(rnd.choice("0123456789abcdef") for _ in range(digits)), None
@@ -189,7 +201,10 @@ def _upload(rnd: random.Random, known: Known, person: str) -> Call:
         name = rnd.choice(known.uploads)  # a new version of an uploaded document
     else:
         plain = rnd.random() < 0.8
-        name = rnd.choice(UPLOAD_FOLDERS if plain else UPLOAD_TRICKS) + f"probe-{rnd.randrange(16**4):04x}.md"
+        folders = UPLOAD_FOLDERS if plain else UPLOAD_TRICKS
+        if plain and person in GROUPS and access_of(person).write and rnd.random() < 0.5:
+            folders = access_of(person).write  # the asker's own write grants, half the time
+        name = rnd.choice(folders) + f"probe-{rnd.randrange(16**4):04x}.md"
     marker = f"zq{rnd.randrange(16**8):08x}"
     words = " ".join(question(rnd, known).rstrip("?.").split()[-3:])
     data = f"# Probe {marker}\n\nThe {marker} ledger records {words} in its {marker} column.\n".encode()
@@ -205,7 +220,7 @@ def draw(rnd: random.Random, known: Known, people: list[str]) -> Call:
         return _upload(rnd, known, person)
     method, _, _ = route.partition(" ")
     if route in ("GET /documents/{path}", "DELETE /documents/{path}", "GET /documents/{path}/pages/{page}.png"):
-        path, written = _path(rnd, known, "scans/" if route.endswith(".png") and rnd.random() < 0.6 else "")
+        path, written = _path(rnd, known, person, "scans/" if route.endswith(".png") and rnd.random() < 0.6 else "")
         target = path if written == _quoted(path) else None
         url = "/documents/" + written
         if route.endswith(".png"):
@@ -230,12 +245,12 @@ def draw(rnd: random.Random, known: Known, people: list[str]) -> Call:
     if route in ("GET /answers", "GET /threads"):
         return Call(route, person, method, route[4:] + f"?limit={rnd.choice((1, 5, 50))}")
     if route == "GET /answers/{id}":
-        answer, owner = _an_id(rnd, known.answers, "ans_", 16)
+        answer, owner = _an_id(rnd, known.answers, person, "ans_", 16)
         return Call(route, person, method, f"/answers/{answer}", thread_of=owner)
     if route == "POST /threads":
         return Call(route, person, method, "/threads", json=_ask_body(rnd, known), headers=_accept(rnd))
     if route in ("GET /threads/{id}", "POST /threads/{id}/ask", "DELETE /threads/{id}"):
-        thread, owner = _an_id(rnd, known.threads, "thr_", 12)
+        thread, owner = _an_id(rnd, known.threads, person, "thr_", 12)
         url = f"/threads/{thread}" + ("/ask" if route.endswith("/ask") else "")
         body = {"question": "And what else does it say?"} if method == "POST" else None
         return Call(route, person, method, url, json=body, thread_of=owner, headers=_accept(rnd))
@@ -256,7 +271,7 @@ def _chat(rnd: random.Random, known: Known, person: str) -> Call:
     messages = [{"role": "user", "content": question(rnd, known)}]
     roll = rnd.random()
     if roll < 0.35 and known.threads:
-        thread, owner = _an_id(rnd, known.threads, "thr_", 12)
+        thread, owner = _an_id(rnd, known.threads, person, "thr_", 12)
         body["kb_thread"] = thread
     elif roll < 0.7 and known.replies:
         _who, asked, reply = rnd.choice(known.replies)

@@ -4,6 +4,7 @@ crosses the asker's grants (kb_serve_probe.py says what is checked). bench/acces
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -12,13 +13,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kb_serve_calls import ROUTES
+from kb_serve_calls import ROUTES, Call
 from kb_serve_probe import OPERATOR, SCRIPT, SERVER_OVERRIDES, Probe, prepare, server_plugins
 
 pytest.importorskip("kb_documents", reason="kb-documents (the scans' pages) is not installed")
 
 #: Calls per generated sequence, and sequences: about 100 requests in all.
 CALLS, SEQUENCES = 10, 10
+QUESTION = "When does the zebrafinch quarry open?"
 
 
 @pytest.fixture
@@ -60,3 +62,29 @@ def test_every_route_is_probed(probed: Probe) -> None:
     probed.close()
     assert {c.route for c in calls} == set(ROUTES)
     assert {c.person for c in calls} >= set(probed.tokens)
+
+
+def test_an_upload_reports_only_the_uploaders_own_answers(probed: Probe) -> None:
+    """A new version of a document re-checks the answers citing it; its uploader is told of their own only
+    (the probe found bob's upload report naming cho's answer and question)."""
+
+    def upload(text: str) -> dict[str, Any]:
+        files = [("file", ("notes/inbox/plan.md", text.encode(), "text/markdown"))]
+        call = Call("POST /documents", "bob", "POST", "/documents", files=files, target="notes/inbox/plan.md")
+        reply = probed.send(call)
+        assert reply.status_code == 200, reply.text
+        return dict(reply.json())
+
+    def ask(person: str) -> str:
+        reply = probed.send(Call("POST /ask", person, "POST", "/ask", json={"question": QUESTION}))
+        assert reply.status_code == 200 and reply.json()["grounded"], reply.text
+        return str(reply.json()["answer_id"])
+
+    upload("# Plan\n\nThe zebrafinch quarry opens on Monday at nine.\n")
+    theirs, own = ask("cho"), ask("bob")
+    report = upload("# Plan\n\nThe zebrafinch quarry opens on Friday at ten instead.\n")["answers"]
+    probed.close()
+    assert [a["answer_id"] for a in report["stale_answers"]] == [own]
+    assert (report["answers_checked"], report["stale"]) == (1, 1)
+    assert theirs not in json.dumps(report) and "zebrafinch" in json.dumps(report)
+    assert probed.violations == []
