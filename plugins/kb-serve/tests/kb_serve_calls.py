@@ -126,7 +126,7 @@ class Call:
 
     def sent_text(self) -> str:
         """Everything the request carries that a response may echo: its URL (also decoded), body and files."""
-        parts = [self.url, urllib.parse.unquote(self.url), str(self.json or "")]
+        parts = [self.url, urllib.parse.unquote(self.url), str(self.json or ""), *self.headers.values()]
         for name, (filename, data, _kind) in self.files or []:
             parts += [name, filename, data.decode("utf-8", "replace")]
         return "\n".join(parts)
@@ -170,9 +170,7 @@ def _path(rnd: random.Random, known: Known, person: str, among: str = "") -> tup
     return path, TRICKS[trick](path) if trick != "as stored" else _quoted(path)
 
 
-def _an_id(
-    rnd: random.Random, owners: dict[str, str], person: str, prefix: str, digits: int
-) -> tuple[str, str | None]:
+def _an_id(rnd: random.Random, owners: dict[str, str], person: str, prefix: str, digits: int) -> tuple[str, str | None]:
     """(an id: ``person``'s own, someone else's, or one nobody has; its owner or None)."""
     own = sorted(i for i, owner in owners.items() if owner == person)
     roll = rnd.random()
@@ -201,7 +199,7 @@ def _upload(rnd: random.Random, known: Known, person: str) -> Call:
         name = rnd.choice(known.uploads)  # a new version of an uploaded document
     else:
         plain = rnd.random() < 0.8
-        folders = UPLOAD_FOLDERS if plain else UPLOAD_TRICKS
+        folders: tuple[str, ...] = UPLOAD_FOLDERS if plain else UPLOAD_TRICKS
         if plain and person in GROUPS and access_of(person).write and rnd.random() < 0.5:
             folders = access_of(person).write  # the asker's own write grants, half the time
         name = rnd.choice(folders) + f"probe-{rnd.randrange(16**4):04x}.md"
@@ -209,7 +207,12 @@ def _upload(rnd: random.Random, known: Known, person: str) -> Call:
     words = " ".join(question(rnd, known).rstrip("?.").split()[-3:])
     data = f"# Probe {marker}\n\nThe {marker} ledger records {words} in its {marker} column.\n".encode()
     files = [("file", (name, data, "text/markdown"))]
-    return Call("POST /documents", person, "POST", "/documents", files=files, target=name if plain else None)
+    target = name if plain else None
+    if rnd.random() < 0.2:  # two files in one upload: one outside the grants refuses both
+        other = rnd.choice(UPLOAD_FOLDERS) + f"probe-{rnd.randrange(16**4):04x}.md"
+        files.append(("file", (other, data.replace(b"ledger", b"register"), "text/markdown")))
+        target = other if plain else None  # (a first name refused as a name is a 400 first)
+    return Call("POST /documents", person, "POST", "/documents", files=files, target=target)
 
 
 def draw(rnd: random.Random, known: Known, people: list[str]) -> Call:
@@ -270,11 +273,16 @@ def _chat(rnd: random.Random, known: Known, person: str) -> Call:
     owner = None
     messages = [{"role": "user", "content": question(rnd, known)}]
     roll = rnd.random()
+    headers: dict[str, str] = {}
     if roll < 0.35 and known.threads:
         thread, owner = _an_id(rnd, known.threads, person, "thr_", 12)
-        body["kb_thread"] = thread
+        if rnd.random() < 0.3:
+            headers["X-Kb-Thread"] = thread  # (the header instead of the body's field)
+        else:
+            body["kb_thread"] = thread
     elif roll < 0.7 and known.replies:
         _who, asked, reply = rnd.choice(known.replies)
         messages = [{"role": "user", "content": asked}, {"role": "assistant", "content": reply}, *messages]
     body["messages"] = messages
-    return Call("POST /v1/chat/completions", person, "POST", "/v1/chat/completions", json=body, thread_of=owner)
+    route = "POST /v1/chat/completions"
+    return Call(route, person, "POST", route[5:], json=body, thread_of=owner, headers=headers)
