@@ -13,8 +13,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kb_serve_calls import ROUTES, Call
+from kb_serve_calls import NOBODY, ROUTES, WRONG, Call, Known, draw
+from kb_serve_leaks import EXTRA, GROUPS
 from kb_serve_probe import OPERATOR, SCRIPT, SERVER_OVERRIDES, Probe, prepare, server_plugins
+
+from kb_core.plugin.stores import Access
+from kb_serve import access
 
 pytest.importorskip("kb_documents", reason="kb-documents (the scans' pages) is not installed")
 
@@ -37,7 +41,7 @@ def test_no_request_crosses_the_grants(probed: Probe) -> None:
         derandomize=True,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
-    @given(st.randoms(use_true_random=False))
+    @given(st.randoms(use_true_random=True))  # (a seed: what a call draws depends on the server, kept across examples)
     def sequence(rnd: random.Random) -> None:
         before = len(probed.violations)
         probed.run(rnd, CALLS)
@@ -51,17 +55,15 @@ def test_no_request_crosses_the_grants(probed: Probe) -> None:
     assert sum(probed.requests.values()) >= CALLS * SEQUENCES
 
 
-def test_every_route_is_probed(probed: Probe) -> None:
-    """The generator reaches every route, as every person and as nobody (over a seeded run of 300 draws)."""
-    from kb_serve_calls import Known, draw
-
-    known = Known(probed.world.texts, uploads=["notes/inbox/a.md"], answers={"ans_" + "0" * 16: "ann"})
+def test_every_route_is_probed() -> None:
+    """The generator reaches every route, as every person and as nobody, and disguises paths every way."""
+    known = Known(dict(EXTRA), uploads=["notes/inbox/a.md"], answers={"ans_" + "0" * 16: "ann"})
     known.threads["thr_" + "0" * 12] = "bob"
     rnd = random.Random(3)
-    calls = [draw(rnd, known, sorted(probed.tokens)) for _ in range(600)]
-    probed.close()
+    calls = [draw(rnd, known, sorted(GROUPS)) for _ in range(600)]
     assert {c.route for c in calls} == set(ROUTES)
-    assert {c.person for c in calls} >= set(probed.tokens)
+    assert {c.person for c in calls} == {*GROUPS, NOBODY, WRONG}
+    assert any(c.target is None for c in calls) and any(c.target is not None for c in calls)
 
 
 def test_an_upload_reports_only_the_uploaders_own_answers(probed: Probe) -> None:
@@ -88,3 +90,15 @@ def test_an_upload_reports_only_the_uploaders_own_answers(probed: Probe) -> None
     assert (report["answers_checked"], report["stale"]) == (1, 1)
     assert theirs not in json.dumps(report) and "zebrafinch" in json.dumps(report)
     assert probed.violations == []
+
+
+def test_the_probe_sees_a_server_that_ignores_the_grants(probed: Probe, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks can fail: on a server that lets every person read everything, the probe finds paths named
+    and passages quoted outside the grants."""
+    monkeypatch.setattr(access, "access_of", lambda _store, person: Access(person, ("",), ()))
+    try:
+        probed.run(random.Random(5), 40)
+    finally:
+        probed.close()
+    found = " ".join(w for v in probed.violations for w in v.what)
+    assert "names " in found and "quotes " in found
