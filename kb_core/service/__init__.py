@@ -2,10 +2,11 @@
 
 ``kb ask``, ``kb chat``, ``kb serve`` and ``kb mcp`` (and an application of your own) run questions
 through :class:`AnswerService` and say answers with :mod:`kb_core.service.words` and
-:mod:`kb_core.service.markdown`; docs/python-api.md describes each name.
+:mod:`kb_core.service.markdown`; a server that knows who asks applies :mod:`kb_core.service.people`;
+docs/python-api.md describes each name.
 """
 
-from kb_core.service import markdown, words
+from kb_core.service import markdown, people, words
 from kb_core.service.answering import AnswerService
 from kb_core.service.gate import GenerationBusy, GenerationGate
 from kb_core.service.handles import CachingEmbedder, HandlePool, Handles, share_embedder
@@ -24,6 +25,7 @@ __all__ = [
     "ThreadsInUse",
     "cut_paths",
     "markdown",
+    "people",
     "share_embedder",
     "words",
 ]

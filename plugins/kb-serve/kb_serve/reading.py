@@ -26,10 +26,11 @@ import unicodedata
 from typing import Any
 
 import kb_core
-from kb_core import Document, KnowledgeBase, list_answers
+from kb_core import Document, KnowledgeBase
 from kb_core.commands import LOW_CONFIDENCE, ocr_lines, stored_lines
 from kb_core.plugin.stores import current_access
-from kb_serve.access import check_owner, check_readable, owned
+from kb_core.service import people
+from kb_serve.access import check_owner, check_readable
 from kb_serve.errors import ApiError
 
 #: Stored answers one ``GET /answers`` lists by default (at most: kb_core.bounds.LIST_LIMIT).
@@ -139,13 +140,8 @@ def text_of(kb: KnowledgeBase, document: Document) -> dict[str, Any]:
 
 def answer_history(kb: KnowledgeBase, limit: int) -> dict[str, Any]:
     """``answer_history.v1`` (as ``kb answers list --json``): the newest ``limit`` stored answers and the total."""
-    mine = owned(kb, "answer")
-    if mine is None:
-        answers, total = list_answers(kb.store, limit)
-        return {"answers": answers, "total": total}
-    every, _ = list_answers(kb.store, None)  # a person's own answers only
-    answers = [a for a in every if a.answer_id in mine]
-    return {"answers": answers[:limit], "total": len(answers)}
+    answers, total = people.own_answers(kb, limit)  # (a person's own answers only)
+    return {"answers": answers, "total": total}
 
 
 def owned_answer(kb: KnowledgeBase, answer_id: str) -> dict[str, Any]:
