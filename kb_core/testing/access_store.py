@@ -5,15 +5,41 @@ with your ``store_factory`` and ``store_options`` fixtures, as :mod:`kb_core.tes
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 
 from kb_core.extend.access_store import AccessStore, GrantRecord, PersonRecord
 from kb_core.extend.record_store import RecordStore
+from kb_core.service.people import hash_token
 from kb_core.testing.store_kit import StoreKit
 
-__all__ = ["AccessStoreContract"]
+__all__ = ["AccessStoreContract", "Grants", "add_people", "token_of"]
+
+#: A group's grants, as :func:`add_people` takes them: (prefix, write).
+Grants = Mapping[str, Sequence[tuple[str, bool]]]
+
+
+def token_of(name: str) -> str:
+    """The bearer token :func:`add_people` gives the person ``name`` (a test's, never a real one)."""
+    return f"token-{name}"
+
+
+def add_people(store: object, groups: Mapping[str, Sequence[str]], grants: Grants) -> dict[str, str]:
+    """Keep each person of ``groups`` (person -> their groups; none: a person without any grant) and each
+    group's ``grants`` in ``store`` (an AccessStore); returns each person's token (:func:`token_of`), for a
+    test of a server with people."""
+    assert isinstance(store, AccessStore)
+    for group in sorted({g for names in groups.values() for g in names} | set(grants)):
+        store.add_group(group, "t")
+    for person, names in groups.items():
+        store.add_person(person, hash_token(token_of(person)), "t")
+        for group in names:
+            store.add_member(group, person)
+    for group, given in grants.items():
+        for prefix, write in given:
+            store.set_grant(group, prefix, write)
+    return {person: token_of(person) for person in groups}
 
 
 class AccessStoreContract(StoreKit):

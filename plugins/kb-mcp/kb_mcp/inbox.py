@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,8 @@ import attrs
 
 import kb_core
 from kb_core.commands import check_new_file
+from kb_core.plugin.stores import current_access
+from kb_core.service import people
 
 FOLDER = "inbox"
 
@@ -55,7 +58,9 @@ class Inbox:
 
     def store(self, name: str, text: str) -> kb_core.IngestReport:
         """Write ``text`` to ``inbox/<name>`` and ingest the inbox; undo the write if it was not stored."""
+        check_writable(name)  # (a person's: before a refusal could say what exists outside their grants)
         relative = check_new_file(self.folder, name, parser_extensions(self.kb), self.kb.config.ingest.ignore)
+        check_writable(relative)
         data = self._check_text(text)
         target = self.folder / relative
         try:
@@ -174,3 +179,14 @@ def _undo(target: Path, previous: bytes | None, created: list[Path]) -> None:
     else:
         _write_atomically(target, previous)
     _remove_folders(created)
+
+
+def check_writable(name: str) -> None:
+    """A one-line KbError when the asker is a person without a write grant of ``name`` (its NFC form)."""
+    wanted = unicodedata.normalize("NFC", name.strip())
+    access = current_access()
+    if access is not None and not people.may_write(wanted):
+        raise kb_core.KbError(
+            f"{access.person!r} may not write {wanted[:200]!r}",
+            hint="ask for a write grant: kb access grant GROUP PREFIX --write",
+        )

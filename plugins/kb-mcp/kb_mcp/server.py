@@ -24,8 +24,10 @@ from starlette.applications import Starlette
 import kb_core
 from kb_core.bounds import LIST_LIMIT, Bound, K
 from kb_core.commands import error_line, storage_error
+from kb_core.plugin.stores import Access, restricted_to
 from kb_mcp.folders import PATH_MAX
 from kb_mcp.messages import CheckedBodies, answered
+from kb_mcp.people import PeopleAuth, Read, Unauthorized, authorization_of, caller
 from kb_mcp.tools import TARGET_CHARS, THREAD_ID_CHARS, KbTools, Reply
 
 LIMITS = kb_core.LIMITS
@@ -55,7 +57,15 @@ INSTRUCTIONS = (
 
 class KbServer(MCPServer):
     """``MCPServer`` whose argument validation errors are one kb line, like every other mistake, and whose
-    transports answer every message the SDK cannot read (:mod:`kb_mcp.messages`) instead of dropping it."""
+    transports answer every message the SDK cannot read (:mod:`kb_mcp.messages`) instead of dropping it.
+
+    Over HTTP, on a knowledge base with people, each request names its person (:mod:`kb_mcp.people`) and each
+    tool call runs with their grants; ``read`` runs ``work(kb)`` on the knowledge base to find out who."""
+
+    def __init__(self, read: Read, **options: Any) -> None:
+        super().__init__(**options)
+        self.read = read
+        self.over_http = False
 
     async def run_stdio_async(self) -> None:
         """Serve over stdin and stdout: each line is checked (:func:`kb_mcp.messages.answered`) before the SDK
@@ -80,13 +90,36 @@ class KbServer(MCPServer):
         app = super().streamable_http_app(**options)
         path = options.get("streamable_http_path", "/mcp").rstrip("/")
         app.add_middleware(CheckedBodies, path=path, max_bytes=options.get("max_request_body_size", MAX_BODY_BYTES))
+        app.add_middleware(PeopleAuth, read=self.read)  # (outermost: nobody's body is not even read)
+        self.over_http = True
         return app
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """Call a tool; an unknown tool, or arguments of the wrong type or shape, are a one-line tool error worded
-        as the CLI's, not the SDK's or pydantic's."""
+        """Call a tool as the person the call's HTTP request names (:mod:`kb_mcp.people`); an unknown tool, or
+        arguments of the wrong type or shape, are a one-line tool error worded as the CLI's, not the SDK's or
+        pydantic's."""
+        try:
+            access = await anyio.to_thread.run_sync(lambda: self._caller(context))
+        except Unauthorized as refused:
+            return _error(refused.line)
+        with restricted_to(access):  # (copied into the worker thread the SDK runs the tool on)
+            return await self._call_tool(name, arguments, context)
+
+    def _caller(self, context: Context[Any, Any] | None) -> Access | None:
+        """Who makes a call: over HTTP the person its request's token names (None: no people), else nobody."""
+        if not self.over_http:
+            return None
+        try:
+            headers = context.headers if context is not None else None
+        except ValueError:  # (no request: not a call a client made)
+            headers = None
+        return caller(self.read, authorization_of(headers) or "")
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None
+    ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -134,7 +167,9 @@ def _result(call: Callable[[], Reply]) -> CallToolResult:
 def build_server(tools: KbTools) -> MCPServer:
     """An MCP server exposing ``search``, ``ask``, ``fetch``, ``answers``, ``threads``, ``list_documents`` and
     ``ingest`` over ``tools``."""
-    server = KbServer(name="kb", instructions=INSTRUCTIONS, version=kb_core.__version__, log_level="WARNING")
+    server = KbServer(
+        tools.service.read, name="kb", instructions=INSTRUCTIONS, version=kb_core.__version__, log_level="WARNING"
+    )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)

@@ -19,7 +19,8 @@ import attrs
 import kb_core
 from kb_core.bounds import LIST_LIMIT, K
 from kb_core.commands import TEXT_PARSERS, dumps, envelope, stored_file, stored_lines
-from kb_core.service import AnswerService
+from kb_core.plugin.stores import current_access
+from kb_core.service import AnswerService, people
 from kb_mcp.folders import IngestFolders
 from kb_mcp.inbox import Inbox
 
@@ -127,6 +128,13 @@ class KbTools:
         if wanted is not None:
             self.service.read(lambda _kb: self._stored_thread(wanted))  # an unknown id: refused before asking
         turn = self.service.ask_in_thread(question, wanted, options)
+        if current_access() is not None:  # a person's thread and answer are theirs
+
+            def own(kb: kb_core.KnowledgeBase) -> None:
+                people.record_owner(kb, "thread", turn.thread_id)
+                people.record_owner(kb, "answer", turn.answer.answer_id)
+
+            self.service.write(own)
         return Reply("ask.v1", asked_in_thread(turn))
 
     def threads(self, thread_id: str | None = None, limit: int = 20) -> Reply:
@@ -135,24 +143,31 @@ class KbTools:
             wanted = _thread_id(thread_id)
             return Reply("thread.v1", self.service.read(lambda _kb: self._stored_thread(wanted)))
         chosen = LIST_LIMIT.check(limit, "limit")
-        threads = self.service.read(lambda kb: kb_core.list_threads(kb.store, chosen))
+        threads = self.service.read(lambda kb: people.own_threads(kb, chosen))  # (a person's own)
         return Reply("thread_list.v1", {"threads": threads})
 
     def _stored_thread(self, thread_id: str) -> Any:
-        """The stored thread ``thread_id``; a NotFoundError that tells an agent what to pass instead."""
-        try:
-            return kb_core.stored_thread(self.kb.store, thread_id)
-        except kb_core.NotFoundError:
-            raise kb_core.NotFoundError(
+        """The stored thread ``thread_id``; a NotFoundError that tells an agent what to pass instead (a person's
+        own threads only: another's is absent)."""
+
+        def missing() -> kb_core.NotFoundError:
+            return kb_core.NotFoundError(
                 f"no thread with id {thread_id!r}",
                 hint="pass the thread_id an earlier ask returned (the threads tool lists them),"
                 " or leave it out to start a new thread",
-            ) from None
+            )
+
+        people.check_owner(self.kb, "thread", thread_id, missing)
+        try:
+            return kb_core.stored_thread(self.kb.store, thread_id)
+        except kb_core.NotFoundError:
+            raise missing() from None
 
     def list_documents(self, prefix: str = "") -> Reply:
         """Stored documents whose path starts with ``prefix`` (``document_list.v1``)."""
         _check_length(prefix, "prefix", kb_core.LIMITS.path_chars)
-        documents = self.service.read(lambda kb: kb.store.list_documents(_nfc(prefix) if prefix else ""))
+        wanted = _nfc(prefix) if prefix else ""
+        documents = self.service.read(lambda kb: people.readable_documents(kb, wanted))  # (a person's: theirs)
         return Reply("document_list.v1", {"documents": documents})
 
     def answers(self, answer_id: str | None = None, stale: bool = False, limit: int = 20) -> Reply:
@@ -160,9 +175,9 @@ class KbTools:
         stored answers with whether each still holds (``answer_history.v1``; ``stale``: only those that do not)."""
         if answer_id:
             wanted = _check_length(answer_id, "answer_id", 64).strip()
-            return Reply("stored_answer.v1", self.service.read(lambda kb: kb_core.stored_answer(kb.store, wanted)))
+            return Reply("stored_answer.v1", self.service.read(lambda kb: _own_answer(kb, wanted)))
         chosen = LIST_LIMIT.check(limit, "limit")
-        found, total = self.service.read(lambda kb: kb_core.list_answers(kb.store, chosen, stale_only=stale))
+        found, total = self.service.read(lambda kb: people.own_answers(kb, chosen, stale_only=stale))
         return Reply("answer_history.v1", {"answers": found, "total": total})
 
     def fetch(self, target: str) -> Reply:
@@ -180,6 +195,8 @@ class KbTools:
             kind, value = kb_core.inspect_target(self.kb, wanted)
         except kb_core.NotFoundError:
             return self._fetch_lines(wanted)
+        if not people.may_read(value.doc_path if kind == "chunk" else value[0].path):
+            return self._fetch_lines(wanted)  # (a person's: outside their grants, as absent)
         if kind == "chunk":
             chunk = value
             return _fetched(
@@ -202,7 +219,7 @@ class KbTools:
         except ValueError:
             citation = None
         document = self.kb.store.get_document(citation.path) if citation else None
-        if citation is None or document is None:
+        if citation is None or document is None or not people.may_read(document.path):
             raise kb_core.NotFoundError(f"no document, chunk id or citation matches {target!r}", hint="see 'kb list'")
         text, source = self._document_text(document, self.kb.store.chunks_of([document.path]))
         lines = text.splitlines()
@@ -238,13 +255,51 @@ class KbTools:
                 hint='e.g. {"path": "/home/me/notes"} or {"text": "...", "name": "a.md"}',
             )
 
+        access = current_access()
+        if access is not None and path is not None:
+            raise kb_core.KbError(
+                f"{access.person!r} may not ingest files on the server's machine",
+                hint='send the text with a name instead: {"text": "...", "name": "notes/a.md"}',
+            )
+
         def work(kb: kb_core.KnowledgeBase) -> kb_core.IngestReport:
             if path is not None:
                 return kb_core.ingest_paths(kb, [self.ingest_folders.check(path)])
-            return self.inbox.store(name or "", text or "")
+            return _as_seen(kb, self.inbox.store(name or "", text or ""))
 
         report = self.service.write(work)
         return Reply("ingest_report.v1", report)
+
+
+def _own_answer(kb: kb_core.KnowledgeBase, answer_id: str) -> kb_core.StoredAnswerNow:
+    """The stored answer ``answer_id`` as the asker may see it: a person's own only (another's is absent), its
+    citations' current text only where they can still read it."""
+
+    def missing() -> kb_core.NotFoundError:  # (kb_core.stored_answer's own, for an id that names none)
+        return kb_core.NotFoundError(f"no stored answer with id {answer_id[:40]!r}", hint="see 'kb answers list'")
+
+    people.check_owner(kb, "answer", answer_id, missing)
+    found = kb_core.stored_answer(kb.store, answer_id)
+    return attrs.evolve(found, citations=tuple(people.shown_citation(c) for c in found.citations))
+
+
+def _as_seen(kb: kb_core.KnowledgeBase, report: kb_core.IngestReport) -> kb_core.IngestReport:
+    """An inbox ingest's report as the asker may see it: a person is told of the documents they may read and of
+    their own answers only."""
+    if current_access() is None:
+        return report
+    readable = people.may_read
+    return people.own_recheck(
+        kb,
+        attrs.evolve(
+            report,
+            added=[p for p in report.added if readable(p)],
+            updated=[p for p in report.updated if readable(p)],
+            removed=[p for p in report.removed if readable(p)],
+            failed=[w for w in report.failed if readable(w.path)],
+            warnings=[w for w in report.warnings if readable(w.path)],
+        ),
+    )
 
 
 def _fetched(

@@ -3,37 +3,13 @@ bench/access_probe.py): made in a store of record, and an HTTP client per person
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
-from kb_core.plugin.stores import AccessStore
-from kb_serve.access import hash_token
+from kb_core.testing.access_store import Grants, add_people, token_of
 
-#: A group's grants: (prefix, write).
-Grants = Mapping[str, Sequence[tuple[str, bool]]]
-
-
-def token_of(name: str) -> str:
-    """The bearer token these tests give the person ``name``."""
-    return f"token-{name}"
-
-
-def add_people(store: object, groups: Mapping[str, Sequence[str]], grants: Grants) -> dict[str, str]:
-    """Keep each person of ``groups`` (person -> their groups; none: a person without any grant) and each
-    group's ``grants`` in ``store``; returns each person's token."""
-    assert isinstance(store, AccessStore)
-    for group in sorted({g for names in groups.values() for g in names} | set(grants)):
-        store.add_group(group, "t")
-    for person, names in groups.items():
-        store.add_person(person, hash_token(token_of(person)), "t")
-        for group in names:
-            store.add_member(group, person)
-    for group, given in grants.items():
-        for prefix, write in given:
-            store.set_grant(group, prefix, write)
-    return {person: token_of(person) for person in groups}
+__all__ = ["Grants", "add_people", "as_person", "cited", "token_of"]  # (people are made by kb_core.testing's)
 
 
 def as_person(url: str, token: str | None) -> httpx.Client:
