@@ -12,11 +12,12 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import anyio
+import httpx2
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -153,12 +154,15 @@ def wait_until_listening(process: subprocess.Popen[Any], port: int, timeout: flo
 
 
 @contextmanager
-def http_server(kb_dir: Path, *mcp_args: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """``kb mcp --transport http`` on a free loopback port, once it accepts connections; killed at the end."""
+def http_server(
+    kb_dir: Path, *mcp_args: str, kb_args: Sequence[str] = (), env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """``kb [kb_args] mcp --transport http`` on a free loopback port, once it accepts connections; killed at the
+    end (``env``: more environment, e.g. the scripted model's PYTHONPATH)."""
     port = free_port()
     process = subprocess.Popen(
-        [KB, "--kb", str(kb_dir), "mcp", "--transport", "http", "--port", str(port), *mcp_args],
-        env=server_env(),
+        [KB, "--kb", str(kb_dir), *kb_args, "mcp", "--transport", "http", "--port", str(port), *mcp_args],
+        env=server_env(env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -174,15 +178,21 @@ def http_server(kb_dir: Path, *mcp_args: str) -> Iterator[tuple[subprocess.Popen
 
 
 @contextmanager
-def http_session(port: int) -> Iterator[Call]:
-    """An MCP session with ``kb mcp`` over streamable HTTP, kept open across calls."""
+def http_session(port: int, token: str | None = None) -> Iterator[Call]:
+    """An MCP session with ``kb mcp`` over streamable HTTP, kept open across calls (``token``: sent as
+    ``Authorization: Bearer <token>`` on every request)."""
 
     @asynccontextmanager
     async def session() -> AsyncIterator[ClientSession]:
-        async with (
-            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
-            ClientSession(read, write) as client,
-        ):
+        async with AsyncExitStack() as stack:
+            http = None  # (without a token: the SDK's own client, as an MCP client makes it)
+            if token:
+                headers = {"Authorization": f"Bearer {token}"}
+                timeout = httpx2.Timeout(60, read=300)
+                http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
+            url = f"http://127.0.0.1:{port}/mcp"
+            read, write = await stack.enter_async_context(streamable_http_client(url, http_client=http))
+            client = await stack.enter_async_context(ClientSession(read, write))
             await client.initialize()
             yield client
 
