@@ -264,3 +264,26 @@ def test_the_markdown_of_a_computed_answer_shows_its_working_with_each_operand_l
     assert "Worked out by kb: `680 - 774` = -94 million" in shown
     assert "- `680`: [[1]][kb-1], line 6\n- `774`: [[1]][kb-1], line 6" in shown
     assert "[kb-1]: http://kb/#/doc/sales.pdf/L1-L8" in shown
+
+
+@pytest.mark.parametrize("breaking", ["\f", "\v", "\x1c", "\u2028", "\x85"])
+def test_a_line_break_other_than_newline_does_not_shift_the_rows(store: StoreOfRecord, breaking: str) -> None:
+    """Operands are numbered by newlines; a form feed (between PDF pages) or another break splitlines() knows must
+    not move the row kb checks them against."""
+    text = TABLE.replace("as follows:", f"as follows:{breaking}(continued)")
+    chunks = [Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 8, ("Net sales",))]
+    answer = _ask(
+        store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"], chunks=chunks
+    )
+    assert answer.grounded, answer.note
+    assert answer.answer.startswith("-94 million (680 - 774)")
+
+
+@pytest.mark.parametrize("breaking", ["\f", "\u2028"])
+def test_after_another_line_break_operands_from_two_rows_are_still_refused(store: StoreOfRecord, breaking: str) -> None:
+    text = TABLE.replace("as follows:", f"as follows:{breaking}(continued)")
+    chunks = [Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 8, ("Net sales",))]
+    answer = _ask(
+        store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 712 [#1]"], chunks=chunks
+    )
+    assert not answer.grounded

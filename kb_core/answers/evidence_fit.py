@@ -34,7 +34,23 @@ _BEST_ROW_FIT = 3
 def evidence_fit(question: str, text: str) -> float:
     """How well ``text`` holds what ``question`` asks, in [0, 1]: its best line's fit times the share of the
     question's periods it names (1 when the question names none)."""
-    words = words_of(question)
+    return _fit(words_of(question), frozenset(periods_of(question)), text)
+
+
+def by_evidence_fit(hits: Sequence[Hit], chunks: Mapping[str, Chunk], question: str, most: int) -> list[Hit]:
+    """The ``most`` hits a computation reads: ``hits`` ordered by retrieval score plus :func:`evidence_fit`
+    (a hit whose chunk is gone counts no fit; ties keep retrieval's order)."""
+    words, named = words_of(question), frozenset(periods_of(question))  # once per question, not per passage
+
+    def weight(hit: Hit) -> float:
+        chunk = chunks.get(hit.chunk_id)
+        return hit.score + (_fit(words, named, chunk.text) if chunk is not None else 0.0)
+
+    return sorted(hits, key=weight, reverse=True)[: max(1, most)]
+
+
+def _fit(words: frozenset[str], named: frozenset[int], text: str) -> float:
+    """:func:`evidence_fit` of ``text`` for a question's content ``words`` and ``named`` periods."""
     if not words:
         return 0.0
     lines = stored_rows(text).splitlines()
@@ -42,24 +58,14 @@ def evidence_fit(question: str, text: str) -> float:
     headings: frozenset[str] = frozenset()  # the words of the current table's header rows (an empty first cell)
     for index, line in enumerate(lines):
         label, cells = (line.split("|", 1)[0], True) if "|" in line else (line, False)
-        headings = (headings if cells else frozenset()) | (
-            words_of(line) if cells and not label.strip() else frozenset()
-        )
-        best = max(best, len((words_of(line) | headings) & words) / len(words))
+        line_words = words_of(line)
+        if not cells:
+            headings = frozenset()
+        elif not label.strip():
+            headings |= line_words
+        best = max(best, len((line_words | headings) & words) / len(words))
         if cells and label.strip():
             best = max(best, row_fit(lines, index, words) / _BEST_ROW_FIT)
-    named = set(periods_of(question))
     if not named:
         return best
     return best * len(named & set(periods_of(text))) / len(named)
-
-
-def by_evidence_fit(hits: Sequence[Hit], chunks: Mapping[str, Chunk], question: str, most: int) -> list[Hit]:
-    """The ``most`` hits a computation reads: ``hits`` ordered by retrieval score plus :func:`evidence_fit`
-    (a hit whose chunk is gone counts no fit; ties keep retrieval's order)."""
-
-    def weight(hit: Hit) -> float:
-        chunk = chunks.get(hit.chunk_id)
-        return hit.score + (evidence_fit(question, chunk.text) if chunk is not None else 0.0)
-
-    return sorted(hits, key=weight, reverse=True)[: max(1, most)]

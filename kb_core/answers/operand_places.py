@@ -203,7 +203,7 @@ def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[
     """The periods of the cell holding ``place`` (its column's heading, or its row's label in a table with a row
     per period) when the place is in a row, column or sentence the question names (any row, when the rows are
     ``counted``) and, when periods are ``allowed``, in a column kb can tell is one of them; None when it is not."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # numbered as read_numbers numbers them (a form feed is no line break)
     index = place.line - 1
     if not 0 <= index < len(lines):
         return None
@@ -262,7 +262,8 @@ def _one_measure(accepted: list[list[Place]], passages: Mapping[int, str]) -> bo
         keys: set[tuple[str, int, int]] = set()
         for place in places:
             text = passages.get(place.passage, "")
-            line = text.splitlines()[place.line - 1] if 0 < place.line <= text.count("\n") + 1 else ""
+            lines = text.split("\n")
+            line = lines[place.line - 1] if 0 < place.line <= len(lines) else ""
             if "|" not in line:
                 return True  # a number in prose: its sentence is checked, not its row
             keys.add(("row", place.passage, place.line))
@@ -324,7 +325,7 @@ def rival_documents(
         document = documents.get(marker)
         if document is None or document in used or document in rivals:
             continue
-        lines = text.splitlines()
+        lines = text.split("\n")  # numbered as read_numbers numbers them (a form feed is no line break)
         if any(_rival_row(lines, index, words, named, min(fits)) for index in range(len(lines))):
             rivals.append(document)
     return rivals
@@ -346,7 +347,7 @@ def _best_place_fit(operand: Operand, passages: Mapping[int, str], words: frozen
     """How well the best table row holding ``operand`` fits the question's ``words`` (0: in no table row)."""
     best = 0
     for place in operand.places:
-        lines = passages.get(place.passage, "").splitlines()
+        lines = passages.get(place.passage, "").split("\n")
         if 0 < place.line <= len(lines) and "|" in lines[place.line - 1]:
             best = max(best, row_fit(lines, place.line - 1, words))
     return best
@@ -359,7 +360,7 @@ def named_rows(passages: Mapping[int, str], question: str, most: int = 3) -> lis
     words = words_of(question)
     found: list[tuple[int, int, str]] = []
     for marker, text in passages.items():
-        lines = text.splitlines()
+        lines = text.split("\n")  # numbered as read_numbers numbers them (a form feed is no line break)
         for index, line in enumerate(lines):
             if "|" in line and line.split("|")[0].strip() and (fit := row_fit(lines, index, words)):
                 found.append((fit, marker, _written_row(lines, index)))

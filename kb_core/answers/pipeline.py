@@ -210,7 +210,8 @@ class RagPipeline:
         document = self.store.chunks_of([chosen[0].doc_path]) if whole else []
         chosen = with_whole_document(chosen, document, run.hits)
         run.hits += [hit for hit in chosen if hit.retriever == WHOLE]  # cited like the retrieved ones
-        chunks = self.store.get_chunks([h.chunk_id for h in chosen])
+        chunks = {h.chunk_id: candidates[h.chunk_id] for h in chosen if h.chunk_id in candidates}
+        chunks |= self.store.get_chunks([h.chunk_id for h in chosen if h.chunk_id not in chunks])
         budget = evidence_budget(llm, run.prompt, self.config.models.llm.max_tokens, self.config.rag.max_context_tokens)
         packed = pack(chosen, chunks, budget, llm.count_tokens, run.template)
         if not packed:
