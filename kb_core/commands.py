@@ -32,7 +32,8 @@ A command is a ``click`` command registered with the ``register_commands`` hook 
 - :class:`Bounded`: the click type of an option whose range is a :mod:`kb_core.bounds` bound.
 - :func:`check_unicode`: the one check of text a command takes in (arguments, lines, request bodies,
   messages) that is not valid Unicode, a one-line :class:`kb_core.KbError`; queries and questions get it
-  from :func:`kb_core.check_text` too.
+  from :func:`kb_core.check_text` too; :func:`check_path` the one check of a path, prefix, citation or id a
+  request hands to a store (not too long, valid Unicode, no NUL).
 - A front end that shows documents: :func:`stored_lines` puts a document's text back, line by line,
   from its chunks; :func:`stored_file` reads a document's own file while it is exactly what was
   ingested (a document parsed by one of :data:`TEXT_PARSERS` is that file's text);
@@ -45,7 +46,7 @@ from kb_core.builtin.parsers import TEXT_PARSERS
 from kb_core.cli.base import Session, emit, error_line, json_option, pass_session, terminal_progress
 from kb_core.cli.options import Bounded
 from kb_core.ingest.names import NameRefused, check_new_file, clash_between, clean_name
-from kb_core.limits import check_unicode
+from kb_core.limits import check_path, check_unicode
 from kb_core.output import dumps, envelope
 from kb_core.storage.lines import stored_lines
 from kb_core.storage.regions import LOW_CONFIDENCE, ocr_lines, region_of
@@ -60,6 +61,7 @@ __all__ = [
     "Bounded",
     "Session",
     "check_new_file",
+    "check_path",
     "check_unicode",
     "clash_between",
     "clean_name",

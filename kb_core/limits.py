@@ -183,6 +183,28 @@ def check_text(text: str, what: str = "query") -> CheckedText:
     return CheckedText(stripped)
 
 
+#: The hint of a path, prefix or id refused for a NUL or a character that is not valid Unicode.
+PATH_HINT = "send the path as UTF-8 text without NUL: no stored path, prefix or id holds one"
+
+
+def check_path(value: str, what: str = "path", *, chars: int | None = None) -> str:
+    """``value`` unchanged: a stored path, a prefix, a citation, an id (thread, answer, chunk) or a name that a
+    request or a command hands to a store's query; a one-line KbError when it is longer than
+    ``LIMITS.path_chars``, is not valid Unicode, or holds a NUL (no stored path or id has one, and PostgreSQL's
+    text cannot hold it: the query would fail instead of finding nothing). ``what`` names it in the message;
+    ``chars``: another length limit (a citation: a path and a line span).
+
+    >>> check_path("web/x.html\\x00", "path")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    kb_core.errors.KbError: the path contains a NUL character (U+0000) at character 11 (remove it)
+    """
+    limit = LIMITS.path_chars if chars is None else chars
+    if len(value) > limit:
+        raise KbError(f"the {what} is longer than {limit} characters", hint="shorten it")
+    return check_unicode(value, what, nul=False, hint=PATH_HINT)
+
+
 GLOB_HELP = (
     "fnmatch syntax on stored paths: * any characters (including /), ? one character, [abc] or [!abc] one of a set"
 )
@@ -209,13 +231,11 @@ def glob_problem(pattern: str) -> str:
 
 
 def check_path_glob(pattern: str | None) -> None:
-    """Raise a one-line KbError for a ``path_glob`` that is not valid Unicode, malformed or longer than
-    ``LIMITS.path_chars``."""
+    """Raise a one-line KbError for a ``path_glob`` that is not valid Unicode, holds a NUL, is malformed or longer
+    than ``LIMITS.path_chars`` (:func:`check_path`)."""
     if pattern is None:
         return
-    check_unicode(pattern, "path glob")
-    if len(pattern) > LIMITS.path_chars:
-        raise KbError(f"the path glob is longer than {LIMITS.path_chars} characters", hint="shorten it")
+    check_path(pattern, "path glob")  # (a NUL too: a glob matches stored paths, which hold none)
     problem = glob_problem(pattern)
     if problem:
         raise KbError(f"invalid path glob {pattern[:80]!r}: {problem}", hint=GLOB_HELP)

@@ -18,7 +18,7 @@ import attrs
 
 import kb_core
 from kb_core.bounds import LIST_LIMIT, K
-from kb_core.commands import TEXT_PARSERS, dumps, envelope, stored_file, stored_lines
+from kb_core.commands import TEXT_PARSERS, check_path, dumps, envelope, stored_file, stored_lines
 from kb_core.plugin.stores import current_access
 from kb_core.service import AnswerService, people
 from kb_mcp.folders import IngestFolders
@@ -56,6 +56,12 @@ def _check_length(value: str, what: str, limit: int) -> str:
     return value
 
 
+def _check_path(value: str, what: str, limit: int) -> str:
+    """``value`` when at most ``limit`` characters long, valid Unicode and without NUL (kb_core's check of what
+    reaches a store query), else its one line."""
+    return check_path(_check_length(value, what, limit), what, chars=limit)
+
+
 def _check_k(k: int | None) -> None:
     """A ``k`` within ``kb_core.bounds.K`` (None: not given), else its one line."""
     if k is not None:
@@ -64,7 +70,7 @@ def _check_k(k: int | None) -> None:
 
 def _thread_id(value: str) -> str:
     """A thread id as given, trimmed: bounded and not empty (whether it exists is looked up later)."""
-    wanted = _check_length(value, "thread_id", THREAD_ID_CHARS).strip()
+    wanted = _check_path(value, "thread_id", THREAD_ID_CHARS).strip()
     if not wanted:
         raise kb_core.KbError(
             "the thread_id is empty", hint="leave it out to start a new thread, or pass the one an earlier ask returned"
@@ -165,7 +171,7 @@ class KbTools:
 
     def list_documents(self, prefix: str = "") -> Reply:
         """Stored documents whose path starts with ``prefix`` (``document_list.v1``)."""
-        _check_length(prefix, "prefix", kb_core.LIMITS.path_chars)
+        _check_path(prefix, "prefix", kb_core.LIMITS.path_chars)
         wanted = _nfc(prefix) if prefix else ""
         documents = self.service.read(lambda kb: people.readable_documents(kb, wanted))  # (a person's: theirs)
         return Reply("document_list.v1", {"documents": documents})
@@ -174,7 +180,7 @@ class KbTools:
         """One stored answer with its citations as they stand now (``stored_answer.v1``), or the newest
         stored answers with whether each still holds (``answer_history.v1``; ``stale``: only those that do not)."""
         if answer_id:
-            wanted = _check_length(answer_id, "answer_id", 64).strip()
+            wanted = _check_path(answer_id, "answer_id", 64).strip()
             return Reply("stored_answer.v1", self.service.read(lambda kb: _own_answer(kb, wanted)))
         chosen = LIST_LIMIT.check(limit, "limit")
         found, total = self.service.read(lambda kb: people.own_answers(kb, chosen, stale_only=stale))
@@ -182,7 +188,7 @@ class KbTools:
 
     def fetch(self, target: str) -> Reply:
         """The verbatim text of a citation (``path#L12-L34``), a chunk id or a whole document (``fetch.v1``)."""
-        wanted = _nfc(_check_length(target, "target", TARGET_CHARS))
+        wanted = _nfc(_check_path(target, "target", TARGET_CHARS))
         if not wanted:
             raise kb_core.KbError(
                 "the target is empty", hint="give a citation (notes/a.md#L12-L34), a chunk id or a document path"

@@ -18,7 +18,7 @@ from starlette.types import Message, Receive
 
 from kb_core import LIMITS, KbError
 from kb_core.bounds import Bound, digits_value
-from kb_core.commands import check_unicode, dumps
+from kb_core.commands import check_path, check_unicode, dumps
 from kb_serve.errors import ApiError
 from kb_serve.guards import is_json_media_type
 
@@ -139,10 +139,9 @@ async def strict_form(request: Request, max_files: int) -> AsyncIterator[FormDat
 
 
 def path_param(value: str, what: str) -> str:
-    """``value`` (a path, a prefix, an id), or a 400 past ``LIMITS.path_chars`` or when not valid Unicode."""
-    if len(value) > LIMITS.path_chars:
-        raise ApiError(400, f"{what} is longer than {LIMITS.path_chars} characters", hint="shorten it")
-    return check_unicode(value, what.removeprefix("the "))
+    """``value`` (a path, a prefix, an id), or a 400 past ``LIMITS.path_chars``, when not valid Unicode or when it
+    holds a NUL (:func:`kb_core.commands.check_path`: what no store query is sent)."""
+    return checked(lambda: check_path(value, what.removeprefix("the ")))
 
 
 async def read_json(request: Request) -> Any:
