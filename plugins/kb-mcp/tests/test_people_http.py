@@ -106,7 +106,7 @@ def test_each_person_sees_only_their_folders(served: tuple[int, dict[str, str]])
         turn = _ok(bob, "ask", {"question": "What is the heliograph?"})
         thread, answer_id = turn["thread_id"], turn["answer_id"]
         absent_thread, absent_answer = "thr_000000000000", "ans_0000000000000000"
-        for tool, arguments, absent in (
+        for tool, arguments, nobodys in (
             ("threads", {"thread_id": thread}, {"thread_id": absent_thread}),
             (
                 "ask",
@@ -116,7 +116,7 @@ def test_each_person_sees_only_their_folders(served: tuple[int, dict[str, str]])
             ("answers", {"answer_id": answer_id}, {"answer_id": absent_answer}),
         ):
             refused = _error(ann, tool, arguments).replace(thread, absent_thread).replace(answer_id, absent_answer)
-            assert refused == _error(ann, tool, absent), tool
+            assert refused == _error(ann, tool, nobodys), tool
         assert _ok(bob, "threads", {"thread_id": thread})["thread_id"] == thread
         assert _ok(bob, "answers", {"answer_id": answer_id})["answer_id"] == answer_id
         assert _ok(bob, "ask", {"question": "And then?", "thread_id": thread})["position"] == 2
