@@ -17,7 +17,7 @@ WORDS: dict[str, str] = {
     "grounded": "grounded",  # the outcome (a page's label capitalises it)
     "refused": "refused",
     "grounded_sentence": "Every claim in the answer is backed by a passage it cites.",
-    "check_sentence": "Asked afterwards, the model judged that the passages state it (p = {p}).",
+    "check_sentence": "Asked before it answered, the model judged that the passages state the answer (p = {p}).",
     "refusal_line": "kb refused to answer ({reason})",
     "verdict_stated": 'Verdict "{word}" stated with confidence {sure}.',
     "verdict_withheld": 'Verdict withheld: the model leaned to "{word}" (confidence {sure}),'
