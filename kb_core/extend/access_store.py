@@ -47,7 +47,8 @@ class AccessStore(Protocol):
         ...
 
     def remove_person(self, name: str) -> bool:
-        """Remove a person (and their memberships; what they own stays, owned by nobody who can sign in)."""
+        """Remove a person, their memberships and their ownership (what they asked stays stored, owned by nobody:
+        a person given the name later inherits nothing), in one transaction."""
         ...
 
     def set_token(self, name: str, token_hash: str) -> bool:
@@ -103,7 +104,9 @@ class AccessStore(Protocol):
         ...
 
     def set_owner(self, kind: str, item_id: str, person: str) -> None:
-        """Record that ``person`` owns the ``kind`` (``"answer"`` or ``"thread"``) ``item_id`` (kept if set)."""
+        """Record that ``person`` owns the ``kind`` (``"answer"`` or ``"thread"``) ``item_id`` (kept if set;
+        nothing when no such person exists). Inside ``transaction()`` it commits with the answer or turn stored
+        there; deleting an answer or thread (``purge_answers``, ``delete_thread``) deletes its owner with it."""
         ...
 
     def owner_of(self, kind: str, item_id: str) -> str | None:

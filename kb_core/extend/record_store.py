@@ -202,7 +202,13 @@ class RecordStore(Protocol):
         self, run_id: str, created_at: str, kind: str, config_json: str, metrics_json: str, report_path: str | None
     ) -> None: ...
 
-    def answer_entries(self, limit: int | None, *, stale_only: bool = False) -> tuple[list[LedgerEntry], int]: ...
+    def answer_entries(
+        self, limit: int | None, *, stale_only: bool = False, owner: str | None = None
+    ) -> tuple[list[LedgerEntry], int]:
+        """The newest answers first (at most ``limit``; only those with a stale or unverifiable citation with
+        ``stale_only``; with ``owner``, only those the person owns: a store that keeps no people has none) and how
+        many there are in all (of that kind), in the store's query."""
+        ...
 
     def answer_entry(self, answer_id: str) -> LedgerEntry | None: ...
 
@@ -229,7 +235,10 @@ class RecordStore(Protocol):
 
     def turns_of(self, thread_id: str) -> list[TurnRecord]: ...
 
-    def thread_summaries(self, limit: int | None) -> list[ThreadSummary]: ...
+    def thread_summaries(self, limit: int | None, *, owner: str | None = None) -> list[ThreadSummary]:
+        """Threads, the most recently continued first (at most ``limit``; with ``owner``, only those the person
+        owns: a store that keeps no people has none), in the store's query."""
+        ...
 
     def delete_thread(self, thread_id: str) -> int | None: ...
 
@@ -270,7 +279,10 @@ class SharedRecordStore(RecordStore, Protocol):
       so it is rebuilt from the store;
     - its transactions, not ``writer.lock``, keep writes whole: the file lock only keeps one process at a time
       updating a folder's indexes;
-    - ``kb ingest`` shares a folder's files among any number of workers through its queue.
+    - ``kb ingest`` shares a folder's files among any number of workers through its queue. A document the store
+      cannot hold is refused with a :class:`~kb_core.errors.KbError` whose exit code is not ``EXIT_STORAGE`` (that
+      file's failure); an ``EXIT_STORAGE`` error (or a :class:`~kb_core.errors.WriterBusyError`) is the store's own
+      trouble, and the core returns the batch it was writing (``return_files``).
     """
 
     def wait_for_change(self, after_seq: int, timeout_s: float) -> int:
@@ -309,6 +321,12 @@ class SharedRecordStore(RecordStore, Protocol):
     def finish_file(self, job: IngestJob) -> bool:
         """Remove ``job`` from the queue, in the caller's transaction; False when it is no longer this worker's
         (its lease ran out and another took it): then nothing of it may be written."""
+        ...
+
+    def return_files(self, jobs: Sequence[IngestJob]) -> int:
+        """Put ``jobs`` back in the queue untaken, as they were before this worker took them (their takers not
+        counted), for any worker to take at once; those no longer this worker's are left alone. How many were.
+        The core returns a batch it failed to write (a lost server, a busy lock, a bug), never one it stopped in."""
         ...
 
 

@@ -1,5 +1,5 @@
 """The SQLite store's people, groups, grants and owners (the :class:`~kb_core.extend.access_store.AccessStore`
-methods of :class:`~kb_core.storage.store.StoreOfRecord`; the tables are migration 5)."""
+methods of :class:`~kb_core.storage.store.StoreOfRecord`; the tables are migrations 5 and 6)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class SqliteAccess:
         return self._change(sql, (name, token_hash, created_at)) == 1
 
     def remove_person(self, name: str) -> bool:
-        """Remove a person and their memberships."""
+        """Remove a person, their memberships and who owned what (migration 6's foreign key)."""
         return self._change("DELETE FROM access_people WHERE name = ?", (name,)) == 1
 
     def set_token(self, name: str, token_hash: str) -> bool:
@@ -129,8 +129,11 @@ class SqliteAccess:
         return [GrantRecord(g, p, bool(w)) for g, p, w in rows]
 
     def set_owner(self, kind: str, item_id: str, person: str) -> None:
-        """Record the owner of an answer or thread (kept if already set)."""
-        sql = "INSERT INTO access_owners (kind, item_id, person) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+        """Record the owner of an answer or thread (kept if already set; nothing for a person who does not exist)."""
+        sql = (
+            "INSERT INTO access_owners (kind, item_id, person) SELECT ?, ?, name FROM access_people WHERE name = ?"
+            " ON CONFLICT DO NOTHING"
+        )
         self._change(sql, (kind, item_id, person))
 
     def owner_of(self, kind: str, item_id: str) -> str | None:

@@ -152,4 +152,21 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX access_owned ON access_owners(kind, person)
     """,
+    # 6: an owner is a person who exists: removing them removes what they owned with them (a name given again
+    # inherits nothing), and owners of answers and threads deleted before, or of people removed before, go now
+    """
+    CREATE TABLE access_owners_new (
+        kind TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        person TEXT NOT NULL REFERENCES access_people(name) ON DELETE CASCADE,
+        PRIMARY KEY (kind, item_id)
+    );
+    INSERT INTO access_owners_new (kind, item_id, person) SELECT kind, item_id, person FROM access_owners
+        WHERE person IN (SELECT name FROM access_people)
+        AND ((kind = 'answer' AND item_id IN (SELECT answer_id FROM answers))
+            OR (kind = 'thread' AND item_id IN (SELECT thread_id FROM threads)));
+    DROP TABLE access_owners;
+    ALTER TABLE access_owners_new RENAME TO access_owners;
+    CREATE INDEX access_owned ON access_owners(person, kind)
+    """,
 ]

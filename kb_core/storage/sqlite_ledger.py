@@ -40,7 +40,14 @@ def sql_limit(limit: int | None) -> int:
     return -1 if limit is None else min(limit, 2**63 - 1)
 
 
-_STALE_ONLY = " WHERE answer_id IN (SELECT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable'))"
+_STALE_ONLY = "answer_id IN (SELECT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable'))"
+_OWNED = "{} IN (SELECT item_id FROM access_owners WHERE kind = '{}' AND person = ?)"
+
+
+def _where(*conditions: str | None) -> str:
+    """`` WHERE`` the conditions given (None: left out), joined by ``AND``; "" when none is."""
+    chosen = [c for c in conditions if c]
+    return f" WHERE {' AND '.join(chosen)}" if chosen else ""
 
 
 class SqliteLedger:
@@ -87,15 +94,20 @@ class SqliteLedger:
             (run_id, created_at, kind, config_json, metrics_json, report_path),
         )
 
-    def answer_entries(self, limit: int | None, *, stale_only: bool = False) -> tuple[list[LedgerEntry], int]:
+    def answer_entries(
+        self, limit: int | None, *, stale_only: bool = False, owner: str | None = None
+    ) -> tuple[list[LedgerEntry], int]:
         """The newest answers first, the last stored first among equal times (at most ``limit``; only those with
-        a stale or unverifiable citation with ``stale_only``), and how many there are in all (of that kind)."""
-        where = _STALE_ONLY if stale_only else ""
-        total = int(self.conn.execute(f"SELECT count(*) FROM answers{where}").fetchone()[0])
+        a stale or unverifiable citation with ``stale_only``; only those ``owner`` owns when given), and how many
+        there are in all (of that kind)."""
+        owned = None if owner is None else _OWNED.format("answer_id", "answer")
+        where = _where(_STALE_ONLY if stale_only else None, owned)
+        mine: tuple[str, ...] = () if owner is None else (owner,)
+        total = int(self.conn.execute(f"SELECT count(*) FROM answers{where}", mine).fetchone()[0])
         rows = self.conn.execute(
             f"SELECT answer_id, created_at, question, grounded, refusal_reason FROM answers{where}"
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (sql_limit(limit),),
+            (*mine, sql_limit(limit)),
         ).fetchall()
         return [entry_from_row(r) for r in rows], total
 
@@ -135,7 +147,12 @@ class SqliteLedger:
                         raise NotFoundError(f"no stored answer with id {answer_id!r}", hint="see 'kb answers list'")
                     chosen.append(row[0])
             self.conn.executemany("DELETE FROM answers WHERE answer_id = ?", [(a,) for a in chosen])
-            self.conn.execute("DELETE FROM threads WHERE thread_id NOT IN (SELECT thread_id FROM turns)")
+            empty = [
+                r[0] for r in self.conn.execute("SELECT thread_id FROM threads EXCEPT SELECT thread_id FROM turns")
+            ]
+            self.conn.executemany("DELETE FROM threads WHERE thread_id = ?", [(t,) for t in empty])
+            self._forget_owners("answer", chosen)
+            self._forget_owners("thread", empty)
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return chosen
 
@@ -216,14 +233,17 @@ class SqliteLedger:
         ).fetchall()
         return [TurnRecord(*row) for row in rows]
 
-    def thread_summaries(self, limit: int | None) -> list[ThreadSummary]:
-        """Threads, the one whose newest turn was added last first, then the newest threads without turns."""
+    def thread_summaries(self, limit: int | None, *, owner: str | None = None) -> list[ThreadSummary]:
+        """Threads, the one whose newest turn was added last first, then the newest threads without turns (only
+        those ``owner`` owns when given)."""
+        where = _where(None if owner is None else _OWNED.format("t.thread_id", "thread"))
+        mine: tuple[str, ...] = () if owner is None else (owner,)
         rows = self.conn.execute(
             "SELECT t.thread_id, t.created_at, t.updated_at, count(u.position),"
             " (SELECT asked FROM turns WHERE thread_id = t.thread_id ORDER BY position LIMIT 1)"
-            " FROM threads AS t LEFT JOIN turns AS u ON u.thread_id = t.thread_id"
+            f" FROM threads AS t LEFT JOIN turns AS u ON u.thread_id = t.thread_id{where}"
             " GROUP BY t.thread_id ORDER BY coalesce(max(u.rowid), 0) DESC, t.rowid DESC LIMIT ?",
-            (sql_limit(limit),),
+            (*mine, sql_limit(limit)),
         ).fetchall()
         return [summary_from_row(r) for r in rows]
 
@@ -237,5 +257,12 @@ class SqliteLedger:
             answers = [r[0] for r in self.conn.execute("SELECT answer_id FROM turns WHERE thread_id = ?", (thread_id,))]
             self.conn.executemany("DELETE FROM answers WHERE answer_id = ?", [(a,) for a in answers])
             self.conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+            self._forget_owners("answer", answers)
+            self._forget_owners("thread", [thread_id])
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return len(answers)
+
+    def _forget_owners(self, kind: str, item_ids: Sequence[str]) -> None:
+        """Delete who owned these (deleted) answers or threads, in the caller's transaction: an id is never
+        another's to inherit."""
+        self.conn.executemany("DELETE FROM access_owners WHERE kind = ? AND item_id = ?", [(kind, i) for i in item_ids])

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import attrs
 import pytest
 
 from kb_core.extend.access_store import AccessStore, GrantRecord, PersonRecord
 from kb_core.extend.record_store import RecordStore
 from kb_core.service.people import hash_token
 from kb_core.testing.store_kit import StoreKit
+from kb_core.testing.store_ledger_contract import citation, ledger_answer, turn
 
 __all__ = ["AccessStoreContract", "Grants", "add_people", "token_of"]
 
@@ -92,9 +94,83 @@ class AccessStoreContract(StoreKit):
         assert access.person_of_token("h1") is None and access.grants_of("ann") == []
 
     def test_owners_of_answers_and_threads(self, access: AccessStore) -> None:
+        access.add_person("ann", "h1", "t")
+        access.add_person("bob", "h2", "t")
         access.set_owner("thread", "t-1", "ann")
         access.set_owner("thread", "t-1", "bob")  # an owner is kept
         access.set_owner("thread", "t-2", "bob")
         access.set_owner("answer", "t-2", "ann")  # kinds apart
+        access.set_owner("answer", "t-3", "nobody")  # no such person: nothing
         assert access.owner_of("thread", "t-1") == "ann" and access.owner_of("thread", "t-3") is None
         assert access.owned_by("thread", "bob") == ["t-2"] and access.owned_by("answer", "ann") == ["t-2"]
+        assert access.owner_of("answer", "t-3") is None and access.owned_by("answer", "nobody") == []
+
+    def test_a_name_given_again_inherits_nothing(self, access: AccessStore) -> None:
+        access.add_person("ann", "h1", "t")
+        access.set_owner("answer", "ans_1", "ann")
+        access.set_owner("thread", "thr_1", "ann")
+        assert access.remove_person("ann")
+        assert access.owner_of("answer", "ans_1") is None and access.owner_of("thread", "thr_1") is None
+        access.add_person("ann", "h2", "t")  # someone else, given the name later
+        assert access.owned_by("answer", "ann") == [] and access.owned_by("thread", "ann") == []
+
+    def test_an_owner_is_kept_with_what_it_owns_or_not_at_all(self, access: AccessStore) -> None:
+        store = _ledger(access)
+        access.add_person("ann", "h1", "t")
+
+        def store_and_fail() -> None:
+            with store.transaction():  # an answer stored and owned together, or neither
+                store.insert_answer(ledger_answer("ans_lost"))
+                access.set_owner("answer", "ans_lost", "ann")
+                raise RuntimeError("the answer's transaction fails")
+
+        with pytest.raises(RuntimeError):
+            store_and_fail()
+        assert store.answer_entry("ans_lost") is None and access.owner_of("answer", "ans_lost") is None
+        _owned_turn(store, access, "thr_1", "ans_1", "ann")
+        _owned_turn(store, access, "thr_1", "ans_2", "ann")
+        _owned_turn(store, access, "thr_2", "ans_3", "ann")
+        assert store.delete_thread("thr_1") == 2
+        assert access.owner_of("thread", "thr_1") is None and access.owned_by("answer", "ann") == ["ans_3"]
+        assert store.purge_answers(["ans_3"]) == ["ans_3"]  # its thread, left without a turn, goes with it
+        assert access.owned_by("answer", "ann") == [] and access.owned_by("thread", "ann") == []
+
+    def test_a_persons_listings_hold_only_their_own(self, access: AccessStore) -> None:
+        store = _ledger(access)
+        access.add_person("ann", "h1", "t")
+        access.add_person("bob", "h2", "t")
+        _owned_turn(store, access, "thr_a", "ans_a1", "ann", "2026-01-01T00:00:00Z")
+        _owned_turn(store, access, "thr_b", "ans_b1", "bob", "2026-01-02T00:00:00Z")
+        _owned_turn(store, access, "thr_a", "ans_a2", "ann", "2026-01-03T00:00:00Z")
+        with store.transaction():
+            store.insert_answer(ledger_answer("ans_x", "2026-01-04T00:00:00Z"))  # asked by nobody (the command line)
+            store.insert_citations([attrs.evolve(citation("ans_a1", 1, "x.md"), state="stale")])
+        entries, total = store.answer_entries(None, owner="ann")
+        assert [e.answer_id for e in entries] == ["ans_a2", "ans_a1"] and total == 2
+        entries, total = store.answer_entries(1, owner="ann")
+        assert [e.answer_id for e in entries] == ["ans_a2"] and total == 2
+        assert store.answer_entries(None, owner="ann", stale_only=True)[1] == 1
+        assert store.answer_entries(None, owner="bob", stale_only=True) == ([], 0)
+        assert store.answer_entries(None, owner="nobody") == ([], 0) and store.answer_entries(None)[1] == 4
+        assert [t.thread_id for t in store.thread_summaries(None, owner="ann")] == ["thr_a"]
+        assert [t.turns for t in store.thread_summaries(5, owner="ann")] == [2]
+        assert [t.thread_id for t in store.thread_summaries(None, owner="bob")] == ["thr_b"]
+        assert store.thread_summaries(None, owner="nobody") == [] and len(store.thread_summaries(None)) == 2
+
+
+def _ledger(access: AccessStore) -> RecordStore:
+    assert isinstance(access, RecordStore)
+    return access
+
+
+def _owned_turn(
+    store: RecordStore, access: AccessStore, thread_id: str, answer_id: str, person: str, at: str = "2026-01-01"
+) -> None:
+    """A turn of ``thread_id`` (new or not) and its answer, both owned by ``person``, stored in one transaction."""
+    with store.transaction():
+        if store.thread_record(thread_id) is None:
+            store.create_thread(thread_id, at)
+            access.set_owner("thread", thread_id, person)
+        store.insert_answer(ledger_answer(answer_id, at))
+        store.append_turn(thread_id, turn(answer_id, f"asked {answer_id}", at))
+        access.set_owner("answer", answer_id, person)

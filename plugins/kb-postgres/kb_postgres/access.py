@@ -1,4 +1,4 @@
-"""The PostgreSQL store's people, groups, grants and owners: the SQL of the ``access_*`` tables (migration 3),
+"""The PostgreSQL store's people, groups, grants and owners: the SQL of the ``access_*`` tables (migrations 3 and 5),
 the :class:`~kb_core.plugin.stores.AccessStore` methods of :class:`~kb_postgres.store.PostgresStore`."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class PostgresAccess:
         return self._changed(query, (name, token_hash, created_at))
 
     def remove_person(self, name: str) -> bool:
-        """Remove a person and their memberships."""
+        """Remove a person, their memberships and who owned what (migration 5's foreign key)."""
         return self._changed("DELETE FROM access_people WHERE name = %s", (name,))
 
     def set_token(self, name: str, token_hash: str) -> bool:
@@ -108,8 +108,11 @@ class PostgresAccess:
         return [GrantRecord(g, p, bool(w)) for g, p, w in rows]
 
     def set_owner(self, kind: str, item_id: str, person: str) -> None:
-        """Record the owner of an answer or thread (kept if already set)."""
-        query = "INSERT INTO access_owners (kind, item_id, person) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+        """Record the owner of an answer or thread (kept if already set; nothing for a person who does not exist)."""
+        query = (
+            "INSERT INTO access_owners (kind, item_id, person) SELECT %s, %s, name FROM access_people WHERE name = %s"
+            " ON CONFLICT DO NOTHING"
+        )
         self._exec(query, (kind, item_id, person))
 
     def owner_of(self, kind: str, item_id: str) -> str | None:

@@ -35,8 +35,15 @@ _ANSWER = (
     "answer_id, created_at, question, answer, grounded, refusal_reason, citations_json, model_json, embedding_json,"
     " prompt_template_version, retrieval_json, usage_json, packed_chunks_json"
 )
-_STALE_ONLY = " WHERE answer_id IN (SELECT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable'))"
+_STALE_ONLY = "answer_id IN (SELECT answer_id FROM answer_citations WHERE state IN ('stale', 'unverifiable'))"
+_OWNED = "{} IN (SELECT item_id FROM access_owners WHERE kind = '{}' AND person = %s)"
 _TURN = "position, answer_id, asked, standalone, method, rewrite_ms, rewrite_prompt_tokens, created_at, answer_json"
+
+
+def _where(*conditions: str | None) -> str:
+    """`` WHERE`` the conditions given (None: left out), joined by ``AND``; "" when none is."""
+    chosen = [c for c in conditions if c]
+    return f" WHERE {' AND '.join(chosen)}" if chosen else ""
 
 
 class PostgresLedger:
@@ -73,15 +80,20 @@ class PostgresLedger:
             (run_id, created_at, kind, config_json, metrics_json, report_path),
         )
 
-    def answer_entries(self, limit: int | None, *, stale_only: bool = False) -> tuple[list[LedgerEntry], int]:
+    def answer_entries(
+        self, limit: int | None, *, stale_only: bool = False, owner: str | None = None
+    ) -> tuple[list[LedgerEntry], int]:
         """The newest answers first, the last stored first among equal times (at most ``limit``; only those with
-        a stale or unverifiable citation with ``stale_only``), and how many there are in all (of that kind)."""
-        where = _STALE_ONLY if stale_only else ""
-        total = int(self._exec(f"SELECT count(*) FROM answers{where}").fetchone()[0])  # type: ignore[index]
+        a stale or unverifiable citation with ``stale_only``; only those ``owner`` owns when given), and how many
+        there are in all (of that kind)."""
+        owned = None if owner is None else _OWNED.format("answer_id", "answer")
+        where = _where(_STALE_ONLY if stale_only else None, owned)
+        mine: tuple[str, ...] = () if owner is None else (owner,)
+        total = int(self._exec(f"SELECT count(*) FROM answers{where}", mine).fetchone()[0])  # type: ignore[index]
         rows = self._exec(
             f"SELECT answer_id, created_at, question, grounded, refusal_reason FROM answers{where}"
             " ORDER BY created_at DESC, stored DESC LIMIT %s",
-            (limit,),  # (None: LIMIT NULL, no limit)
+            (*mine, limit),  # (None: LIMIT NULL, no limit)
         ).fetchall()
         return [entry_from_row(r) for r in rows], total
 
@@ -120,7 +132,12 @@ class PostgresLedger:
                     if answer_id not in found:
                         raise NotFoundError(f"no stored answer with id {answer_id!r}", hint="see 'kb answers list'")
             self._exec("DELETE FROM answers WHERE answer_id = ANY(%s)", (chosen,))
-            self._exec("DELETE FROM threads AS t WHERE NOT EXISTS (SELECT 1 FROM turns WHERE thread_id = t.thread_id)")
+            empty = self._exec(
+                "DELETE FROM threads AS t WHERE NOT EXISTS (SELECT 1 FROM turns WHERE thread_id = t.thread_id)"
+                " RETURNING thread_id"
+            ).fetchall()
+            self._forget_owners("answer", chosen)
+            self._forget_owners("thread", [r[0] for r in empty])
         return chosen
 
     # -- what citations rest on --------------------------------------------------------------------
@@ -201,14 +218,17 @@ class PostgresLedger:
         rows = self._exec(f"SELECT {_TURN} FROM turns WHERE thread_id = %s ORDER BY position", (thread_id,))
         return [TurnRecord(*row) for row in rows]
 
-    def thread_summaries(self, limit: int | None) -> list[ThreadSummary]:
-        """Threads, the one whose newest turn was added last first, then the newest threads without turns."""
+    def thread_summaries(self, limit: int | None, *, owner: str | None = None) -> list[ThreadSummary]:
+        """Threads, the one whose newest turn was added last first, then the newest threads without turns (only
+        those ``owner`` owns when given)."""
+        where = _where(None if owner is None else _OWNED.format("t.thread_id", "thread"))
+        mine: tuple[str, ...] = () if owner is None else (owner,)
         rows = self._exec(
             "SELECT t.thread_id, t.created_at, t.updated_at, count(u.position),"
             " (SELECT asked FROM turns WHERE thread_id = t.thread_id ORDER BY position LIMIT 1)"
-            " FROM threads AS t LEFT JOIN turns AS u ON u.thread_id = t.thread_id"
+            f" FROM threads AS t LEFT JOIN turns AS u ON u.thread_id = t.thread_id{where}"
             " GROUP BY t.thread_id ORDER BY coalesce(max(u.stored), 0) DESC, t.stored DESC LIMIT %s",
-            (limit,),
+            (*mine, limit),
         ).fetchall()
         return [summary_from_row(r) for r in rows]
 
@@ -222,4 +242,11 @@ class PostgresLedger:
             answers = [r[0] for r in self._exec("SELECT answer_id FROM turns WHERE thread_id = %s", (thread_id,))]
             self._exec("DELETE FROM answers WHERE answer_id = ANY(%s)", (answers,))
             self._exec("DELETE FROM threads WHERE thread_id = %s", (thread_id,))
+            self._forget_owners("answer", answers)
+            self._forget_owners("thread", [thread_id])
         return len(answers)
+
+    def _forget_owners(self, kind: str, item_ids: Sequence[str]) -> None:
+        """Delete who owned these (deleted) answers or threads, in the caller's transaction: an id is never
+        another's to inherit."""
+        self._exec("DELETE FROM access_owners WHERE kind = %s AND item_id = ANY(%s)", (kind, list(item_ids)))

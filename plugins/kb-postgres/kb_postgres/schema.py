@@ -15,7 +15,8 @@ folder (a consumer) and index, since every folder keeps its own indexes; the fol
 are rebuilt from the store on their first sync. ``ingest_jobs`` is the queue ``kb ingest`` workers share.
 
 The third keeps people, groups, grants and owners (``access_*``), as the SQLite store's fifth. The fourth sets
-aside a file of the queue that every worker taking it stopped in (``failed_hash``, ``failed_reason``).
+aside a file of the queue that every worker taking it stopped in (``failed_hash``, ``failed_reason``). The fifth
+ties an owner to a person who exists (removed with them).
 """
 
 MIGRATIONS: list[str] = [
@@ -188,6 +189,17 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE ingest_jobs ADD COLUMN IF NOT EXISTS failed_hash text;
     ALTER TABLE ingest_jobs ADD COLUMN IF NOT EXISTS failed_reason text
+    """,
+    # 5: an owner is a person who exists (as SQLite's migration 6): removing them removes what they owned with them
+    # (a name given again inherits nothing); owners of answers, threads and people deleted before go now
+    """
+    DELETE FROM access_owners AS o WHERE NOT EXISTS (SELECT 1 FROM access_people WHERE name = o.person)
+        OR (o.kind = 'answer' AND NOT EXISTS (SELECT 1 FROM answers WHERE answer_id = o.item_id))
+        OR (o.kind = 'thread' AND NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = o.item_id));
+    ALTER TABLE access_owners ADD CONSTRAINT access_owners_person FOREIGN KEY (person)
+        REFERENCES access_people (name) ON DELETE CASCADE;
+    DROP INDEX access_owned;
+    CREATE INDEX access_owned ON access_owners (person, kind)
     """,
 ]
 

@@ -118,6 +118,8 @@ def test_a_schema_written_by_a_newer_kb_postgres_names_the_upgrade(
 
 #: What the last migration made, undone, and its record removed: the schema as the kb-postgres before it left it.
 UNDO_LAST_MIGRATION = (
-    "ALTER TABLE ingest_jobs DROP COLUMN failed_hash, DROP COLUMN failed_reason",
+    "ALTER TABLE access_owners DROP CONSTRAINT access_owners_person",
+    "DROP INDEX access_owned",
+    "CREATE INDEX access_owned ON access_owners (kind, person)",
     f"DELETE FROM kb_migrations WHERE version = {len(MIGRATIONS)}",
 )
