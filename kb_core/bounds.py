@@ -157,6 +157,9 @@ QUEUE = whole("queue", 0, 256, note="0 = none wait")
 #: Times one file of a shared ingest queue may be taken by a worker that then stops (crashes, is killed) before
 #: finishing it; the next taker sets the file aside until it changes or ``kb ingest --retry-failed``.
 FILE_TAKES = whole("takes of a file", 1, 3)
+#: Seconds a feed follower (:mod:`kb_core.ingest.follow`) waits after a failure, or after a round that applied
+#: nothing while its indexes stay behind: the low bound first, doubled each time to the high one, until it moves.
+FOLLOW_BACKOFF_S = number("feed follower's back-off", 0.5, 30)
 #: Bytes of one file, or of one upload request (kb serve's --max-file-bytes, --max-upload-bytes): 4 GB at most.
 FILE_BYTES = whole("bytes", 1, 4_000_000_000)
 #: Cells of one table row a parser keeps (a wider row is cut, with a warning).

@@ -119,9 +119,18 @@ class _Run:
 
 
 def ingest_container(
-    ingester: Ingester, file: SourceFile, root_key: str, chosen: tuple[str, Any], stored: StoredPaths
+    ingester: Ingester,
+    file: SourceFile,
+    root_key: str,
+    chosen: tuple[str, Any],
+    stored: StoredPaths,
+    *,
+    own: Callable[[Prepared], None] | None = None,
 ) -> set[str]:
-    """Bring the documents of container ``file`` in step with it; the stored paths it accounts for (seen)."""
+    """Bring the documents of container ``file`` in step with it; the stored paths it accounts for (seen).
+
+    ``own``: handed the container's own document to write, last, instead of writing it (a shared store's queue
+    writes it with the file's job finished, :mod:`kb_core.ingest.queued`)."""
     parser_name, parser = chosen
     assert isinstance(parser, ContainerParser)
     under = stored.under(file.path)
@@ -157,7 +166,7 @@ def ingest_container(
         with ingester.store.transaction():
             ingester.store.delete_documents(gone)
         ingester.removed.extend(gone)
-    _write_own(ingester, run, root_key, parser_name, content_hash)
+    _write_own(ingester, run, root_key, parser_name, content_hash, own)
     return run.names | {file.path, *gone}  # (those gone are removed already)
 
 
@@ -213,7 +222,14 @@ def _flush(ingester: Ingester, run: _Run, *, everything: bool) -> None:
         run.batch = []
 
 
-def _write_own(ingester: Ingester, run: _Run, root_key: str, parser_name: str, content_hash: str) -> None:
+def _write_own(
+    ingester: Ingester,
+    run: _Run,
+    root_key: str,
+    parser_name: str,
+    content_hash: str,
+    write: Callable[[Prepared], None] | None,
+) -> None:
     """The container's own document, last: its text when it has one, what it holds, and the file's hash."""
     file = run.file
     failed = [list(item) for item in run.failed[:MOST_FAILURES_KEPT]]
@@ -236,4 +252,7 @@ def _write_own(ingester: Ingester, run: _Run, root_key: str, parser_name: str, c
             ingested_at=now_iso(),
         )
         own = Prepared(document, (), [])
-    ingester._write([own], run.stored)
+    if write is None:
+        ingester._write([own], run.stored)
+    else:
+        write(own)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
 from kb_core.app import KnowledgeBase
+from kb_core.bounds import FOLLOW_BACKOFF_S
 from kb_core.errors import KbError
 from kb_core.extend.record_store import SharedRecordStore
 from kb_core.ingest.index_sync import sync_all
@@ -85,13 +86,18 @@ def catch_up(kb: KnowledgeBase, *, wait: bool = False) -> bool:
 
 
 class FeedFollower:
-    """A thread keeping one folder's indexes in step with a shared store's feed (see :func:`follow_feed`)."""
+    """A thread keeping one folder's indexes in step with a shared store's feed (see :func:`follow_feed`).
+
+    Whatever fails in a round (a lost server, an index's error, a bug) is handed to ``on_error`` and the thread goes
+    on; after a failure, or a round that applied nothing while the indexes stay behind (the feed's wait would then
+    return at once), it waits :data:`~kb_core.bounds.FOLLOW_BACKOFF_S` (doubled each time) before the next round."""
 
     def __init__(self, make_kb: Callable[[], KnowledgeBase], on_error: Callable[[BaseException], None]) -> None:
         self._make_kb = make_kb
         self._on_error = on_error
         self._stop = threading.Event()
         self.synced = 0  # how many times it applied changes (for tests and benches)
+        self.failures = 0  # how many rounds failed or stood still (for tests and benches)
         self._thread = threading.Thread(target=self._run, name="kb-feed-follower", daemon=True)
 
     def start(self) -> FeedFollower:
@@ -107,16 +113,43 @@ class FeedFollower:
             return
         with kb:
             store = shared_store(kb)
-            applied = 0
+            applied, backoff, stalled = -1, FOLLOW_BACKOFF_S.low, False
             while store is not None and not self._stop.is_set():
                 try:
-                    if catch_up(kb, wait=True):
-                        self.synced += 1
-                    applied = min((store.index_state(n)[0] for n in kb.enabled_index_names()), default=applied)
-                    store.wait_for_change(applied, FOLLOW_WAIT_S)
-                except KbError as exc:  # a lost server: say so, wait, try again
-                    self._on_error(exc)
-                    self._stop.wait(5.0)
+                    moved, applied = self._round(kb, store, applied)
+                except Exception as exc:  # a lost server, an index's error, a bug: say so, wait, try again
+                    self._report(exc)
+                    moved = False
+                else:
+                    if not moved and not stalled:  # (said once until it moves again)
+                        self._report(
+                            KbError(
+                                f"the indexes of {kb.directory} stay behind the store's changes (at change {applied})",
+                                hint="check that the folder can be written; 'kb reindex' rebuilds them from the store",
+                            )
+                        )
+                    stalled = not moved
+                if moved:
+                    backoff = FOLLOW_BACKOFF_S.low
+                    continue
+                self.failures += 1
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, FOLLOW_BACKOFF_S.high)
+
+    def _round(self, kb: KnowledgeBase, store: SharedRecordStore, before: int) -> tuple[bool, int]:
+        """Apply what is pending, then wait for the feed to move past what the indexes hold: (False when the indexes
+        stay behind and this round applied nothing, the position they hold)."""
+        if catch_up(kb, wait=True):
+            self.synced += 1
+        applied = min((store.index_state(n)[0] for n in kb.enabled_index_names()), default=0)
+        if applied != before or store.last_seq() <= applied:  # moved, or nothing pending: wait for the feed
+            store.wait_for_change(applied, FOLLOW_WAIT_S)
+            return True, applied
+        return False, applied  # (the feed's wait would return at once)
+
+    def _report(self, exc: BaseException) -> None:
+        with suppress(Exception):  # (a reporter that fails must not end the thread)
+            self._on_error(exc)
 
     def stop(self) -> None:
         """Stop following (the wait in progress ends at its timeout at the latest; the thread is a daemon)."""

@@ -35,6 +35,7 @@ from kb_core.ingest.containers import StoredPaths, ingest_container
 from kb_core.ingest.follow import folder_lock, shared_store
 from kb_core.ingest.index_sync import SyncResult, sync_all
 from kb_core.ingest.prepared import Prepared as _Prepared
+from kb_core.ingest.prepared import without_nul
 from kb_core.ingest.queued import ingest_queued
 from kb_core.ingest.roots import Root, absorb_inner_roots, is_protected, protected, resolve_root
 from kb_core.ingest.source import (
@@ -52,7 +53,6 @@ from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import now_iso
 from kb_core.types import Document, IngestWarning, Progress
 
-BINARY_SNIFF_BYTES = 8192
 KEPT = "; the stored earlier version is kept"
 
 
@@ -146,8 +146,8 @@ class _Parsers:
 
 
 def _decode(data: bytes) -> tuple[str | None, str]:
-    """Text and a warning ('' if none); None when the bytes are not text."""
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+    """Text and a warning ('' if none); None when the bytes are not text (a NUL byte anywhere)."""
+    if b"\x00" in data:
         return None, "binary file (NUL bytes); skipped"
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -217,6 +217,7 @@ class Ingester:
         except Exception as exc:  # a parser bug must not stop the ingest
             self.failed.append(IngestWarning(file.path, f"parser {parser_name} failed: {type(exc).__name__}: {exc}"))
             return None
+        parsed, nul = without_nul(parsed)
         document = Document(
             path=file.path,
             content_hash=content_hash,
@@ -228,6 +229,7 @@ class Ingester:
             ingested_at=now_iso(),
         )
         notes = [warning] if warning else []
+        notes += [f"{nul} NUL character(s) (U+0000) removed from the parsed text"] if nul else []
         return _Prepared(document, parsed.blocks, notes + list(parsed.warnings))
 
     def _read(self, file: SourceFile) -> bytes | None:

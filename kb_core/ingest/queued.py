@@ -11,6 +11,21 @@ one transaction, and only while the job is still the worker's. A worker killed m
 it stored; when its lease runs out another worker takes the file again, alone (a worker that has run out of
 files waits for the files other workers hold, so the last one standing finishes them).
 
+A file that cannot be used is that file's failure, reported, its job finished, as with the SQLite store: bytes
+that are not text, a parser's error, a chunker's error, a document the store refuses (a
+:class:`~kb_core.errors.KbError` of another exit code than ``EXIT_STORAGE``: the batch is then written again one
+file per transaction, without it). Any other failure while a batch is being read or written (a lost server, a busy
+feed lock, a bug, Ctrl-C) returns the batch to the queue untaken (``return_files``: its takings not counted, its
+leases no longer renewed) before the ingest stops with it, so no worker, this process's next ingest included,
+waits for those files.
+
+A container (an mbox) is written part by part, each batch of parts in a transaction of its own, by whoever holds
+its job; its own document, which records the file's hash, is written last, with the job's finishing, only while
+the job is the worker's. A worker killed mid-container leaves the parts it stored (each batch whole) and no hash:
+the next taker reads the file again, skips the parts stored already by their hash, and writes the rest. A worker
+whose lease ran out (it stalled) may still store parts, the same bytes another worker stores, never the
+container's document.
+
 A file that every worker taking it stops in (a parser that kills its process) would kill them all in turn: after
 :data:`~kb_core.bounds.FILE_TAKES` takers stopped in it, the next sets it aside, reported as failed with its
 reason, by every later ingest too, until its bytes change or ``kb ingest --retry-failed`` releases it.
@@ -20,17 +35,20 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Protocol
 
 from kb_core.bounds import FILE_TAKES
+from kb_core.errors import EXIT_STORAGE, KbError, WriterBusyError
 from kb_core.extend.containers import ContainerParser
 from kb_core.extend.record_store import IngestJob, SharedRecordStore
 from kb_core.ingest import containers
-from kb_core.ingest.containers import StoredPaths, ingest_container
+from kb_core.ingest.containers import KEPT, StoredPaths, ingest_container
 from kb_core.ingest.prepared import Prepared
 from kb_core.ingest.source import SourceFile
-from kb_core.types import IngestWarning
+from kb_core.types import Chunk, IngestWarning
 
 
 class Ingester(containers.Ingester, Protocol):
@@ -81,7 +99,8 @@ def ingest_queued(
                 return seen
             time.sleep(POLL_S)
             continue
-        _ingest_jobs(ingester, store, root_key, jobs, by_path)
+        with _returned_on_failure(store, jobs):
+            _ingest_jobs(ingester, store, root_key, jobs, by_path)
         done += len(jobs)
         if ingester.progress:
             ingester.progress("reading", min(done, total), max(done, total))
@@ -96,6 +115,18 @@ def _source(job: IngestJob, by_path: dict[str, SourceFile]) -> SourceFile | None
         return SourceFile(job.path, absolute, absolute.stat().st_size)
     except OSError:
         return None  # gone since: the walk of the next ingest removes its document
+
+
+@contextmanager
+def _returned_on_failure(store: SharedRecordStore, jobs: list[IngestJob]) -> Iterator[None]:
+    """The block; should it fail (anything, Ctrl-C too), ``jobs`` go back to the queue untaken before the failure
+    goes on (those finished already stay finished)."""
+    try:
+        yield
+    except BaseException:
+        with suppress(Exception):  # (a lost server: the leases, no longer renewed, run out instead)
+            store.return_files(jobs)
+        raise
 
 
 def _ingest_jobs(
@@ -116,21 +147,83 @@ def _ingest_jobs(
         if file is None or chosen is None:
             prepared.append((job, None))
         elif isinstance(chosen[1], ContainerParser):
-            _container(ingester, store, root_key, job, file, chosen)
+            prepared.append((job, _container(ingester, store, root_key, file, chosen)))
         else:
             prepared.append((job, _prepare(ingester, file, root_key, hashes, chosen)))
-    written = [(job, item) for job, item in prepared if item is not None]
-    chunk_lists = ingester.chunker.chunk_many([(item.document.path, item.blocks) for _, item in written])
-    chunks_of = {id(item): chunks for (_, item), chunks in zip(written, chunk_lists)}
-    kept: list[Prepared] = []
-    with store.transaction():
-        for job, item in prepared:
-            if store.finish_file(job) and item is not None:
-                store.replace_document(item.document, chunks_of[id(item)])
-                kept.append(item)
-    for item in kept:
+    chunked = _chunked(ingester, prepared)
+    try:
+        kept = _write(store, chunked)
+    except KbError as exc:
+        if not _refused(exc):
+            raise
+        kept = _write_each(ingester, store, chunked, hashes)
+    for item, _chunks in kept:
         (ingester.updated if item.document.path in hashes else ingester.added).append(item.document.path)
         ingester.note_warnings(item)
+
+
+Written = tuple[Prepared, list[Chunk]]
+
+
+def _chunked(
+    ingester: Ingester, prepared: list[tuple[IngestJob, Prepared | None]]
+) -> list[tuple[IngestJob, Written | None]]:
+    """Each job with its document's chunks (tokenized together); a document the chunker fails on is that file's
+    failure, reported (its job is finished, nothing written)."""
+    items = [item for _, item in prepared if item is not None]
+    try:
+        lists = ingester.chunker.chunk_many([(item.document.path, item.blocks) for item in items])
+        chunks_of = {id(item): chunks for item, chunks in zip(items, lists)}
+    except Exception:  # (a chunker bug: find the documents it fails on, one by one)
+        chunks_of = {}
+        for item in items:
+            try:
+                chunks_of[id(item)] = ingester.chunker.chunk_many([(item.document.path, item.blocks)])[0]
+            except Exception as exc:
+                reason = f"cannot be cut into passages (chunker failed: {type(exc).__name__}: {exc}); skipped"
+                ingester.failed.append(IngestWarning(item.document.path, reason))
+    return [
+        (job, (item, chunks_of[id(item)]) if item is not None and id(item) in chunks_of else None)
+        for job, item in prepared
+    ]
+
+
+def _write(store: SharedRecordStore, chunked: list[tuple[IngestJob, Written | None]]) -> list[Written]:
+    """Write the documents and finish the jobs in one transaction (a job no longer this worker's: nothing of it)."""
+    kept: list[Written] = []
+    with store.transaction():
+        for job, written in chunked:
+            if store.finish_file(job) and written is not None:
+                store.replace_document(written[0].document, written[1])
+                kept.append(written)
+    return kept
+
+
+def _write_each(
+    ingester: Ingester,
+    store: SharedRecordStore,
+    chunked: list[tuple[IngestJob, Written | None]],
+    hashes: dict[str, str],
+) -> list[Written]:
+    """:func:`_write`, one job per transaction: a document the store refuses is that file's failure, reported, its
+    job finished (a stored earlier version is kept)."""
+    kept: list[Written] = []
+    for job, written in chunked:
+        try:
+            kept.extend(_write(store, [(job, written)]))
+        except KbError as exc:
+            if not _refused(exc):
+                raise
+            ingester.failed.append(IngestWarning(job.path, str(exc) + (KEPT if job.path in hashes else "")))
+            with store.transaction():
+                store.finish_file(job)
+    return kept
+
+
+def _refused(exc: KbError) -> bool:
+    """Whether a store's error refuses the document being written (else it is the store's own trouble: a lost
+    server, a busy lock, a full disk, which ``EXIT_STORAGE`` marks)."""
+    return not isinstance(exc, WriterBusyError) and exc.exit_code != EXIT_STORAGE
 
 
 def _prepare(
@@ -148,17 +241,13 @@ def _prepare(
 
 
 def _container(
-    ingester: Ingester,
-    store: SharedRecordStore,
-    root_key: str,
-    job: IngestJob,
-    file: SourceFile,
-    chosen: tuple[str, Any],
-) -> None:
-    """A container (an mbox) of ``job``: its parts written as the core writes them, then the job finished."""
-    ingest_container(ingester, file, root_key, chosen, StoredPaths(store.document_hashes(root_key)))
-    with store.transaction():
-        store.finish_file(job)
+    ingester: Ingester, store: SharedRecordStore, root_key: str, file: SourceFile, chosen: tuple[str, Any]
+) -> Prepared | None:
+    """A container (an mbox): its parts written as the core writes them; its own document (None: nothing to write),
+    which the caller writes with the job's finishing."""
+    own: list[Prepared] = []
+    ingest_container(ingester, file, root_key, chosen, StoredPaths(store.document_hashes(root_key)), own=own.append)
+    return own[0] if own else None
 
 
 def _digest(file: SourceFile) -> str | None:

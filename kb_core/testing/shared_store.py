@@ -2,8 +2,8 @@
 
 A shared store passes :class:`~kb_core.testing.RecordStoreContract` and this kit, which adds what sharing
 needs: each knowledge base folder's own index positions, trimming that keeps what another folder still has
-to apply, the ingest queue (a file taken by one worker at a time, finished only by its holder, or set aside
-until released) and waiting
+to apply, the ingest queue (a file taken by one worker at a time, finished or returned only by its holder, or set
+aside until released) and waiting
 for the feed to move. The SQLite store is not shared (one writer, one folder) and does not run it::
 
     class TestAcmeShared(SharedStoreContract):
@@ -109,6 +109,19 @@ class SharedStoreContract(StoreKit):
         assert two.release_files("/src") == 1 and two.files_set_aside() == []
         two.queue_files("/src", ["a.md"])
         assert [(job.path, job.taken_before) for job in two.take_files("/src", 10)] == [("a.md", 0)]
+
+    def test_a_returned_file_is_untaken_and_its_taking_not_counted(
+        self, open_in: Callable[[str], SharedRecordStore]
+    ) -> None:
+        one, two = open_in("kb"), open_in("kb")
+        one.queue_files("/src", ["a.md", "b.md"])
+        jobs = one.take_files("/src", 10)
+        assert two.return_files([IngestJob("/src", "a.md", "not-the-token")]) == 0
+        assert one.return_files(jobs[:1]) == 1 and one.return_files(jobs[:1]) == 0
+        assert [(job.path, job.taken_before) for job in two.take_files("/src", 10)] == [("a.md", 0)]
+        assert one.files_in_progress("/src") == 2  # b.md is still the first worker's, a.md the second's
+        assert one.return_files(jobs[1:]) == 1
+        assert [job.path for job in two.take_files("/src", 10)] == ["b.md"]
 
     def test_workers_taking_at_once_never_take_a_file_twice(self, open_in: Callable[[str], SharedRecordStore]) -> None:
         handles = [open_in("kb") for _ in range(3)]

@@ -7,7 +7,9 @@ file's document and deletes its job in one transaction, and only while the job s
 worker killed mid-file leaves its jobs, their leases run out, and another worker takes them again (one at a time:
 ``tries`` counts the takings), while a worker whose lease ran out (it stalled) writes nothing of them. A file set
 aside (the core's decision, after too many takers stopped in it) keeps its row with ``failed_hash`` and
-``failed_reason`` (migration 4), and no worker takes it until the core releases it.
+``failed_reason`` (migration 4), and no worker takes it until the core releases it. A batch the core failed to
+write (a lost server, a busy lock, a bug) it returns at once (``return_files``): untaken, its takings not
+counted, its token no longer renewed, so neither this process nor another waits for the leases to run out.
 """
 
 from __future__ import annotations
@@ -106,6 +108,21 @@ class PostgresQueue:
         )
         return found.rowcount == 1
 
+    def return_files(self, jobs: Sequence[IngestJob]) -> int:
+        """Put ``jobs`` back in the queue untaken (token and lease cleared, this taking not counted), those that
+        still carry their token; their tokens are no longer renewed. How many were."""
+        tokens = sorted({job.token for job in jobs})
+        if self._renewer is not None:
+            self._renewer.drop(tokens)  # (first: should the server be lost, the leases run out instead)
+        if not jobs:
+            return 0
+        return self._exec(
+            "UPDATE ingest_jobs j SET token = NULL, lease_until = NULL, tries = greatest(j.tries - 1, 0)"
+            " FROM unnest(%s::text[], %s::text[], %s::text[]) AS t(root, path, token)"
+            " WHERE j.root = t.root AND j.path = t.path AND j.token = t.token",
+            ([job.root for job in jobs], [job.path for job in jobs], [job.token for job in jobs]),
+        ).rowcount
+
     def _close_queue(self) -> None:
         if self._renewer is not None:
             self._renewer.close()
@@ -129,6 +146,11 @@ class LeaseRenewer:
         """Renew ``token``'s leases from now on."""
         with self._lock:
             self._tokens.add(token)
+
+    def drop(self, tokens: Sequence[str]) -> None:
+        """Renew ``tokens``' leases no more."""
+        with self._lock:
+            self._tokens.difference_update(tokens)
 
     def _run(self) -> None:
         while not self._stop.wait(self.settings.job_lease_s / 3):

@@ -1,0 +1,197 @@
+"""A batch that fails leaves no file of the shared ingest queue taken (issue 45; review findings 1 and 2).
+
+Before: any exception after ``take_files`` (a document the store refused, a busy feed lock, a chunker bug) left
+the batch's jobs holding this worker's token, renewed for as long as the store stayed open; ``kb ingest`` aborted,
+and in ``kb serve`` every later upload polled forever for files "in progress". Now a document the store refuses is
+that file's failure, any other failure puts the batch back in the queue (untaken, its takers not counted), and a
+container's own document is written with its job's finishing, only while the job is still the worker's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from kb_postgres.store import PostgresStore
+
+from kb_core import KbError, KnowledgeBase, WriterBusyError, ingest_paths, load_config
+from kb_core.ingest import queued
+from kb_core.ingest.chunker import Chunker
+from kb_core.plugin.stores import IngestJob
+from kb_core.testing import TestIndexesPlugin, load_registry
+
+
+def sql(options: dict[str, object], query: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(str(options["url"]), autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {options['schema']}")
+        cursor = conn.execute(query)
+        return cursor.fetchall() if cursor.description else []
+
+
+@pytest.fixture
+def open_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[KnowledgeBase]:
+    plugins = load_registry(extra_plugins=[("test-indexes", TestIndexesPlugin())])
+    overrides = {"store.backend": "postgres", "backends.postgres": dict(postgres_options), "indexes.enabled": []}
+    kb = KnowledgeBase(load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={}), plugins)
+    yield kb
+    kb.close()
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("a.md", "b.md", "c.md"):
+        (folder / name).write_text(f"Notes of {name}.\n")
+    return folder
+
+
+def store_of(kb: KnowledgeBase) -> PostgresStore:
+    assert isinstance(kb.store, PostgresStore)
+    return kb.store
+
+
+def stored(options: dict[str, object]) -> list[str]:
+    return [row[0] for row in sql(options, "SELECT path FROM documents ORDER BY path")]
+
+
+def renewed(store: PostgresStore) -> set[str]:
+    """The tokens the store's lease renewer still renews."""
+    return set(store._renewer._tokens) if store._renewer is not None else set()
+
+
+def test_a_file_with_a_nul_past_the_first_8_kib_fails_alone(
+    open_kb: KnowledgeBase, docs: Path, postgres_options: dict[str, object]
+) -> None:
+    (docs / "b.md").write_bytes(b"Plain text line.\n" * 600 + b"then a NUL \x00 here.\n")
+    report = ingest_paths(open_kb, [docs])
+    assert report.added == ["a.md", "c.md"]
+    assert [(w.path, w.reason) for w in report.failed] == [("b.md", "binary file (NUL bytes); skipped")]
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]  # nothing left taken
+    again = ingest_paths(open_kb, [docs])  # the same handle (kb serve's writer): not waiting for a lease
+    assert again.unchanged == 2 and [w.path for w in again.failed] == ["b.md"]
+
+
+def test_a_document_the_store_refuses_is_that_files_failure(
+    open_kb: KnowledgeBase, docs: Path, postgres_options: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = store_of(open_kb)
+    replace = store.replace_document
+
+    def refusing(document: Any, chunks: Any, mtime_ns: int = 0) -> None:
+        if document.path == "b.md":
+            raise KbError("cannot store 'b.md': refused", hint="mend it")
+        replace(document, chunks, mtime_ns)
+
+    monkeypatch.setattr(store, "replace_document", refusing)
+    report = ingest_paths(open_kb, [docs])
+    assert report.added == ["a.md", "c.md"] and stored(postgres_options) == ["a.md", "c.md"]
+    assert [(w.path, w.reason) for w in report.failed] == [("b.md", "cannot store 'b.md': refused (mend it)")]
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [RuntimeError("a bug in the write step"), WriterBusyError("the feed lock is busy"), KeyboardInterrupt()],
+    ids=["bug", "busy", "interrupt"],
+)
+def test_a_failure_in_the_write_step_puts_the_batch_back_untaken(
+    open_kb: KnowledgeBase,
+    docs: Path,
+    postgres_options: dict[str, object],
+    monkeypatch: pytest.MonkeyPatch,
+    failure: BaseException,
+) -> None:
+    store = store_of(open_kb)
+    replace = store.replace_document
+
+    def failing(document: Any, chunks: Any, mtime_ns: int = 0) -> None:
+        if document.path == "b.md":
+            raise failure
+        replace(document, chunks, mtime_ns)
+
+    monkeypatch.setattr(store, "replace_document", failing)
+    with pytest.raises(type(failure)):
+        ingest_paths(open_kb, [docs])
+    assert stored(postgres_options) == []  # the batch's transaction is whole: nothing of it written
+    jobs = sql(postgres_options, "SELECT path, token, lease_until, tries FROM ingest_jobs ORDER BY path")
+    assert jobs == [(name, None, None, 0) for name in ("a.md", "b.md", "c.md")]  # untaken, no taker counted
+    assert renewed(store) == set()
+    monkeypatch.undo()
+    report = ingest_paths(open_kb, [docs])  # the same handle goes on at once
+    assert report.added == ["a.md", "b.md", "c.md"] and report.failed == []
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+
+
+def test_a_chunker_failure_is_that_files_failure(
+    open_kb: KnowledgeBase, docs: Path, postgres_options: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunk_many = Chunker.chunk_many
+
+    def failing(self: Chunker, documents: Any) -> Any:
+        if any(path == "b.md" for path, _ in documents):
+            raise ValueError("no way to cut it")
+        return chunk_many(self, documents)
+
+    monkeypatch.setattr(Chunker, "chunk_many", failing)
+    report = ingest_paths(open_kb, [docs])
+    assert report.added == ["a.md", "c.md"] and stored(postgres_options) == ["a.md", "c.md"]
+    assert [(w.path, w.reason) for w in report.failed] == [
+        ("b.md", "cannot be cut into passages (chunker failed: ValueError: no way to cut it); skipped")
+    ]
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+
+
+def test_return_files_clears_only_this_workers_jobs(
+    open_kb: KnowledgeBase, postgres_options: dict[str, object]
+) -> None:
+    store = store_of(open_kb)
+    store.queue_files("/src", ["a.md", "b.md"])
+    jobs = store.take_files("/src", 8)
+    assert renewed(store) == {jobs[0].token}
+    assert store.return_files([IngestJob("/src", "a.md", "not-the-token")]) == 0
+    assert store.return_files(jobs[:1]) == 1
+    rows = sql(postgres_options, "SELECT path, token IS NULL, tries FROM ingest_jobs ORDER BY path")
+    assert rows == [("a.md", True, 0), ("b.md", False, 1)]  # b.md is still this worker's
+    assert store.return_files(jobs[1:]) == 1 and renewed(store) == set()
+    assert [(job.path, job.taken_before) for job in store.take_files("/src", 8)] == [("a.md", 0), ("b.md", 0)]
+
+
+def test_a_containers_own_document_is_written_only_while_its_job_is_the_workers(
+    open_kb: KnowledgeBase, tmp_path: Path, postgres_options: dict[str, object]
+) -> None:
+    pytest.importorskip("kb_mail")
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    (folder / "inbox.mbox").write_bytes(MBOX)
+    root = str(folder.resolve())
+    store = store_of(open_kb)
+    store.queue_files(root, ["inbox.mbox"])
+    [job] = store.take_files(root, 8)
+    lost = IngestJob(job.root, job.path, "a-lease-that-ran-out")  # another worker holds the file now
+    ingester = ingest_ingester(open_kb)
+    queued._ingest_jobs(ingester, store, root, [lost], {})
+    parts = stored(postgres_options)
+    assert parts and "inbox.mbox" not in parts  # its parts, each whole; never the document that records the hash
+    assert sql(postgres_options, "SELECT token FROM ingest_jobs") == [(job.token,)]
+    queued._ingest_jobs(ingester, store, root, [job], {})
+    assert stored(postgres_options) == sorted([*parts, "inbox.mbox"])
+    assert ingester.unchanged == len(parts)  # the parts stored already are skipped by their hash
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+
+
+def ingest_ingester(kb: KnowledgeBase) -> queued.Ingester:
+    from kb_core.ingest.pipeline import Ingester
+
+    return Ingester(kb)
+
+
+MBOX = (
+    b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
+    b"From: alice@example.com\nSubject: First\nMessage-ID: <one@example.com>\n\nThe first message.\n\n"
+    b"From bob@example.com Mon Jan  1 00:00:00 2024\n"
+    b"From: bob@example.com\nSubject: Second\nMessage-ID: <two@example.com>\n\nThe second message.\n"
+)
