@@ -95,7 +95,7 @@ def test_an_upload_reports_only_the_uploaders_own_answers(probed: Probe) -> None
 def test_the_probe_sees_a_server_that_ignores_the_grants(probed: Probe, monkeypatch: pytest.MonkeyPatch) -> None:
     """The checks can fail: on a server that lets every person read everything, the probe finds paths named
     and passages quoted outside the grants."""
-    monkeypatch.setattr(access, "access_of", lambda _store, person: Access(person, ("",), ()))
+    monkeypatch.setattr(access.people, "access_of", lambda _store, person: Access(person, ("",), ()))  # (the policy)
     try:
         probed.run(random.Random(5), 40)
     finally:
