@@ -134,6 +134,20 @@ def test_a_nul_in_a_query_or_question_is_a_usage_error(notes_kb: Path, capsys: p
         assert "contains a NUL character (U+0000)" in err
 
 
+def test_a_nul_in_a_path_prefix_or_id_is_a_usage_error(notes_kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """(Only a caller in process can pass one: argv cannot hold a NUL. It never reaches a store query.)"""
+    for args in [
+        ["list", "--prefix", "web\x00"],
+        ["inspect", "notes/a.md\x00"],
+        ["rm", "notes\x00/a.md"],
+        ["answers", "show", "ans_\x00"],
+        ["threads", "show", "thr_\x00"],
+        ["search", "wind", "--path", "*\x00"],
+    ]:
+        err = one_usage_line(main(["--kb", str(notes_kb), *args]), capsys.readouterr().err)
+        assert "contains a NUL character (U+0000)" in err, (args, err)
+
+
 def test_a_file_name_that_is_not_utf8_is_skipped_and_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()

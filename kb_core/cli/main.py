@@ -122,11 +122,12 @@ def undecodable_input_as_text() -> None:
 
 
 def checked_arguments(argv: list[str] | None) -> list[str]:
-    """The command line's arguments, each valid Unicode, or a one-line KbError naming the first that is not
-    (Python decodes a byte that is not UTF-8 in an argument, a file name for one, to a lone surrogate)."""
+    """The command line's arguments, each valid Unicode without NUL, or a one-line KbError naming the first that
+    is not (Python decodes a byte that is not UTF-8 in an argument, a file name for one, to a lone surrogate; a
+    NUL reaches ``main(argv)`` only from a caller in process, and no path, prefix or id holds one)."""
     args = sys.argv[1:] if argv is None else list(argv)
     for arg in args:
-        check_unicode(arg, f"command-line argument '{shortened(as_typed(arg), 60)}'")
+        check_unicode(arg, f"command-line argument '{shortened(as_typed(arg), 60)}'", nul=False)
     return args
 
 
