@@ -9,10 +9,14 @@ container's own document is written with its job's finishing, only while the job
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from kb_postgres.store import PostgresStore
@@ -22,6 +26,14 @@ from kb_core.ingest import queued
 from kb_core.ingest.chunker import Chunker
 from kb_core.plugin.stores import IngestJob
 from kb_core.testing import TestIndexesPlugin, load_registry
+
+#: A text file whose first NUL byte comes after the first 8 KiB (the ingest's old binary sniff).
+NUL_PAST_8_KIB = b"Plain text line.\n" * 600 + b"then a NUL \x00 here.\n"
+
+
+def kb_command(folder: Path) -> list[str]:
+    """The ``kb`` command line on knowledge base ``folder``."""
+    return [str(Path(sys.executable).parent / "kb"), "--kb", str(folder)]
 
 
 def sql(options: dict[str, object], query: str) -> list[tuple[Any, ...]]:
@@ -66,7 +78,7 @@ def renewed(store: PostgresStore) -> set[str]:
 def test_a_file_with_a_nul_past_the_first_8_kib_fails_alone(
     open_kb: KnowledgeBase, docs: Path, postgres_options: dict[str, object]
 ) -> None:
-    (docs / "b.md").write_bytes(b"Plain text line.\n" * 600 + b"then a NUL \x00 here.\n")
+    (docs / "b.md").write_bytes(NUL_PAST_8_KIB)
     report = ingest_paths(open_kb, [docs])
     assert report.added == ["a.md", "c.md"]
     assert [(w.path, w.reason) for w in report.failed] == [("b.md", "binary file (NUL bytes); skipped")]
@@ -195,3 +207,50 @@ MBOX = (
     b"From bob@example.com Mon Jan  1 00:00:00 2024\n"
     b"From: bob@example.com\nSubject: Second\nMessage-ID: <two@example.com>\n\nThe second message.\n"
 )
+
+
+@pytest.mark.slow  # (real kb processes)
+def test_kb_ingest_and_kb_serve_go_on_past_a_file_with_a_nul(
+    run_kb: Callable[..., subprocess.CompletedProcess[str]],
+    kb_env: Callable[..., dict[str, str]],
+    docs: Path,
+    postgres_options: dict[str, object],
+    tmp_path: Path,
+) -> None:
+    (docs / "b.md").write_bytes(NUL_PAST_8_KIB)
+    first = run_kb(tmp_path / "kb", "ingest", str(docs))
+    assert first.returncode == 4, first.stderr
+    assert [line for line in first.stderr.splitlines() if "b.md" in line] == [
+        "  failed: b.md: binary file (NUL bytes); skipped"
+    ]
+    assert stored(postgres_options) == ["a.md", "c.md"]
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    second = run_kb(tmp_path / "kb", "ingest", str(docs))  # not waiting for a lease: nothing is held
+    assert second.returncode == 4 and "added 0, updated 0, unchanged 2" in second.stdout, second.stderr
+
+    server = subprocess.Popen(
+        [*kb_command(tmp_path / "kb"), "serve", "--port", "0", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=kb_env(),
+    )
+    try:
+        assert server.stdout is not None
+        lines: list[str] = []
+        while not lines or lines[-1] != "}\n":
+            line = server.stdout.readline()
+            assert line, server.stderr.read() if server.stderr else "kb serve printed nothing"
+            lines.append(line)
+        url = json.loads("".join(lines))["url"]
+        with httpx.Client(base_url=url, timeout=120) as http:  # (a guard: before, the second upload never ended)
+            bad = http.post("/documents", files={"file": ("up/bad.md", NUL_PAST_8_KIB, "text/markdown")})
+            assert bad.status_code == 200, bad.text
+            assert bad.json()["failed"] == [{"path": "up/bad.md", "reason": "binary file (NUL bytes); skipped"}]
+            good = http.post("/documents", files={"file": ("up/good.md", b"A good note.\n", "text/markdown")})
+            assert good.status_code == 200, good.text
+            assert good.json()["added"] == ["up/good.md"] and good.json()["failed"] == []
+    finally:
+        server.terminate()
+        server.wait(30)
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
