@@ -70,6 +70,7 @@ from kb_core.errors import KbError
 from kb_core.extend.contracts import LanguageModel
 from kb_core.extend.record_store import RecordStore
 from kb_core.limits import CheckedText, check_k, check_text
+from kb_core.retrieval.access import asking_person
 from kb_core.retrieval.search import check_mode_and_k, checked_search
 from kb_core.storage.answers import save_answer
 from kb_core.storage.regions import noted_low_confidence, with_regions
@@ -146,8 +147,8 @@ class RagPipeline:
             with inside_model(llm.model_ref):  # a native crash is reported by the next run
                 answer = self._generate(run, llm, on_token)
         if save:
-            with self.store.transaction():  # the answer and its citations, together
-                save_answer(self.store, answer)
+            with self.store.transaction():  # the answer, its citations and the person asking (its owner), together
+                save_answer(self.store, answer, asking_person())
         return answer
 
     # -- stages ---------------------------------------------------------------------------------

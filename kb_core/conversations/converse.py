@@ -18,6 +18,7 @@ from kb_core.answers.streaming import TokenCallback
 from kb_core.conversations.standalone import METHODS, EarlierTurn, Standalone, StandaloneMethod, standalone
 from kb_core.errors import KbError
 from kb_core.limits import CheckedText, check_text
+from kb_core.retrieval.access import asking_person
 from kb_core.storage.threads import add_turn, stored_thread
 from kb_core.types import Answer
 
@@ -119,7 +120,15 @@ def ask_in_thread(
         ]
     searched, answer = ask_following(kb, checked, earlier, options, on_token, on_standalone=on_standalone, save=False)
     thread_id, position = add_turn(  # the answer is saved with its turn; a thread exists once it has one
-        kb.store, thread_id, question, searched.question, searched.method, answer, searched.ms, searched.prompt_tokens
+        kb.store,
+        thread_id,
+        question,
+        searched.question,
+        searched.method,
+        answer,
+        searched.ms,
+        searched.prompt_tokens,
+        owner=asking_person(),  # a person's new thread and answer are theirs, in the turn's transaction
     )
     return Turn(
         thread_id, position, question, searched.question, searched.method, searched.ms, searched.prompt_tokens, answer

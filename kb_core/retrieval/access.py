@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import attrs
 
-__all__ = ["Access", "current_access", "narrow_prefixes", "restricted_to", "under"]
+__all__ = ["Access", "asking_person", "current_access", "narrow_prefixes", "restricted_to", "under"]
 
 
 def under(path: str, prefixes: Iterable[str]) -> bool:
@@ -63,6 +63,12 @@ _CURRENT: contextvars.ContextVar[Access | None] = contextvars.ContextVar("kb_acc
 def current_access() -> Access | None:
     """The :class:`Access` this context runs under, or None (nothing restricted)."""
     return _CURRENT.get()
+
+
+def asking_person() -> str | None:
+    """The person this context runs under (who owns what is asked in it), or None outside :func:`restricted_to`."""
+    access = _CURRENT.get()
+    return None if access is None else access.person
 
 
 @contextmanager

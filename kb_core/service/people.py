@@ -7,28 +7,30 @@ resolves each request's token with :func:`access_of_token` and runs the request 
 search made in it (the answer pipeline's, a thread's follow-ups) reads only their folders. What the helpers
 below add is what a search does not cover: a document outside the grants is absent (:func:`may_read`,
 :func:`readable_documents`), a write needs a write grant (:func:`may_write`), and answers and threads belong to
-the person who asked them (:func:`record_owner`, :func:`check_owner`, :func:`owned`, :func:`own_threads`,
-:func:`own_answers`, :func:`own_recheck`). Outside any ``restricted_to`` (the command line, stdio, a
-single-user server) every helper lets everything through.
+the person who asked them: the core records a person's answer, and a new thread, as theirs in the transaction
+that stores it, and :func:`check_owner`, :func:`owned`, :func:`own_threads`, :func:`own_answers` and
+:func:`own_recheck` show each person their own (the listings in the store's query). Outside any
+``restricted_to`` (the command line, stdio, a single-user server) every helper lets everything through.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from kb_core.app import KnowledgeBase
-from kb_core.errors import KbError
 from kb_core.extend.access_store import AccessStore
 from kb_core.extend.record_store import ThreadSummary
+from kb_core.extend.store_rows import now_iso
 from kb_core.ingest.pipeline import IngestReport
 from kb_core.retrieval.access import Access, current_access
-from kb_core.storage.answers import StoredAnswer, list_answers, stored_answer
+from kb_core.storage.answers import StoredAnswer, list_answers
+from kb_core.storage.cited import answer_state
 from kb_core.storage.threads import list_threads
 from kb_core.types import Document
 
@@ -41,6 +43,7 @@ __all__ = [
     "may_read",
     "may_write",
     "new_token",
+    "now_iso",
     "own_answers",
     "own_recheck",
     "own_threads",
@@ -136,22 +139,22 @@ def record_owner(kb: KnowledgeBase, kind: str, item_id: str) -> None:
 
 
 def own_threads(kb: KnowledgeBase, limit: int) -> list[ThreadSummary]:
-    """The newest ``limit`` threads the asker may see: all of them, or a person's own."""
-    mine = owned(kb, "thread")
-    if mine is None:
+    """The newest ``limit`` threads the asker may see: all of them, or a person's own (in the store's query)."""
+    access, store = current_access(), _people_store(kb)
+    if access is None:
         return list_threads(kb.store, limit)
-    return [t for t in list_threads(kb.store, None) if t.thread_id in mine][:limit]
+    return [] if store is None else kb.store.thread_summaries(limit, owner=access.person)
 
 
 def own_answers(kb: KnowledgeBase, limit: int, *, stale_only: bool = False) -> tuple[list[StoredAnswer], int]:
-    """The newest ``limit`` stored answers the asker may see (all, or a person's own) and how many there are
-    (:func:`kb_core.list_answers`'s pair)."""
-    mine = owned(kb, "answer")
-    if mine is None:
+    """The newest ``limit`` stored answers the asker may see (all, or a person's own, in the store's query) and how
+    many there are (:func:`kb_core.list_answers`'s pair)."""
+    access, store = current_access(), _people_store(kb)
+    if access is None:
         return list_answers(kb.store, limit, stale_only=stale_only)
-    every, _ = list_answers(kb.store, None, stale_only=stale_only)
-    answers = [a for a in every if a.answer_id in mine]
-    return answers[:limit], len(answers)
+    if store is None:
+        return [], 0
+    return list_answers(kb.store, limit, stale_only=stale_only, owner=access.person)
 
 
 def shown_citation(citation: Any) -> Any:
@@ -167,20 +170,17 @@ def own_recheck(kb: KnowledgeBase, report: IngestReport) -> IngestReport:
     mine, checked = owned(kb, "answer"), report.answers
     if mine is None or checked is None:
         return report
-    changed = {*report.added, *report.updated, *report.removed}
-    states: Counter[str] = Counter()
-    for answer_id in sorted(mine):
-        try:
-            now = stored_answer(kb.store, answer_id)
-        except KbError:  # (deleted since: not checked)
-            continue
-        if any(c.path in changed for c in now.citations):
-            states[now.state or "valid"] += 1
+    changed = sorted({*report.added, *report.updated, *report.removed})
+    cited: defaultdict[str, list[str]] = defaultdict(list)  # the asker's answers citing a changed document
+    for row in kb.store.citations_citing(changed) if changed and mine else ():  # (one query, as the re-check's)
+        if row.answer_id in mine:
+            cited[row.answer_id].append(row.state)
+    states = [answer_state(found) for found in cited.values()]
     stale = tuple(
         attrs.evolve(a, citations=tuple(shown_citation(c) for c in a.citations))
         for a in checked.stale_answers
         if a.answer_id in mine
     )
-    counts = {state: states[state] for state in ("valid", "reanchored", "stale", "unverifiable")}
-    shown = attrs.evolve(checked, answers_checked=sum(states.values()), stale_answers=stale, **counts)
+    counts = {state: states.count(state) for state in ("valid", "reanchored", "stale", "unverifiable")}
+    shown = attrs.evolve(checked, answers_checked=len(states), stale_answers=stale, **counts)
     return attrs.evolve(report, answers=shown)

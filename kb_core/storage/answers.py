@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import attrs
 
 from kb_core.errors import NotFoundError
+from kb_core.extend.access_store import AccessStore
 from kb_core.extend.record_store import LedgerAnswer, RecordStore
 from kb_core.storage.cited import AnswerState, CitationNow, answer_state, citations_now, record_citations
 from kb_core.types import Answer, to_json
@@ -49,8 +50,9 @@ def _json(value: object) -> str:
     return json.dumps(to_json(value), ensure_ascii=False)
 
 
-def save_answer(store: RecordStore, answer: Answer) -> None:
-    """Keep ``answer`` (refusals included) in the answer ledger, with what its citations rest on."""
+def save_answer(store: RecordStore, answer: Answer, owner: str | None = None) -> None:
+    """Keep ``answer`` (refusals included) in the answer ledger, with what its citations rest on and, given a
+    person (``owner``) and a store that keeps people, who owns it (all in the caller's transaction)."""
     store.insert_answer(
         LedgerAnswer(
             answer_id=answer.answer_id,
@@ -69,6 +71,8 @@ def save_answer(store: RecordStore, answer: Answer) -> None:
         )
     )
     record_citations(store, answer.answer_id, answer.citations)
+    if owner is not None and isinstance(store, AccessStore):
+        store.set_owner("answer", answer.answer_id, owner)
 
 
 def save_eval_run(
@@ -85,11 +89,11 @@ def save_eval_run(
 
 
 def list_answers(
-    store: RecordStore, limit: int | None = None, *, stale_only: bool = False
+    store: RecordStore, limit: int | None = None, *, stale_only: bool = False, owner: str | None = None
 ) -> tuple[list[StoredAnswer], int]:
     """The newest stored answers first (at most ``limit``; only those that no longer hold with
-    ``stale_only``), and how many there are in all (of that kind)."""
-    entries, total = store.answer_entries(limit, stale_only=stale_only)
+    ``stale_only``; only a person's own with ``owner``), and how many there are in all (of that kind)."""
+    entries, total = store.answer_entries(limit, stale_only=stale_only, owner=owner)
     now = citations_now(store, [e.answer_id for e in entries])
     return [
         StoredAnswer(

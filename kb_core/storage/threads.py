@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from kb_core.errors import NotFoundError
+from kb_core.extend.access_store import AccessStore
 from kb_core.extend.record_store import RecordStore, ThreadSummary, TurnRecord
 from kb_core.storage.answers import save_answer
 from kb_core.types import Answer, to_json
@@ -53,20 +54,24 @@ def add_turn(
     answer: Answer,
     rewrite_ms: float = 0.0,
     rewrite_prompt_tokens: int = 0,
+    owner: str | None = None,
 ) -> tuple[str, int]:
     """Save ``answer`` as a turn of ``thread_id`` (a new thread when None); the thread's id and the turn's position.
 
     The answer (:func:`~kb_core.storage.answers.save_answer`), its turn and the thread are written
     in one transaction, after the thread is found still there: a thread deleted or purged meanwhile,
-    by any process, is a NotFoundError and nothing of the turn is kept.
+    by any process, is a NotFoundError and nothing of the turn is kept. Given a person (``owner``), a new
+    thread and the answer are theirs in the same transaction (a store that keeps people).
     """
     with store.transaction():
         if thread_id is None:
             thread_id = f"thr_{secrets.token_hex(6)}"
             store.create_thread(thread_id, answer.created_at)
+            if owner is not None and isinstance(store, AccessStore):
+                store.set_owner("thread", thread_id, owner)
         else:
             existing_thread(store, thread_id)
-        save_answer(store, answer)
+        save_answer(store, answer, owner)
         turn = TurnRecord(
             0,
             answer.answer_id,
