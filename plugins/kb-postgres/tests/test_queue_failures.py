@@ -10,8 +10,10 @@ container's own document is written with its job's finishing, only while the job
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -253,4 +255,51 @@ def test_kb_ingest_and_kb_serve_go_on_past_a_file_with_a_nul(
     finally:
         server.terminate()
         server.wait(30)
+    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+
+
+#: A container plugin for ``.pack`` files: ten ``.txt`` parts, the process killed (SIGKILL: no Python handler runs)
+#: as it reads the seventh, unless KB_TEST_DEFUSED is set.
+PACK_PLUGIN = textwrap.dedent(
+    """
+    import os, signal
+    from kb_core.plugin import hookimpl
+    from kb_core.plugin.containers import Part
+
+    class Pack:
+        def parts(self, file, path):
+            for number in range(10):
+                if number == 6 and not os.environ.get("KB_TEST_DEFUSED"):
+                    os.kill(os.getpid(), signal.SIGKILL)
+                yield Part(f"part{number}.txt", f"Part {number} of the pack.".encode())
+
+    @hookimpl
+    def register_parsers(register):
+        register("pack", lambda ctx: Pack(), extensions=(".pack",))
+    """
+)
+
+
+@pytest.mark.slow  # (real kb processes)
+def test_a_worker_killed_mid_container_leaves_whole_batches_of_parts_and_no_hash(
+    kb_env: Callable[..., dict[str, str]], postgres_options: dict[str, object], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "box.pack").write_text("ten parts\n")
+    (tmp_path / "packparser.py").write_text(PACK_PLUGIN)
+    env = kb_env(KB_BACKENDS__POSTGRES__JOB_LEASE_S="1", KB_INGEST__BATCH_DOCUMENTS="2")
+    env["KB_PLUGIN_MODULES"] += ",packparser"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH", "")]))
+    command = [*kb_command(tmp_path / "kb"), "ingest", "--json", str(docs)]
+    killed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    parts = [f"box.pack/part{n}.txt" for n in range(6)]
+    assert stored(postgres_options) == parts  # three whole batches of two; not the container's own document
+    assert sql(postgres_options, "SELECT path, tries FROM ingest_jobs") == [("box.pack", 1)]  # its lease runs out
+    again = subprocess.run(command, capture_output=True, text=True, env=env | {"KB_TEST_DEFUSED": "1"}, timeout=300)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["unchanged"] == 6  # the parts stored already: skipped by their hash
+    assert sorted(report["added"]) == ["box.pack", *[f"box.pack/part{n}.txt" for n in range(6, 10)]]
     assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
