@@ -12,6 +12,7 @@ import pytest
 from kb_core import ingest_paths
 from kb_core.answers.pipeline import AskOptions, RagPipeline
 from kb_core.app import KnowledgeBase
+from kb_core.storage.answers import stored_answer
 from kb_core.testing import ScriptedLanguageModel
 from kb_core.types import Answer, Hit, ModelRef
 
@@ -52,3 +53,26 @@ def test_a_change_and_an_average_are_worked_out_from_each_kind_of_table(
     assert (wrong_row.grounded, wrong_row.refusal_detail) == (False, "operand_off_question")
     average = asked(kb, name, "What was the average of sales in Asia in 2018 and 2019?", "CALC: avg(800, 1,210) [#1]")
     assert average.grounded and average.answer.startswith("1,005"), average.note
+
+
+def test_a_saved_computation_is_stale_once_an_operand_changes(
+    make_kb: Callable[..., KnowledgeBase], tmp_path: Path
+) -> None:
+    """A computed answer cites the passages its operands come from, so the re-check after an ingest finds it stale
+    when an operand's number changes, with both wordings, as any saved answer."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "sales.csv").write_text(FILES["sales.csv"], encoding="utf-8")
+    kb = make_kb(rag__computations=True)
+    assert not ingest_paths(kb, [folder]).failed
+    change = asked(
+        kb, "sales.csv", "By how much did sales in Europe change from 2018 to 2019?", "CALC: 2,950 - 3,100 [#1]"
+    )
+    assert change.grounded and change.answer_id, change.note
+    assert stored_answer(kb.store, change.answer_id).state == "valid"
+    (folder / "sales.csv").write_text(FILES["sales.csv"].replace('"2,950"', '"2,990"'), encoding="utf-8")
+    report = ingest_paths(kb, [folder]).answers
+    assert report is not None and [s.answer_id for s in report.stale_answers] == [change.answer_id]
+    now = stored_answer(kb.store, change.answer_id)
+    assert now.state == "stale"
+    assert any("2,950" in c.cited_text and "2,990" in (c.now_text or "") for c in now.citations)
