@@ -227,8 +227,9 @@ class PostgresStore(PostgresFeed, PostgresQueue, PostgresLedger, PostgresAccess)
     def replace_document(self, document: Document, chunks: Sequence[Chunk], mtime_ns: int = 0) -> None:
         """Insert or replace a document with its chunks, and append it to the feed; caller holds a transaction.
 
-        PostgreSQL's text cannot hold NUL (U+0000), which SQLite keeps: a document whose text has one is refused
-        whole, in one line naming it (kb's ingest skips a file with a NUL in its first 8 KiB as binary).
+        PostgreSQL's text cannot hold NUL (U+0000): a document whose text has one is refused whole, in one line
+        naming it (an exit code other than EXIT_STORAGE: the ingest reports that file as failed and goes on). kb's
+        ingest hands it none: a text file with a NUL byte is binary, and NULs in a parser's text are removed.
         """
         if "\x00" in document.title or any("\x00" in chunk.text for chunk in chunks):
             raise KbError(
