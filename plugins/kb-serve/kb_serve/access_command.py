@@ -7,8 +7,8 @@ store cannot be written. ``--json`` prints ``access.v1`` (the whole state, after
 
 from __future__ import annotations
 
-import datetime
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +17,7 @@ import click
 from kb_core import KbError, KnowledgeBase
 from kb_core.commands import Session, dumps, json_option, pass_session
 from kb_core.plugin.stores import AccessStore
+from kb_core.service import people
 
 __all__ = ["access_command"]
 
@@ -31,13 +32,21 @@ def _name(value: str, what: str) -> str:
 
 
 def _prefix(value: str) -> str:
+    """``value`` as stored paths are (NFC), when it can be a stored path prefix."""
     if "\x00" in value or len(value) > 1000 or value.startswith("/"):
         raise KbError(f"{value[:80]!r} is not a stored path prefix", hint="give a folder as kb lists it: handbook/")
-    return value
+    return unicodedata.normalize("NFC", value)
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+def _granted(kb: KnowledgeBase, prefix: str) -> str:
+    """``prefix`` when a grant of it covers what it names: all (''), a folder (ending in '/') or one stored
+    document; a bare word would also cover every path that merely starts with it (``handbook-private/``)."""
+    if prefix and not prefix.endswith("/") and kb.store.get_document(prefix) is None:
+        raise KbError(
+            f"{prefix[:80]!r} is neither a folder nor a stored document",
+            hint=f"end a folder with '/': kb access grant GROUP {prefix[:80]}/",
+        )
+    return prefix
 
 
 def _store(session: Session) -> tuple[KnowledgeBase, AccessStore]:
@@ -94,11 +103,9 @@ def _token_out(as_json: bool, name: str, token: str) -> None:
 @pass_session
 def users_add(session: Session, name: str, as_json: bool) -> None:
     """Make a person and print their token (once: kb keeps only its hash)."""
-    from kb_serve.access import hash_token, new_token
-
     _kb, store = _store(session)
-    token = new_token()
-    if not store.add_person(_name(name, "the person"), hash_token(token), _now()):
+    token = people.new_token()
+    if not store.add_person(_name(name, "the person"), people.hash_token(token), people.now_iso()):
         raise KbError(f"a person {name!r} exists already", hint="kb access users token NAME gives them a new token")
     _token_out(as_json, name, token)
 
@@ -109,11 +116,9 @@ def users_add(session: Session, name: str, as_json: bool) -> None:
 @pass_session
 def users_token(session: Session, name: str, as_json: bool) -> None:
     """Give a person a new token (the old one stops working at once) and print it once."""
-    from kb_serve.access import hash_token, new_token
-
     _kb, store = _store(session)
-    token = new_token()
-    if not store.set_token(name, hash_token(token)):
+    token = people.new_token()
+    if not store.set_token(name, people.hash_token(token)):
         raise KbError(f"no person {name[:80]!r}", hint=LIST_HINT)
     _token_out(as_json, name, token)
 
@@ -123,7 +128,8 @@ def users_token(session: Session, name: str, as_json: bool) -> None:
 @json_option
 @pass_session
 def users_remove(session: Session, name: str, as_json: bool) -> None:
-    """Remove a person (their token stops working; what they asked stays stored)."""
+    """Remove a person (their token stops working; what they asked stays stored, no longer theirs: a person
+    given the name later does not see it)."""
     _done(session, as_json, lambda s: s.remove_person(name), KbError(f"no person {name[:80]!r}", hint=LIST_HINT))
 
 
@@ -138,16 +144,19 @@ def groups() -> None:
 @json_option
 @pass_session
 def groups_add(session: Session, name: str, members: tuple[str, ...], as_json: bool) -> None:
-    """Make a group (if new) and put MEMBERS (people) in it."""
-
-    def change(store: AccessStore) -> bool:
-        store.add_group(_name(name, "the group"), _now())
-        missing = [m for m in members if not store.add_member(name, m)]
-        if missing:
-            raise KbError(f"no person {missing[0][:80]!r}", hint="kb access users add NAME makes one")
-        return True
-
-    _done(session, as_json, change, KbError("unreachable"))
+    """Make a group (if new) and put MEMBERS (people) in it: all of it, or (a member who is no person) nothing."""
+    kb, store = _store(session)
+    group = _name(name, "the group")
+    known = {p.name for p in store.people()}
+    missing = [m for m in members if m not in known]
+    if missing:
+        raise KbError(f"no person {missing[0][:80]!r}", hint="kb access users add NAME makes one")
+    with kb.store.transaction():  # (a person removed meanwhile: rolled back, nothing kept)
+        store.add_group(group, people.now_iso())
+        gone = [m for m in members if not store.add_member(group, m)]
+        if gone:
+            raise KbError(f"no person {gone[0][:80]!r}", hint="kb access users add NAME makes one")
+    click.echo(dumps("access.v1", state(store)) if as_json else "done")
 
 
 @groups.command("remove")
@@ -176,8 +185,11 @@ def groups_remove(session: Session, name: str, members: tuple[str, ...], as_json
 @json_option
 @pass_session
 def grant(session: Session, group: str, prefix: str, mode: str, as_json: bool) -> None:
-    """Grant GROUP the documents whose stored path starts with PREFIX ('' for all; end folders with '/')."""
+    """Grant GROUP the documents whose stored path starts with PREFIX: a folder ending in '/', one stored document,
+    or '' for all (a prefix is compared as stored paths are, NFC)."""
     clean = _prefix(prefix)
+    if mode != "revoke":  # (any grant kept, a broad one from before included, can be taken back)
+        _granted(_store(session)[0], clean)
 
     def change(store: AccessStore) -> bool:
         return store.revoke(group, clean) if mode == "revoke" else store.set_grant(group, clean, mode == "write")

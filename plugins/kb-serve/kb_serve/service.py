@@ -42,7 +42,6 @@ from kb_serve.access import (
     check_writable,
     own_recheck,
     readable_documents,
-    record_owner,
 )
 from kb_serve.errors import ApiError, public_text
 from kb_serve.settings import ServeSettings
@@ -133,8 +132,15 @@ class KbService:
         return self.read(lambda kb: kb_core.search(kb, query))
 
     def health(self) -> dict[str, Any]:
-        """Counts and state for ``health.v1``."""
-        documents, chunks = self.read(lambda kb: (kb.store.count_documents(), kb.store.count_chunks()))
+        """Counts and state for ``health.v1``: a person's counts are of the documents they may read."""
+
+        def counts(kb: KnowledgeBase) -> tuple[int, int]:
+            if current_access() is None:
+                return kb.store.count_documents(), kb.store.count_chunks()
+            readable = readable_documents(kb, "")
+            return len(readable), sum(d.chunk_count for d in readable)
+
+        documents, chunks = self.read(counts)
         return {
             "status": "ok",
             "version": kb_core.__version__,
@@ -223,20 +229,8 @@ class KbService:
         gone: threading.Event | None = None,
     ) -> Answer:
         """Answer a question (after the gate's ``admit``), as the service does: ``gone`` stops it (nothing stored).
-        A person's answer is theirs (``record_owner``)."""
-        answer = self.answers.ask(question, options, on_token, gone, admitted=True)
-        self._own(("answer", answer.answer_id))
-        return answer
-
-    def _own(self, *items: tuple[str, str]) -> None:
-        """Record the asker (a person) as the owner of these (kind, id) items."""
-        if current_access() is not None:
-
-            def own(kb: KnowledgeBase) -> None:
-                for kind, item in items:
-                    record_owner(kb, kind, item)
-
-            self.write(own)
+        A person's answer is theirs (the core records it in the transaction that stores the answer)."""
+        return self.answers.ask(question, options, on_token, gone, admitted=True)
 
     def check_thread(self, thread_id: str) -> None:
         """A 404 (kb_core's NotFoundError, as for a thread that does not exist) when the asker may not see it."""
@@ -256,9 +250,8 @@ class KbService:
         on_standalone: Callable[[Any], None] | None = None,
     ) -> Turn:
         """Ask ``question`` in the thread ``thread_id`` (None: a new one) and keep the turn, as :meth:`ask` does.
-        A person asks only in their own threads; a new one is theirs."""
+        A person asks only in their own threads; a new one, and the answer, are theirs (recorded by the core with
+        the turn)."""
         if thread_id is not None:
             self.check_thread(thread_id)
-        turn = self.answers.ask_in_thread(question, thread_id, options, on_token, gone, on_standalone, admitted=True)
-        self._own(("thread", turn.thread_id), ("answer", turn.answer.answer_id))
-        return turn
+        return self.answers.ask_in_thread(question, thread_id, options, on_token, gone, on_standalone, admitted=True)
