@@ -5,7 +5,9 @@ answer) the computation kb worked out with each operand's passage and line, then
 sources (each citation's place, a link), kb's notes, then the links' definitions (``[kb-n]:
 BASE/#/doc/PATH/L3-L9``: the cited lines on ``kb serve``'s page). Reference links, because a
 marker's passage is known only once the answer is done: a stream writes ``[[n]][kb-n]`` as the
-marker arrives, and the definitions at its end make every marker a link.
+marker arrives, and the definitions at its end make every marker a link. The model's text is
+untrusted (it copies from notes): it is written inert (:mod:`kb_core.service.inert`), so the only
+links in a message are kb's own, and no image or HTML; so are kb's notes and own text, which name paths.
 
 A refusal is kb's own text when it refused before asking the model (no passage, or none above the
 score gate, with the nearest ones listed), then the refusal line with its reason and note
@@ -23,9 +25,8 @@ from urllib.parse import quote
 
 from kb_core.answers.citations import MARKER_PATTERN
 from kb_core.service import words
+from kb_core.service.inert import Inert, inert
 
-#: The start of a marker a stream may still complete.
-PARTIAL_MARKER = re.compile(r"\[(?:#[0-9]{0,3})?\Z")
 #: A link definition this module writes (for :func:`fingerprint`, which leaves out the host it names).
 _DEFINITION = re.compile(r"^\[kb-c?[0-9]+\]: \S+$", re.MULTILINE)
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>])")
@@ -41,8 +42,19 @@ def page_link(base: str, citation: Mapping[str, Any]) -> str:
 
 
 def linked(text: str) -> str:
-    """``text`` with every ``[#n]`` as the reference link ``[[n]][kb-n]``."""
+    """``text`` with every ``[#n]`` as the reference link ``[[n]][kb-n]`` (nothing else changed)."""
     return MARKER_PATTERN.sub(lambda m: f"[[{m[1]}]][kb-{m[1]}]", text)
+
+
+def shown(text: str) -> str:
+    """A model's ``text`` as kb writes it in Markdown: inert (no link, image or HTML of its own; code as it is),
+    every ``[#n]`` outside code the reference link ``[[n]][kb-n]`` (:mod:`kb_core.service.inert`)."""
+    return inert(text)
+
+
+def _note(note: str) -> str:
+    """A note (it may quote a model's computation or a path) inert, on a line kb started."""
+    return inert(note, link_markers=False, line_start=False)
 
 
 def escaped(text: str) -> str:
@@ -79,7 +91,7 @@ def _notes(answer: Answer) -> list[str]:
 def message(answer: Answer, base: str) -> str:
     """``answer`` (answer.v1) in Markdown, its links under ``base`` (``http://host:port``; "" for none)."""
     if answer["grounded"]:
-        return linked(answer["answer"]) + sources_part(answer, base)
+        return shown(answer["answer"]) + sources_part(answer, base)
     return refusal(answer, base)
 
 
@@ -101,7 +113,7 @@ def sources_part(answer: Answer, base: str) -> str:
     links' definitions."""
     citations = answer["citations"]
     listed = [f"- [{c['marker']}] [{place(c)}][{_label(c, i)}]" for i, c in enumerate(citations, 1)]
-    note = [f"Note: {answer['note']}"] if answer.get("note") else []
+    note = [f"Note: {_note(answer['note'])}"] if answer.get("note") else []
     parts = [computation_part(answer), words.say("sources"), "\n".join(listed), *note, *_notes(answer)]
     parts.append(_definitions(citations, base))
     return "\n\n" + "\n\n".join(p for p in parts if p)
@@ -109,9 +121,9 @@ def sources_part(answer: Answer, base: str) -> str:
 
 def refusal(answer: Answer, base: str) -> str:
     """A refusal in words: why (and kb's own text, when it refused before the model), then the nearest passages."""
-    own = words.own_text(answer)
-    parts = [own] if own else []
-    parts.append(words.refusal_line(answer))
+    own = words.own_text(answer)  # kb's words, naming paths
+    parts = [inert(own, link_markers=False)] if own else []
+    parts.append(words.refusal_line({**answer, "note": _note(answer["note"])} if answer.get("note") else answer))
     candidates = answer.get("candidates") or []
     listed = words.lists_candidates(answer)
     if listed:
@@ -137,32 +149,36 @@ def fingerprint(content: str) -> str:
 
 
 class LinkedStream:
-    """Checked text as a Markdown message's deltas: markers linked as they come, an incomplete marker and blanks at
-    either end held back; then, from the finished answer, the rest of the message."""
+    """Checked text as a Markdown message's deltas, as :func:`shown` writes the whole text: markers linked as they
+    come; what is still undecided (a partial marker, a backtick run, a line that may open a fence: see
+    :class:`kb_core.service.inert.Inert`) and blanks at either end held back; then, from the finished answer, the
+    rest of the message."""
 
     def __init__(self) -> None:
         self.streamed: list[str] = []  # the text received
         self.sent: list[str] = []  # what went out
-        self._held = ""
+        self._text = Inert()
+        self._begun = False  # a non-blank went to self._text
+        self._blanks = ""  # blanks the text so far ends with
 
     def feed(self, text: str) -> str:
         """The delta to send for the next piece of ``text`` (may be empty)."""
         self.streamed.append(text)
-        pending = self._held + text
-        if not self.sent:
+        pending = self._blanks + text
+        if not self._begun:
             pending = pending.lstrip()
-        partial = PARTIAL_MARKER.search(pending)
-        ready = pending[: partial.start() if partial else len(pending)].rstrip()
-        self._held = pending[len(ready) :]
-        out = linked(ready)
+        ready = len(pending.rstrip())
+        self._begun = self._begun or ready > 0
+        self._blanks = pending[ready:]
+        out = self._text.feed(pending[:ready])
         if out:
             self.sent.append(out)
         return out
 
     def rest(self, answer: Answer, base: str) -> str:
         """The content still to send once ``answer`` (answer.v1) is done: the sent deltas plus it make the message."""
-        tail = linked(self._held.rstrip())  # an incomplete marker the text ended with (never a marker)
-        self._held = ""
+        tail = self._text.end()  # what the text ended with, undecided until now; a fence it left open closed
+        self._blanks = ""
         if tail:
             self.sent.append(tail)
         whole = message(answer, base)
