@@ -266,12 +266,19 @@ def test_the_markdown_of_a_computed_answer_shows_its_working_with_each_operand_l
     assert "[kb-1]: http://kb/#/doc/sales.pdf/L1-L8" in shown
 
 
+def _stored(store: StoreOfRecord, chunk: Chunk) -> list[Chunk]:
+    """``chunk`` stored as its document's only chunk (replacing what the fixture stored there); as a list."""
+    with store.transaction():
+        store.replace_document(Document(chunk.doc_path, f"hash-{chunk.text}", 10, chunk.doc_path, "text", "d"), [chunk])
+    return [chunk]
+
+
 @pytest.mark.parametrize("breaking", ["\f", "\v", "\x1c", "\u2028", "\x85"])
 def test_a_line_break_other_than_newline_does_not_shift_the_rows(store: StoreOfRecord, breaking: str) -> None:
     """Operands are numbered by newlines; a form feed (between PDF pages) or another break splitlines() knows must
     not move the row kb checks them against."""
     text = TABLE.replace("as follows:", f"as follows:{breaking}(continued)")
-    chunks = [Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 8, ("Net sales",))]
+    chunks = _stored(store, Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 9, ("Net sales",)))
     answer = _ask(
         store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"], chunks=chunks
     )
@@ -282,8 +289,35 @@ def test_a_line_break_other_than_newline_does_not_shift_the_rows(store: StoreOfR
 @pytest.mark.parametrize("breaking", ["\f", "\u2028"])
 def test_after_another_line_break_operands_from_two_rows_are_still_refused(store: StoreOfRecord, breaking: str) -> None:
     text = TABLE.replace("as follows:", f"as follows:{breaking}(continued)")
-    chunks = [Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 8, ("Net sales",))]
+    chunks = _stored(store, Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 9, ("Net sales",)))
     answer = _ask(
         store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 712 [#1]"], chunks=chunks
     )
     assert not answer.grounded
+
+
+RESPECTIVELY = (
+    "Amortization expense was $2.3 million, $2.1 million and $1.9 million in 2019, 2018 and 2017, respectively."
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "grounded"),
+    [
+        ("CALC: 2.3 - 2.1 [#1]", True),  # 2019 and 2018, as "respectively" pairs them
+        ("CALC: 2.3 - 1.9 [#1]", False),  # 1.9 is 2017's
+    ],
+)
+def test_respectively_pairs_a_sentences_numbers_with_its_periods(
+    store: StoreOfRecord, reply: str, grounded: bool
+) -> None:
+    chunks = [*_stored(store, Chunk("notes.md#0", "notes.md", 0, RESPECTIVELY, "h0", 1, 1, ())), CHUNKS[0]]
+    answer = _ask(store, "What was the change in amortization expense from 2018 to 2019?", [reply], chunks=chunks)
+    assert answer.grounded is grounded, answer.note
+
+
+def test_an_average_of_two_years_takes_no_third_years_number(store: StoreOfRecord) -> None:
+    chunks = [*_stored(store, Chunk("notes.md#0", "notes.md", 0, RESPECTIVELY, "h0", 1, 1, ())), CHUNKS[0]]
+    question = "What was the average amortization expense in 2019 and 2018?"
+    assert _ask(store, question, ["CALC: avg(2.3, 2.1) [#1]"], chunks=chunks).grounded
+    assert not _ask(store, question, ["CALC: avg(2.3, 2.1, 1.9) [#1]"], chunks=chunks).grounded

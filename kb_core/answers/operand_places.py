@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 import regex
 
 from kb_core.answers.computation import Computation, Operand, Place
-from kb_core.answers.numbers import Binary, Negative, Node, Number, walk
+from kb_core.answers.numbers import Binary, Negative, Node, Number, read_numbers, walk
 from kb_core.answers.operations import performed_operation
 from kb_core.answers.tables import readable_tables
 
@@ -199,6 +199,30 @@ def _sentence_periods(line: str, words: frozenset[str], allowed: set[int]) -> se
     return named & allowed
 
 
+_SENTENCE_END = regex.compile(r"(?<=[.;!?])\s+")
+
+
+def _respective_period(line: str, position: int) -> int | None:
+    """The period the number at ``position`` of a prose ``line`` is paired with by "respectively" ("$2.3 million,
+    $2.1 million and $1.9 million in 2019, 2018 and 2017, respectively": the first with 2019), or None when its
+    sentence pairs none (no "respectively", or not as many numbers as periods)."""
+    start = 0
+    for end in [m.start() for m in _SENTENCE_END.finditer(line)] + [len(line)]:
+        if start <= position < end:
+            break
+        start = end
+    sentence = line[start:end]
+    if "respectively" not in sentence.lower():
+        return None
+    periods = [m.span() for m in PERIOD.finditer(sentence)]
+    numbers = [n for n in read_numbers(sentence) if not any(n.start < b and a < n.end for a, b in periods)]
+    named, at = periods_of(sentence), position - start
+    held = [i for i, n in enumerate(numbers) if n.start <= at < n.end]  # the number written at ``position``
+    if len(numbers) != len(named) or len(named) < 2 or not held:
+        return None
+    return named[held[0]]
+
+
 def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[int], counted: bool) -> set[int] | None:
     """The periods of the cell holding ``place`` (its column's heading, or its row's label in a table with a row
     per period) when the place is in a row, column or sentence the question names (any row, when the rows are
@@ -209,7 +233,11 @@ def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[
         return None
     line = lines[index]
     if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
-        return _sentence_periods(line, words, allowed)
+        found = _sentence_periods(line, words, allowed)
+        paired = _respective_period(line, place.offset - (text.rfind("\n", 0, place.offset) + 1))
+        if found is None or paired is None:
+            return found
+        return None if allowed and paired not in allowed else {paired}
     column = text[: place.offset].rsplit("\n", 1)[-1].count("|")  # the cells before the number's
     by_row = set(periods_of(line.split("|")[0]))
     if by_row:  # a row per period ("2021 | 138 | 6"): the column's heading names the item
