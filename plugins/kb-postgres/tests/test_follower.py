@@ -3,7 +3,7 @@
 Before: only a KbError was caught, so any other exception in a round ended the thread silently and the server
 stopped following the feed; and indexes that stayed behind made ``wait_for_change`` return at once, round after
 round. Now every failure is reported to ``on_error`` and the thread goes on, backing off
-(``FOLLOW_BACKOFF_S``, doubled each time) after a failure or a round that applied nothing while behind.
+(``kb_core.bounds.FOLLOW_BACKOFF_S``, doubled each time) after a failure or a round that applied nothing while behind.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from kb_core import KbError, KnowledgeBase, load_config
-from kb_core.bounds import FOLLOW_BACKOFF_S
-from kb_core.ingest import follow
+from kb_core.plugin.stores import FeedFollower
 from kb_core.testing import TestIndexesPlugin, load_registry, store_document
 
 GUARD_S = 60.0  # (a guard against a hang, not a timing target)
@@ -41,7 +40,7 @@ class Waits(threading.Event):
 
 
 @pytest.fixture
-def make_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[Callable[[], KnowledgeBase]]:
+def make_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
     plugins = load_registry(extra_plugins=[("test-indexes", TestIndexesPlugin())])
     overrides = {
         "store.backend": "postgres",
@@ -51,8 +50,9 @@ def make_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[Cal
     config = load_config(kb_dir=tmp_path / "served", overrides=overrides, environ={})
     opened: list[KnowledgeBase] = []
 
-    def make() -> KnowledgeBase:
+    def make(patch: Callable[[Any], None] = lambda store: None) -> KnowledgeBase:
         opened.append(KnowledgeBase(config, plugins))
+        patch(opened[-1].store)  # (the follower's own store: a failure injected in it)
         return opened[-1]
 
     yield make
@@ -60,9 +60,9 @@ def make_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[Cal
         kb.close()
 
 
-def following(make_kb: Callable[[], KnowledgeBase], waits: Waits) -> tuple[follow.FeedFollower, list[BaseException]]:
+def following(make_kb: Callable[[], KnowledgeBase], waits: Waits) -> tuple[FeedFollower, list[BaseException]]:
     errors: list[BaseException] = []
-    follower = follow.FeedFollower(make_kb, errors.append)
+    follower = FeedFollower(make_kb, errors.append)
     follower._stop = waits
     return follower.start(), errors
 
@@ -74,44 +74,48 @@ def until(condition: Callable[[], Any]) -> None:
     assert condition()
 
 
-def test_the_follower_reports_an_exception_and_goes_on(
-    make_kb: Callable[[], KnowledgeBase], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_follower_reports_an_exception_and_goes_on(make_kb: Callable[..., KnowledgeBase]) -> None:
     writer = make_kb()
     store_document(writer.store, "a.md", ("alpha",))
-    real, calls = follow.sync_all, []
 
-    def failing_once(kb: KnowledgeBase, *args: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("an index's bug")
-        return real(kb, *args)
+    def failing_once(store: Any) -> None:
+        real, calls = store.index_state, []
 
-    monkeypatch.setattr(follow, "sync_all", failing_once)
-    monkeypatch.setattr(follow, "FOLLOW_WAIT_S", 0.2)
+        def index_state(name: str) -> Any:
+            calls.append(name)
+            if len(calls) == 1:
+                raise RuntimeError("an index's bug")
+            return real(name)
+
+        store.index_state = index_state
+
     waits = Waits(most=1000)
-    follower, errors = following(make_kb, waits)
+    follower, errors = following(lambda: make_kb(failing_once), waits)
     until(lambda: follower.synced == 1)
     assert [type(exc) for exc in errors] == [RuntimeError] and str(errors[0]) == "an index's bug"
-    assert waits.timeouts == [FOLLOW_BACKOFF_S.low]  # one back-off after the failure, none once it moved
+    assert len(waits.timeouts) == 1 and waits.timeouts[0] > 0  # one back-off after the failure, none once it moved
     store_document(writer.store, "b.md", ("beta",))  # still following: the next change is applied too
     until(lambda: follower.synced == 2)
     waits.set()
+    store_document(writer.store, "c.md", ("gamma",))  # (wakes its wait for the feed: it ends)
     follower._thread.join(GUARD_S)
     assert not follower._thread.is_alive()
 
 
-def test_indexes_that_stay_behind_back_off_and_are_reported_once(
-    make_kb: Callable[[], KnowledgeBase], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_indexes_that_stay_behind_back_off_and_are_reported_once(make_kb: Callable[..., KnowledgeBase]) -> None:
     store_document(make_kb().store, "a.md", ("alpha",))
-    monkeypatch.setattr(follow, "sync_all", lambda kb, *args: None)  # applies nothing: the indexes stay behind
+
+    def forgetful(store: Any) -> None:  # it applies the changes but never records how far: it stays behind
+        store.set_index_state = lambda *args: None
+
     waits = Waits(most=8)
-    follower, errors = following(make_kb, waits)
+    follower, errors = following(lambda: make_kb(forgetful), waits)
     follower._thread.join(GUARD_S)
     assert not follower._thread.is_alive()
-    low, high = FOLLOW_BACKOFF_S.low, FOLLOW_BACKOFF_S.high
-    assert waits.timeouts == [min(low * 2**n, high) for n in range(8)]  # doubled each round, never at once
+    first, *rest = waits.timeouts
+    assert first > 0 and len(rest) == 7  # never at once
+    assert all(earlier < later <= earlier * 2 or later == earlier for earlier, later in zip(waits.timeouts, rest))
+    assert rest[-1] > first and rest[-1] == rest[-2]  # (doubled each round, up to a cap)
     assert follower.failures == 8 and follower.synced == 9  # (the first round waited for the feed: it was ahead)
     assert [type(exc) for exc in errors] == [KbError]  # said once, not every round
     assert "stay behind the store's changes (at change 0)" in str(errors[0])

@@ -21,11 +21,12 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from kb_postgres.settings import PostgresSettings
 from kb_postgres.store import PostgresStore
 
 from kb_core import KbError, KnowledgeBase, WriterBusyError, ingest_paths, load_config
-from kb_core.ingest import queued
-from kb_core.ingest.chunker import Chunker
+from kb_core.plugin import RegisterParser, hookimpl
+from kb_core.plugin.containers import Part, TextParser
 from kb_core.plugin.stores import IngestJob
 from kb_core.testing import TestIndexesPlugin, load_registry
 
@@ -140,17 +141,30 @@ def test_a_failure_in_the_write_step_puts_the_batch_back_untaken(
     assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
 
 
+class FailingTokenizer:
+    """An embedder whose tokenizer fails on any text holding ``word`` (the chunker then fails on that document)."""
+
+    def __init__(self, embedder: Any, word: str) -> None:
+        self._embedder, self._word = embedder, word
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._embedder, name)
+        if name not in ("count_tokens", "token_starts"):
+            return found
+
+        def failing(texts: list[str]) -> Any:
+            if any(self._word in text for text in texts):
+                raise ValueError("no way to cut it")
+            return found(texts)
+
+        return failing
+
+
 def test_a_chunker_failure_is_that_files_failure(
     open_kb: KnowledgeBase, docs: Path, postgres_options: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    chunk_many = Chunker.chunk_many
-
-    def failing(self: Chunker, documents: Any) -> Any:
-        if any(path == "b.md" for path, _ in documents):
-            raise ValueError("no way to cut it")
-        return chunk_many(self, documents)
-
-    monkeypatch.setattr(Chunker, "chunk_many", failing)
+    embedder = FailingTokenizer(open_kb.embedder(), "Notes of b.md")
+    monkeypatch.setattr(open_kb, "embedder", lambda: embedder)
     report = ingest_paths(open_kb, [docs])
     assert report.added == ["a.md", "c.md"] and stored(postgres_options) == ["a.md", "c.md"]
     assert [(w.path, w.reason) for w in report.failed] == [
@@ -174,41 +188,60 @@ def test_return_files_clears_only_this_workers_jobs(
     assert [(job.path, job.taken_before) for job in store.take_files("/src", 8)] == [("a.md", 0), ("b.md", 0)]
 
 
+class Pack(TextParser):
+    """A container of five ``.txt`` parts; ``during(number)`` runs before each part is yielded."""
+
+    def __init__(self, during: Callable[[int], None]) -> None:
+        super().__init__()
+        self.during = during
+
+    def parts(self, file: Path, path: str) -> Iterator[Part]:
+        for number in range(5):
+            self.during(number)
+            yield Part(f"part{number}.txt", f"Part {number} of the pack.".encode())
+
+
+class PackPlugin:
+    def __init__(self, pack: Pack) -> None:
+        self.pack = pack
+
+    @hookimpl
+    def register_parsers(self, register: RegisterParser) -> None:
+        register("pack", lambda ctx: self.pack, extensions=(".pack",))
+
+
 def test_a_containers_own_document_is_written_only_while_its_job_is_the_workers(
-    open_kb: KnowledgeBase, tmp_path: Path, postgres_options: dict[str, object]
+    postgres_options: dict[str, object], tmp_path: Path
 ) -> None:
-    pytest.importorskip("kb_mail")
-    folder = tmp_path / "mail"
+    folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "inbox.mbox").write_bytes(MBOX)
+    (folder / "box.pack").write_text("five parts\n")
     root = str(folder.resolve())
-    store = store_of(open_kb)
-    store.queue_files(root, ["inbox.mbox"])
-    [job] = store.take_files(root, 8)
-    lost = IngestJob(job.root, job.path, "a-lease-that-ran-out")  # another worker holds the file now
-    ingester = ingest_ingester(open_kb)
-    queued._ingest_jobs(ingester, store, root, [lost], {})
-    parts = stored(postgres_options)
-    assert parts and "inbox.mbox" not in parts  # its parts, each whole; never the document that records the hash
-    assert sql(postgres_options, "SELECT token FROM ingest_jobs") == [(job.token,)]
-    queued._ingest_jobs(ingester, store, root, [job], {})
-    assert stored(postgres_options) == sorted([*parts, "inbox.mbox"])
-    assert ingester.unchanged == len(parts)  # the parts stored already are skipped by their hash
+    thief = PostgresStore(PostgresSettings.resolve(postgres_options, {}), tmp_path / "thief")
+
+    stolen: list[IngestJob] = []
+
+    def steal(number: int) -> None:  # mid-file (the first time), its lease runs out and another worker takes it
+        if number == 3 and not stolen:
+            sql(postgres_options, "UPDATE ingest_jobs SET lease_until = now() - interval '1 second'")
+            [job] = stolen[:] = thief.take_files(root, 8)
+            assert thief.set_aside(job, "hash", "held by the thief")  # (so the first worker stops waiting for it)
+
+    plugins = load_registry(extra_plugins=[("test-indexes", TestIndexesPlugin()), ("pack", PackPlugin(Pack(steal)))])
+    overrides = {"store.backend": "postgres", "backends.postgres": dict(postgres_options), "indexes.enabled": []}
+    parts = [f"box.pack/part{n}.txt" for n in range(5)]
+    try:
+        with KnowledgeBase(load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={}), plugins) as kb:
+            first = ingest_paths(kb, [folder])
+            assert stored(postgres_options) == parts  # its parts, each batch whole: never the document with the hash
+            assert "box.pack" not in first.added
+            assert thief.release_files(root) == 1
+            again = ingest_paths(kb, [folder])
+            assert again.added == ["box.pack"] and again.unchanged == 5  # the parts stored already: by their hash
+    finally:
+        thief.close()
+    assert stored(postgres_options) == sorted(["box.pack", *parts])
     assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
-
-
-def ingest_ingester(kb: KnowledgeBase) -> queued.Ingester:
-    from kb_core.ingest.pipeline import Ingester
-
-    return Ingester(kb)
-
-
-MBOX = (
-    b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
-    b"From: alice@example.com\nSubject: First\nMessage-ID: <one@example.com>\n\nThe first message.\n\n"
-    b"From bob@example.com Mon Jan  1 00:00:00 2024\n"
-    b"From: bob@example.com\nSubject: Second\nMessage-ID: <two@example.com>\n\nThe second message.\n"
-)
 
 
 @pytest.mark.slow  # (real kb processes)
@@ -264,7 +297,7 @@ PACK_PLUGIN = textwrap.dedent(
     """
     import os, signal
     from kb_core.plugin import hookimpl
-    from kb_core.plugin.containers import Part
+    from kb_core.plugin.containers import Part, TextParser
 
     class Pack:
         def parts(self, file, path):
