@@ -160,3 +160,27 @@ def test_a_file_that_vanishes_mid_run_keeps_its_stored_version(
     assert _lexical(kb, "lynxes") == ["a.md"]
     monkeypatch.undo()
     assert ingest_paths(kb, [docs]).removed == ["a.md"]  # the next run sees it is really gone
+
+
+def test_a_document_the_chunker_fails_on_is_that_files_failure_only(
+    tmp_path: Path, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks the chunker cannot take (a third party's parser may give any) fail their file, not the ingest: the
+    rest of the batch is stored and the file is reported with the chunker's reason."""
+    from kb_core.ingest.chunker import Chunker
+
+    chunk_many = Chunker.chunk_many
+
+    def failing(self: Chunker, documents: list[tuple[str, list[object]]]) -> list[object]:
+        if any(path.endswith("bad.md") for path, _ in documents):
+            raise ValueError("a block the chunker cannot take")
+        return chunk_many(self, documents)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Chunker, "chunk_many", failing)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in ("a.md", "bad.md", "c.md"):
+        (folder / name).write_text(f"# {name}\n\nSome text about {name}.\n")
+    report = ingest_paths(kb, [folder])
+    assert sorted(d.path for d in kb.store.list_documents()) == ["a.md", "c.md"]
+    assert [(w.path, "chunker failed: ValueError" in w.reason) for w in report.failed] == [("bad.md", True)]

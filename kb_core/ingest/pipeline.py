@@ -51,7 +51,7 @@ from kb_core.ingest.source import (
 from kb_core.storage.cited import FreshnessReport, recheck_documents
 from kb_core.storage.sqlite_files import make_private_dir
 from kb_core.storage.store import now_iso
-from kb_core.types import Document, IngestWarning, Progress
+from kb_core.types import Chunk, Document, IngestWarning, Progress
 
 KEPT = "; the stored earlier version is kept"
 
@@ -249,13 +249,28 @@ class Ingester:
             return None
 
     def _write(self, batch: list[_Prepared], known: dict[str, str]) -> None:
-        chunk_lists = self.chunker.chunk_many([(item.document.path, item.blocks) for item in batch])
+        chunked = self._chunked(batch)
         with self.store.transaction():
-            for item, chunks in zip(batch, chunk_lists):
+            for item, chunks in chunked:
                 self.store.replace_document(item.document, chunks)
-        for item in batch:
+        for item, _ in chunked:
             (self.updated if item.document.path in known else self.added).append(item.document.path)
             self.note_warnings(item)
+
+    def _chunked(self, batch: list[_Prepared]) -> list[tuple[_Prepared, list[Chunk]]]:
+        """Each document of ``batch`` with its chunks; one whose blocks the chunker fails on is that file's failure
+        (a third party's parser may give blocks no test foresaw), never the ingest's."""
+        try:
+            return list(zip(batch, self.chunker.chunk_many([(i.document.path, i.blocks) for i in batch]), strict=True))
+        except Exception:  # find the document(s) it fails on, alone
+            kept: list[tuple[_Prepared, list[Chunk]]] = []
+            for item in batch:
+                try:
+                    kept.append((item, self.chunker.chunk_many([(item.document.path, item.blocks)])[0]))
+                except Exception as exc:
+                    failure = f"the chunker failed: {type(exc).__name__}: {exc}"[:300]
+                    self.failed.append(IngestWarning(item.document.path, failure))
+            return kept
 
     def note_warnings(self, item: _Prepared) -> None:
         """Report the warnings of a document written."""
