@@ -160,6 +160,7 @@ class LinkedStream:
         self._text = Inert()
         self._begun = False  # a non-blank went to self._text
         self._blanks = ""  # blanks the text so far ends with
+        self._sent_blanks = ""  # blanks the output so far ends with
 
     def feed(self, text: str) -> str:
         """The delta to send for the next piece of ``text`` (may be empty)."""
@@ -170,15 +171,17 @@ class LinkedStream:
         ready = len(pending.rstrip())
         self._begun = self._begun or ready > 0
         self._blanks = pending[ready:]
-        out = self._text.feed(pending[:ready])
+        out = self._sent_blanks + self._text.feed(pending[:ready])
+        ready = len(out.rstrip())  # a blank before a held piece waits for it
+        out, self._sent_blanks = out[:ready], out[ready:]
         if out:
             self.sent.append(out)
         return out
 
     def rest(self, answer: Answer, base: str) -> str:
         """The content still to send once ``answer`` (answer.v1) is done: the sent deltas plus it make the message."""
-        tail = self._text.end()  # what the text ended with, undecided until now; a fence it left open closed
-        self._blanks = ""
+        tail = self._sent_blanks + self._text.end()  # what was undecided until the end; a fence left open closed
+        self._blanks = self._sent_blanks = ""
         if tail:
             self.sent.append(tail)
         whole = message(answer, base)
