@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from kb_core.answers.computation import Computation, check_computation
 from kb_core.answers.numbers import ExpressionError, parse
-from kb_core.answers.operand_places import names_no_row, operands_problem, periods_of, rival_documents
+from kb_core.answers.operand_places import names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import asked_operations, operation_problem, performed_operation, unlike_terms
+from kb_core.answers.question_terms import periods_of
 
 TABLE = """Balance sheet
 | 2019 | 2018 | 2017

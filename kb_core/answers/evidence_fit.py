@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kb_core.answers.operand_places import periods_of, row_fit, words_of
+from kb_core.answers.operand_places import row_fit
+from kb_core.answers.question_terms import periods_of, words_of
 from kb_core.answers.tables import stored_rows
 from kb_core.types import Chunk, Hit
 

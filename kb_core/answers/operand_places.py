@@ -19,8 +19,8 @@ Another document's row that fits the question as well (:func:`rival_documents`),
 row in particular (:func:`names_no_row`), makes the question ambiguous; :func:`named_rows` are the rows
 pointed out to the model.
 
->>> periods_of("What was the change in ROFE from F18 to fiscal 2019?")
-[2018, 2019]
+>>> names_no_row("What was the change in the total?")
+True
 """
 
 from __future__ import annotations
@@ -30,57 +30,22 @@ from collections.abc import Mapping, Sequence
 import regex
 
 from kb_core.answers.computation import Computation, Operand, Place
-from kb_core.answers.numbers import Binary, Negative, Node, Number, read_numbers, walk
+from kb_core.answers.numbers import Binary, Negative, Node, Number, walk
 from kb_core.answers.operations import performed_operation
+from kb_core.answers.question_terms import PERIOD, periods_of, respective_period, sentence_periods, words_of
 from kb_core.answers.tables import readable_tables
 
 __all__ = [
-    "PERIOD",
     "named_rows",
     "names_no_row",
     "operands_problem",
-    "periods_of",
     "rival_documents",
     "row_fit",
-    "words_of",
 ]
 
-#: A period as questions and table headings write it: 2019, FY2019, FY 19, F19, fiscal 2019, fiscal year 2019.
-PERIOD = regex.compile(
-    r"(?<![\w.])(?:(?:FY|F|fiscal(?:\s+year)?)\s?'?(?P<short>\d{2}(?:\d{2})?)|(?P<year>(?:19|20)\d\d))(?!\d)(?!\.\d)(?!,\d{3}\b)",
-    regex.IGNORECASE,
-)
-_WORD = regex.compile(r"[^\W\d_]{3,}")
 _DIGIT = regex.compile(r"\d")
 #: Words that label a row in almost every table: a question naming only these names no row in particular.
 _GENERIC = frozenset({"total", "net", "other", "gross", "subtotal", "balance", "item"})
-#: Words of a question that name no row: how it asks, and what it asks to compute.
-_ASKING = frozenset(
-    "what which how much many was were the and for from between during over than that this these those with "
-    "change changes changed percentage percent difference average mean ratio proportion share increase "
-    "increased decrease decreased growth rate sum combined compared year years fiscal amount amounts value "
-    "values number period respectively january february march april june july august september october "
-    "november december end ended ending as at of in on to is are did does".split()
-)
-
-
-def words_of(text: str) -> frozenset[str]:
-    """The content words of ``text``, lower case, a plural's ``s`` dropped."""
-    words = {w.lower() for w in _WORD.findall(text)} - _ASKING
-    return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words) - _ASKING
-
-
-def periods_of(text: str) -> list[int]:
-    """The periods ``text`` names, as four-digit years in the order written (``FY19`` is 2019)."""
-    found: list[int] = []
-    for match in PERIOD.finditer(text):
-        digits = match.group("year") or match.group("short")
-        year = int(digits) if len(digits) == 4 else 2000 + int(digits)
-        if 1900 <= year <= 2099 and year not in found:
-            found.append(year)
-    return found
-
-
 _RANGE = regex.compile(r"\b((?:19|20)\d\d)\s*(?:-|–|to|through|until)\s*((?:19|20)\d\d)\b", regex.IGNORECASE)
 
 
@@ -188,41 +153,6 @@ def _column_named(lines: Sequence[str], index: int, column: int, words: frozense
     return bool(own) and own == max(fits)
 
 
-def _sentence_periods(line: str, words: frozenset[str], allowed: set[int]) -> set[int] | None:
-    """The ``allowed`` periods a prose line names (empty when it names none), when it holds two of the question's
-    ``words`` (all, when it has fewer) and names no period only outside ``allowed``; else None."""
-    if len(words_of(line) & words) < min(2, len(words)):
-        return None
-    named = set(periods_of(line))
-    if allowed and named and not named & allowed:
-        return None
-    return named & allowed
-
-
-_SENTENCE_END = regex.compile(r"(?<=[.;!?])\s+")
-
-
-def _respective_period(line: str, position: int) -> int | None:
-    """The period the number at ``position`` of a prose ``line`` is paired with by "respectively" ("$2.3 million,
-    $2.1 million and $1.9 million in 2019, 2018 and 2017, respectively": the first with 2019), or None when its
-    sentence pairs none (no "respectively", or not as many numbers as periods)."""
-    start = 0
-    for end in [m.start() for m in _SENTENCE_END.finditer(line)] + [len(line)]:
-        if start <= position < end:
-            break
-        start = end
-    sentence = line[start:end]
-    if "respectively" not in sentence.lower():
-        return None
-    periods = [m.span() for m in PERIOD.finditer(sentence)]
-    numbers = [n for n in read_numbers(sentence) if not any(n.start < b and a < n.end for a, b in periods)]
-    named, at = periods_of(sentence), position - start
-    held = [i for i, n in enumerate(numbers) if n.start <= at < n.end]  # the number written at ``position``
-    if len(numbers) != len(named) or len(named) < 2 or not held:
-        return None
-    return named[held[0]]
-
-
 def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[int], counted: bool) -> set[int] | None:
     """The periods of the cell holding ``place`` (its column's heading, or its row's label in a table with a row
     per period) when the place is in a row, column or sentence the question names (any row, when the rows are
@@ -233,8 +163,8 @@ def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[
         return None
     line = lines[index]
     if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
-        found = _sentence_periods(line, words, allowed)
-        paired = _respective_period(line, place.offset - (text.rfind("\n", 0, place.offset) + 1))
+        found = sentence_periods(line, words, allowed)
+        paired = respective_period(line, place.offset - (text.rfind("\n", 0, place.offset) + 1))
         if found is None or paired is None:
             return found
         return None if allowed and paired not in allowed else {paired}
