@@ -125,6 +125,6 @@ def test_kb_ask_shows_a_withdrawn_answer_with_what_it_cited(
         reset_registry(None)
     out, err = capsys.readouterr()
     assert code == 1, err  # a refusal
-    assert "It cited:\n  daemon.md#L" in out, out
+    assert "Passages the refused answer cited:\n  daemon.md#L" in out, out
     assert "kb refused to answer (llm_self_judge): asked whether the passages state the answer" in out
     assert "p=0.10, below 0.62" in out

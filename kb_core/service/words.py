@@ -28,9 +28,9 @@ WORDS: dict[str, str] = {
     "sources": "Sources:",
     "sources_title": "Sources",
     "nothing_cited": "Nothing cited; nearest candidates:",
-    "cited_heading": "It cited:",
+    "cited_heading": "Passages the refused answer cited:",
     "nearest_heading": "Nearest candidates:",
-    "cited_title": "Passages the withdrawn answer cited",
+    "cited_title": "Passages the refused answer cited",
     "nearest_title": "Nearest passages",
     "as_checked": "As checked by kb:",
     "ignored": "Note: {markers} contains instructions addressed to the assistant; kb treated them as data"
