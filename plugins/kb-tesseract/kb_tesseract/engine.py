@@ -4,6 +4,8 @@ Per page: Tesseract's OSD (``osd.traineddata``) names the script and how far the
 a turned page is set upright, read with the script's model (``eng``, ``Hangul``, ``HanS``, ...,
 else all models together), and each line's box is mapped back onto the image as it was given.
 Pages are laid out automatically (columns, blocks), except with a Korean model: as one column.
+On a Korean page the words the Korean model read doubtfully (Hanja, Latin words) are read again
+with the ``reread`` models (:mod:`kb_tesseract.reread`).
 With ``split_cells`` a line is cut into cells at wide gaps between its words
 (:mod:`kb_tesseract.cells`): the result iterator walks the page word by word for their boxes.
 """
@@ -23,6 +25,7 @@ from kb_core import ModelUnavailableError
 from kb_core.plugin import OcrImage, OcrLine
 from kb_tesseract.cells import Word, line_height, segment, split_words
 from kb_tesseract.pixels import box_back, clamp_box, join_cjk, turn
+from kb_tesseract.reread import Corners, Reader, reread_words
 from kb_tesseract.settings import INSTALL, Settings
 
 #: Resolutions Tesseract believes; outside them it prints a warning and assumes 70 dpi.
@@ -35,8 +38,15 @@ OSD = "osd"
 #: Models whose pages are laid out as one column: Tesseract's automatic layout analysis takes lines
 #: of Hangul for pictures and drops them (tesseract-ocr/tesseract#3423, #4016; README, "Korean").
 SINGLE_COLUMN = frozenset({"Hangul", "kor"})
-
-Corners = tuple[int, int, int, int]  # left, top, right, bottom
+#: Models whose pages have their doubtful words read again with the ``reread`` models.
+REREAD_AFTER = frozenset({"Hangul", "kor"})
+#: OSD's script confidence from which its script is taken as is. Under it (2 of 60 English
+#: TAT-QA pages, 0.34 and 0.63; a Korean page with Hanja and Latin words, 0.0, taken for Latin) a
+#: reading whose mean confidence (0..1, by characters) is under SECOND_OPINION is read again with
+#: each other model, and the most confident reading kept: that page read 0.36 with eng, 0.88 with
+#: Hangul; the two English pages 0.95 and 0.96 with eng (so they are not read again).
+SURE_SCRIPT = 1.0
+SECOND_OPINION = 0.6
 
 
 class TextLine(NamedTuple):
@@ -61,16 +71,18 @@ class TesseractEngine:
         models = [*settings.models, OSD] if settings.osd else list(settings.models)
         version = tesserocr.tesseract_version().splitlines()[0].strip()  # "tesseract 5.5.4"
         cells = "split_cells on" if settings.split_cells else "split_cells off"
+        reread = f"reread {', '.join(settings.reread)}; " if settings.reread else ""
         self._identity = (
-            f"{version} (tesserocr {tesserocr.__version__}; {', '.join(models)}; "
+            f"{version} (tesserocr {tesserocr.__version__}; {', '.join(models)}; {reread}"
             f"kb-tesseract {metadata.version('kb-tesseract')}; {cells})"
         )
 
     @property
     def identity(self) -> str:
-        """Tesseract's and tesserocr's versions, the models used, this plugin's version and whether
-        lines are split into cells, e.g. ``tesseract 5.5.4 (tesserocr 2.13.0; eng, Hangul, HanS,
-        osd; kb-tesseract 0.1.0; split_cells on)``: what a page is read into changes with any of them."""
+        """Tesseract's and tesserocr's versions, the models used (and those that read Korean pages'
+        doubtful words again), this plugin's version and whether lines are split into cells, e.g.
+        ``tesseract 5.5.4 (tesserocr 2.13.0; eng, Hangul, HanS, osd; reread HanT, eng; kb-tesseract
+        0.2.0; split_cells on)``: what a page is read into changes with any of them."""
         return self._identity
 
     def languages(self) -> tuple[str, ...]:
@@ -100,29 +112,87 @@ class TesseractEngine:
             self._apis.clear()
 
     def _read(self, pixels: bytes, width: int, height: int, dpi: int) -> list[OcrLine]:
-        model, quarters = self._detect(pixels, width, height, dpi) if self.settings.osd else (self.settings.fallback, 0)
+        if self.settings.osd:
+            model, quarters, sure = self._detect(pixels, width, height, dpi)
+        else:
+            model, quarters, sure = self.settings.fallback, 0, True
         upright, up_width, up_height = turn(pixels, width, height, quarters)
+        found = self._recognise(model, upright, up_width, up_height, dpi)
+        if not sure and _mean_confidence(found) < SECOND_OPINION:
+            for other in self.settings.models:
+                if other != model:
+                    again = self._recognise(other, upright, up_width, up_height, dpi)
+                    found = max(found, again, key=_mean_confidence)
+        lines = []
+        for line in found:
+            for text, (left, top, right, bottom), confidence in self._pieces(line):
+                text = join_cjk(" ".join(text.split()))
+                if not text:
+                    continue
+                upright_box = clamp_box(left, top, right, bottom, up_width, up_height)
+                # inside the turned image, so inside the original once turned back
+                lines.append(OcrLine(text, box_back(upright_box, width, height, quarters), confidence))
+        return lines
+
+    def _recognise(self, model: str, pixels: bytes, width: int, height: int, dpi: int) -> list[TextLine]:
+        """The text lines of the upright page read with ``model``, a Korean page's doubtful words
+        read again with the ``reread`` models."""
         api = self._api(model)
         try:
-            api.SetImageBytes(upright, up_width, up_height, 3, up_width * 3)
+            api.SetImageBytes(pixels, width, height, 3, width * 3)
             api.SetSourceResolution(dpi)  # after SetImageBytes, which resets it
             if not api.Recognize():
                 return []
             iterator = api.GetIterator()
             if iterator is None:
                 return []
-            lines = []
-            for line in _text_lines(iterator):
-                for text, (left, top, right, bottom), confidence in self._pieces(line):
-                    text = join_cjk(" ".join(text.split()))
-                    if not text:
-                        continue
-                    upright_box = clamp_box(left, top, right, bottom, up_width, up_height)
-                    # inside the turned image, so inside the original once turned back
-                    lines.append(OcrLine(text, box_back(upright_box, width, height, quarters), confidence))
-            return lines
+            found = list(_text_lines(iterator))
         finally:
             api.Clear()
+        if model in REREAD_AFTER and self.settings.reread:
+            found = self._reread(found, model, pixels, width, height, dpi)
+        return found
+
+    def _reread(
+        self, lines: list[TextLine], model: str, pixels: bytes, width: int, height: int, dpi: int
+    ) -> list[TextLine]:
+        """``lines`` with their doubtful words read again by the other ``reread`` models
+        (:func:`kb_tesseract.reread.reread_words`); each model gets the page only when first needed."""
+        used: list[PyTessBaseAPI] = []
+
+        def reader(name: str) -> Reader:
+            def read(box: Corners) -> list[Word]:
+                api = self._api(name, line=True)
+                if api not in used:
+                    api.SetImageBytes(pixels, width, height, 3, width * 3)
+                    api.SetSourceResolution(dpi)
+                    used.append(api)
+                left, top, right, bottom = box
+                api.SetRectangle(left, top, right - left, bottom - top)
+                if not api.Recognize():
+                    return []
+                iterator = api.GetIterator()
+                if iterator is None:
+                    return []
+                return [word for item in iterate_level(iterator, RIL.WORD) if (word := _word(item)) is not None]
+
+            return read
+
+        readers = [reader(name) for name in self.settings.reread if name != model]
+        try:
+            out = []
+            for line in lines:
+                _, top, _, bottom = line.corners
+                words = reread_words(line.words, top, bottom, readers, (width, height))
+                if words != line.words:
+                    text = " ".join(word.text for word in words)
+                    confidence = sum(word.confidence for word in words) / len(words) if words else 0.0
+                    line = line._replace(text=text, confidence=confidence, words=words)
+                out.append(line)
+            return out
+        finally:
+            for api in used:
+                api.Clear()
 
     def _pieces(self, line: TextLine) -> list[tuple[str, Corners, float]]:
         """The line's text, corners and confidence (0..1); with ``split_cells``, those of each of
@@ -137,9 +207,10 @@ class TesseractEngine:
         pieces = (segment(cell) for cell in cells)
         return [(piece.text, (piece.left, piece.top, piece.right, piece.bottom), piece.confidence) for piece in pieces]
 
-    def _detect(self, pixels: bytes, width: int, height: int, dpi: int) -> tuple[str, int]:
-        """The model for the page's script and the quarter turns (counter-clockwise) that set it
-        upright; the fallback model and no turn when OSD finds nothing (blank or tiny pages)."""
+    def _detect(self, pixels: bytes, width: int, height: int, dpi: int) -> tuple[str, int, bool]:
+        """The model for the page's script, the quarter turns (counter-clockwise) that set it
+        upright and whether OSD was sure of the script (:data:`SURE_SCRIPT`); the fallback model
+        and no turn when OSD finds nothing (blank or tiny pages)."""
         osd = self._api(OSD)
         try:
             osd.SetImageBytes(pixels, width, height, 3, width * 3)
@@ -150,17 +221,22 @@ class TesseractEngine:
         finally:
             osd.Clear()
         if not found:
-            return self.settings.fallback, 0
+            return self.settings.fallback, 0, True
         model = self.settings.model_for(str(found.get("script_name") or ""))
         degrees = int(found.get("orient_deg") or 0)  # how far the page is turned clockwise
         turned = float(found.get("orient_conf") or 0.0) >= MIN_ORIENT_CONF
-        return model, (degrees // 90) % 4 if turned else 0
+        sure = float(found.get("script_conf") or 0.0) >= SURE_SCRIPT
+        return model, (degrees // 90) % 4 if turned else 0, sure
 
-    def _api(self, model: str) -> PyTessBaseAPI:
-        api = self._apis.get(model)
+    def _api(self, model: str, line: bool = False) -> PyTessBaseAPI:
+        """The loaded model (kept); ``line``: one that reads a box as one line of text."""
+        key = f"{model} line" if line else model
+        api = self._apis.get(key)
         if api is None:
             if model == OSD:
                 psm = PSM.OSD_ONLY
+            elif line:
+                psm = PSM.SINGLE_LINE
             else:
                 psm = PSM.SINGLE_COLUMN if SINGLE_COLUMN.intersection(model.split("+")) else PSM.AUTO
             try:
@@ -170,7 +246,7 @@ class TesseractEngine:
                     f"Tesseract could not load {model} from {self.settings.tessdata} ({error})",
                     hint=f"reinstall it: {INSTALL}",
                 ) from error
-            self._apis[model] = api
+            self._apis[key] = api
         return api
 
 
@@ -207,6 +283,12 @@ def _start_line(item: Any) -> TextLine | None:
         row_height = math.nan
     left, top, right, bottom = corners
     return TextLine(text, (left, top, right, bottom), float(item.Confidence(RIL.TEXTLINE)), row_height, [])
+
+
+def _mean_confidence(lines: list[TextLine]) -> float:
+    """The lines' mean confidence (0..1), each line weighed by its characters; 0 without text."""
+    characters = sum(len(line.text) for line in lines)
+    return sum(_unit(line.confidence) * len(line.text) for line in lines) / characters if characters else 0.0
 
 
 def _unit(percent: float) -> float:

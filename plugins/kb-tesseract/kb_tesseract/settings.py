@@ -23,11 +23,14 @@ PACKAGES = {
     "osd": "tesseract-ocr-osd",
     "Hangul": "tesseract-ocr-script-hang",
     "HanS": "tesseract-ocr-script-hans",
+    "HanT": "tesseract-ocr-script-hant",
 }
 INSTALL = "apt-get install -y --no-install-recommends " + " ".join(
-    PACKAGES[m] for m in ("eng", "osd", "Hangul", "HanS")
+    PACKAGES[m] for m in ("eng", "osd", "Hangul", "HanS", "HanT")
 )
 DEFAULT_MODELS = ("eng", "Hangul", "HanS")
+#: Models that read again the doubtful words of a Korean page (:mod:`kb_tesseract.reread`): Hanja, Latin.
+DEFAULT_REREAD = ("HanT", "eng")
 #: Where Debian (and Ubuntu) put the data, newest first; ``TESSDATA_PREFIX`` comes before them.
 DEBIAN_TESSDATA = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata")
 #: Models that must be installed when listed: English is what most pages are in.
@@ -54,6 +57,13 @@ OPTIONS: dict[str, Option] = {
     ),
     "osd": Option.flag(True, "detect script and orientation per page; false reads every page with all models"),
     "split_cells": Option.flag(True, "cut a line into cells at wide gaps between its words"),
+    "reread": Option.texts(
+        list(DEFAULT_REREAD),
+        "models that read again the doubtful words of a Korean page (Hanja, Latin words); [] for none",
+        pattern=r"(?!osd$)[A-Za-z0-9_./-]{1,64}",
+        shape="a Tesseract model name (HanT, eng; not osd)",
+        least=0,
+    ),
 }
 
 #: Human names of common models (``languages()``); any other model is shown by its own name.
@@ -84,14 +94,16 @@ LANGUAGE_NAMES = {
 @attrs.frozen
 class Settings:
     """What the engine is to use: the tessdata folder, the models found in it (in the configured
-    order), whether OSD picks the model per page and whether a line is split into cells at wide
-    gaps (:mod:`kb_tesseract.cells`)."""
+    order), whether OSD picks the model per page, whether a line is split into cells at wide
+    gaps (:mod:`kb_tesseract.cells`) and the models found that read the doubtful words of a Korean
+    page again (:mod:`kb_tesseract.reread`)."""
 
     tessdata: Path
     models: tuple[str, ...]
     osd: bool
     missing: tuple[str, ...] = ()  # configured models without their traineddata (left out)
     split_cells: bool = True
+    reread: tuple[str, ...] = ()
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
@@ -111,13 +123,14 @@ class Settings:
             names = ", ".join(f"{name}.traineddata" for name in absent)
             raise ModelUnavailableError(f"Tesseract's {names} is not in {folder}", hint=f"install it: {INSTALL}")
         found = tuple(m for m in models if _has(folder, m))
-        missing = tuple(m for m in models if m not in found)
+        reread = tuple(m for m in dict.fromkeys(values["reread"]) if _has(folder, m))
+        missing = tuple(m for m in dict.fromkeys([*models, *values["reread"]]) if not _has(folder, m))
         if not found:
             raise ModelUnavailableError(
                 f"none of the models {', '.join(models)} is in {folder}",
                 hint=f"install them (Debian: tesseract-ocr-<lang> packages), e.g. {INSTALL}",
             )
-        return cls(folder, found, osd, missing, split_cells)
+        return cls(folder, found, osd, missing, split_cells, reread)
 
     @property
     def fallback(self) -> str:

@@ -21,7 +21,7 @@ from kb_tesseract.pixels import box_back, clamp_box, join_cjk, turn
 
 APT = (
     "apt-get install -y --no-install-recommends tesseract-ocr-eng tesseract-ocr-osd "
-    "tesseract-ocr-script-hang tesseract-ocr-script-hans"
+    "tesseract-ocr-script-hang tesseract-ocr-script-hans tesseract-ocr-script-hant"
 )
 
 
@@ -66,9 +66,11 @@ def test_the_factory_raises_through_the_registry(tmp_path: Path) -> None:
 
 def test_listed_models_that_are_missing_are_left_out(tmp_path: Path) -> None:
     engine = make_engine({"tessdata": str(_tessdata(tmp_path, "eng", "osd", "HanS"))})
-    assert engine.settings.models == ("eng", "HanS") and engine.settings.missing == ("Hangul",)
+    assert engine.settings.models == ("eng", "HanS") and engine.settings.missing == ("Hangul", "HanT")
+    assert engine.settings.reread == ("eng",)  # HanT is missing
     assert engine.identity.startswith("tesseract 5.")
-    assert engine.identity.endswith("(tesserocr 2.13.0; eng, HanS, osd; kb-tesseract 0.1.0; split_cells on)")
+    models = "eng, HanS, osd; reread eng"
+    assert engine.identity.endswith(f"(tesserocr 2.13.0; {models}; kb-tesseract 0.2.0; split_cells on)")
     assert engine.languages() == ("English", "Chinese (simplified)")
     assert isinstance(engine, OcrEngine)
 
@@ -89,11 +91,20 @@ def test_split_cells_is_on_unless_turned_off_and_the_identity_says_which(tmp_pat
     assert f"kb-tesseract {metadata.version('kb-tesseract')};" in on.identity
 
 
+def test_reread_defaults_to_hant_and_eng_and_can_be_turned_off(tmp_path: Path) -> None:
+    folder = str(_tessdata(tmp_path, "eng", "osd", "Hangul", "HanS", "HanT"))
+    on, off = make_engine({"tessdata": folder}), make_engine({"tessdata": folder, "reread": []})
+    assert on.settings.reread == ("HanT", "eng") and off.settings.reread == () and not on.settings.missing
+    assert "; reread HanT, eng; " in on.identity and "reread" not in off.identity  # pages read again
+    with pytest.raises(ConfigError, match="reread = \\['osd'\\]"):
+        Settings.from_options({"tessdata": folder, "reread": ["osd"]})
+
+
 def test_an_unknown_option_names_the_valid_ones(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         Settings.from_options({"tessdata": str(_tessdata(tmp_path, "eng", "osd")), "split": True})
     assert raised.value.message.startswith("invalid configuration: backends.tesseract.split = true")
-    assert raised.value.hint == "its options: models, osd, split_cells, tessdata"
+    assert raised.value.hint == "its options: models, osd, reread, split_cells, tessdata"
 
 
 def test_the_default_folder_comes_from_tessdata_prefix(tmp_path: Path) -> None:
@@ -137,7 +148,7 @@ def test_importing_the_plugin_does_not_load_tesserocr() -> None:
     code = "import sys, kb_tesseract; print('tesserocr' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False", result.stderr
-    assert kb_tesseract.__version__ == "0.1.0"
+    assert kb_tesseract.__version__ == "0.2.0"
 
 
 @pytest.mark.parametrize(
