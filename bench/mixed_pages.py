@@ -130,7 +130,7 @@ def render_mixed_page(index: int) -> tuple[Any, str]:
         if y > HEIGHT - 240:
             break
         paragraph(" ".join(part), regular)
-    page = page.rotate(rng.uniform(-0.6, 0.6), resample=Image.BICUBIC, fillcolor=246)
+    page = page.rotate(rng.uniform(-0.6, 0.6), resample=Image.Resampling.BICUBIC, fillcolor=246)
     page = page.filter(ImageFilter.GaussianBlur(0.6))
     pixels = np.asarray(page, dtype=np.float32) + np.random.default_rng(1000 + index).normal(0, 7, (HEIGHT, WIDTH))
     page = Image.fromarray(np.clip(pixels, 0, 255).astype("uint8"), "L")

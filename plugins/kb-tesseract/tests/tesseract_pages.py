@@ -98,6 +98,14 @@ KOREAN = [
     "이용객 수는 작년보다 크게 늘었다.",
 ]
 KOREAN_TABLE = [["구분", "2021년", "2022년", "2023년"], ["운행 횟수", "4,081", "261", "5,090"]]
+#: Korean with Hanja and Latin words, as Korean documents write them.
+MIXED = [
+    "대한민국(大韓民國)의 首都는 서울이며, 정부는 공공 문서를 PDF와 JSON으로 공개한다.",
+    "연구진은 Tesseract와 PostgreSQL을 이용해 文書를 검색할 수 있게 만들었다.",
+    "이 사업의 目的은 地方 行政 기록을 RAG 방식으로 찾는 것이다.",
+    "經濟 統計는 해마다 3월에 발표되며, 2022년 성장률은 2.6%였다.",
+]
+MIXED_TABLE = [["구분", "2022年", "2023年", "2024年"], ["利用者 수(명)", "4,081", "261", "5,090"]]
 CHINESE = [
     "丰禾一号是临江农业科学院培育的杂交水稻品种。",
     "在区域试验中，丰禾一号的平均亩产为六百公斤。",
@@ -114,6 +122,11 @@ def english_page() -> Page:
 def korean_page() -> Page:
     """Korean lines and a table, in Noto Sans CJK KR."""
     return render(KOREAN, font(NOTO_CJK, 23, NOTO_FACE["ko"]), KOREAN_TABLE)
+
+
+def mixed_page() -> Page:
+    """Korean lines with Hanja and Latin words, and a table, in Noto Sans CJK KR."""
+    return render(MIXED, font(NOTO_CJK, 23, NOTO_FACE["ko"]), MIXED_TABLE)
 
 
 def chinese_page() -> Page:
