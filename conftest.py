@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 MARKER = "needs_ocr_data"
-#: How to install what the marked tests need (Tesseract's eng, osd, Hangul and HanS data, and the fonts).
+#: How to install what the marked tests need (Tesseract's eng, osd, Hangul, HanS and HanT data, and the fonts).
 INSTALL_OCR = "bash scripts/install-ocr"
 #: The fonts kb-tesseract's and kb-serve's test pages are drawn in (installed by scripts/install-ocr).
 TEST_FONTS = (
