@@ -15,7 +15,8 @@ from kb_core.extend.options import summaries
 from kb_core.extend.record_store import RecordStore, SharedRecordStore
 from kb_core.ingest.index_sync import index_problems
 from kb_core.ingest.language_fit import mismatch_problem
-from kb_core.types import Citation, Problem
+from kb_core.storage.moments import is_moment, lines_at, parse_moment
+from kb_core.types import Citation, CitationError, Problem
 
 
 @attrs.frozen
@@ -56,6 +57,11 @@ def inspect_target(kb: KnowledgeBase, target: str) -> tuple[str, Any]:
     found = kb.store.get_chunks([target])
     if found:
         return "chunk", found[target]
+    if is_moment(target):  # a recording's moment (talk.mp3#t=00:00:06,00:00:12): the chunk of its first line
+        cited = moment_lines(kb, target)
+        for chunk in kb.store.chunks_of([cited.path]):
+            if chunk.start_line <= cited.start_line <= chunk.end_line:
+                return "chunk", chunk
     try:
         citation = Citation.parse(target)
     except ValueError:
@@ -67,6 +73,27 @@ def inspect_target(kb: KnowledgeBase, target: str) -> tuple[str, Any]:
             if (chunk.start_line, chunk.end_line) == (citation.start_line, citation.end_line):
                 return "chunk", chunk
     raise NotFoundError(f"no document, chunk id or citation matches {target!r}", hint="see 'kb list'")
+
+
+def moment_lines(kb: KnowledgeBase, target: str) -> Citation:
+    """The lines of a recording's transcript a citation by moment (``talk.mp3#t=00:00:06,00:00:12``) spans: a
+    CitationError when it is malformed or the recording has no such moment, a NotFoundError without the document."""
+    moment = parse_moment(target)
+    document = kb.store.get_document(moment.path)
+    if document is None:
+        raise NotFoundError(f"no document at {moment.path!r}", hint="see 'kb list'")
+    if not document.metadata.get("moments"):
+        raise CitationError(
+            f"{moment.path!r} holds no moments: it is no recording, or was transcribed by an older kb-audio",
+            hint=f"cite its lines ({moment.path}#L1-L2), or run kb ingest on its folder again",
+        )
+    found = lines_at(document.metadata, moment.start, moment.end)
+    if found is None:
+        raise CitationError(
+            f"{target.rpartition('#')[2]} starts after the end of {moment.path!r}",
+            hint=f"kb inspect {moment.path} shows how long it is (duration_seconds)",
+        )
+    return Citation(moment.path, *found)
 
 
 def set_aside_problems(store: RecordStore) -> list[Problem]:

@@ -366,11 +366,33 @@ class Region:
         return f"page={self.page}&xywh={','.join(map(str, self.box))}"
 
 
+def clock(seconds: int) -> str:
+    """``HH:MM:SS`` of whole ``seconds`` (hours grow past 99), as a recording's moment is written."""
+    whole = max(0, seconds)
+    return f"{whole // 3600:02d}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+@attrs.frozen
+class Moment:
+    """When cited lines of a recording's transcript are said: from ``start`` to ``end`` (whole seconds
+    into the recording; ``end`` None: to its end, unknown), and whether the file is ``audio`` or a
+    ``video`` (see :mod:`kb_core.storage.moments`)."""
+
+    start: int
+    end: int | None
+    media: Literal["audio", "video"] = "audio"
+
+    def fragment(self) -> str:
+        """``t=00:12:03,00:12:41`` (W3C Media Fragments, npt): what follows ``#`` in a link to the moment."""
+        return f"t={clock(self.start)}" + (f",{clock(self.end)}" if self.end is not None else "")
+
+
 @attrs.frozen
 class AnswerCitation:
     """A chunk an answer cites (``marker`` n of ``[#n]``), or a refusal's candidate (``marker`` None).
 
-    ``region`` is where its text sits on a scanned page or photo (None for text that OCR did not read).
+    ``region`` is where its text sits on a scanned page or photo (None for text that OCR did not read);
+    ``moment`` when a recording says it (None for a document that is no recording).
     """
 
     marker: int | None
@@ -380,6 +402,7 @@ class AnswerCitation:
     score: float
     heading_path: tuple[str, ...] = ()
     region: Region | None = None
+    moment: Moment | None = None
 
 
 @attrs.frozen

@@ -123,13 +123,16 @@ def print_outcome(answer: Answer, streamed: str | None) -> None:
 
 
 def _source(citation: AnswerCitation) -> str:
-    """``notes/a.md#L3-L9  (score 0.71)``; for OCR'd text also its page and region, and its confidence."""
+    """``notes/a.md#L3-L9  (score 0.71)``; for OCR'd text also its page and region, and its confidence; for a
+    recording also its moment (``talk.mp3#t=00:12:03,00:12:41``)."""
     line = f"{shown(citation.ref)}  (score {citation.score:.2f})"
     region = citation.region
     if region is not None:
         path = shown(citation.citation.path)
         read = f"read by OCR, confidence {region.confidence:.2f}" + (", low" if region.low else "")
         line += f"  {path}#{region.fragment()}  ({read})"
+    if citation.moment is not None:  # a recording: when it is said, as a link plays it (talk.mp3#t=…)
+        line += f"  {shown(citation.citation.path)}#{citation.moment.fragment()}"
     return line
 
 

@@ -16,7 +16,8 @@ from kb_core.ingest.index_sync import rebuild_index
 from kb_core.ingest.language_fit import ingest_notice
 from kb_core.ingest.pipeline import IngestReport, ingest_paths, remove_documents, writer_lock
 from kb_core.ingest.source import normalise
-from kb_core.maintenance import doctor_report, init_kb, inspect_target
+from kb_core.maintenance import doctor_report, init_kb, inspect_target, moment_lines
+from kb_core.storage.moments import is_moment
 from kb_core.storage.regions import LOW_CONFIDENCE, chunk_ocr_lines, ocr_summary, page_count
 from kb_core.terminal import shown
 from kb_core.types import Citation, Document
@@ -118,10 +119,15 @@ def list_command(session: Session, prefix: str, as_json: bool) -> int:
 @pass_session
 def inspect_command(session: Session, target: str, as_json: bool) -> None:
     """Show a document (by path) or a chunk (by id or citation path#L12-L34, as kb prints it: also
-    path#page=2&L12-L34 and path#page=2&xywh=x,y,w,h&L12-L34)."""
+    path#page=2&L12-L34 and path#page=2&xywh=x,y,w,h&L12-L34; a recording's moment, path#t=00:00:06,00:00:12,
+    shows the chunk of the lines said then)."""
     kb, wanted = session.kb(), normalise(target)
+    said = None  # a recording's moment: the lines that span it
     if "#" in wanted and kb.store.get_document(wanted) is None:  # a citation: a bad one says what is wrong
-        Citation.parse(wanted, lambda path: _page_count(kb.store.get_document(path)))
+        if is_moment(wanted):
+            said = moment_lines(kb, wanted)
+        else:
+            Citation.parse(wanted, lambda path: _page_count(kb.store.get_document(path)))
     kind, value = inspect_target(kb, wanted)
     if kind == "document":
         document, chunks = value
@@ -146,6 +152,8 @@ def inspect_command(session: Session, target: str, as_json: bool) -> None:
             read = chunk_ocr_lines(document.metadata, chunk, store.chunks_of([chunk.doc_path]))
 
         def human_chunk() -> None:
+            if said is not None:
+                click.echo(f"{shown(wanted)} is said in {shown(str(said))}")
             click.echo(f"{shown(chunk.citation)}  [{chunk.chunk_id}]  {heading}\n\n{chunk.text}")
             if read:
                 click.echo(f"\nread by OCR (page, confidence; under {LOW_CONFIDENCE} marked low):")

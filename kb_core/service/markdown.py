@@ -26,6 +26,7 @@ from urllib.parse import quote
 from kb_core.answers.citations import MARKER_PATTERN
 from kb_core.service import words
 from kb_core.service.inert import Inert, inert
+from kb_core.types import Moment
 
 #: A link definition this module writes (for :func:`fingerprint`, which leaves out the host it names).
 _DEFINITION = re.compile(r"^\[kb-c?[0-9]+\]: \S+$", re.MULTILINE)
@@ -63,13 +64,18 @@ def escaped(text: str) -> str:
 
 
 def place(source: Mapping[str, Any]) -> str:
-    """A cited passage as people read it, Markdown-escaped: ``notes/a.md, lines 3–9`` (and its scan page)."""
+    """A cited passage as people read it, Markdown-escaped: ``notes/a.md, lines 3–9`` (and its scan page, or
+    its moment in a recording: ``talk.mp3, lines 2–3, talk.mp3#t=00:00:06,00:00:13``)."""
     cited = source["citation"]
     shown = words.place(escaped(cited["path"]), cited["start_line"], cited["end_line"])
     region = source.get("region")
     if region:
         low = ", low" if region["low"] else ""
         shown += f", page {region['page']} (OCR confidence {region['confidence']:.2f}{low})"
+    moment = source.get("moment")
+    if moment:  # a recording: when it is said, in the form a player's link takes
+        end = moment.get("end")
+        shown += f", {escaped(cited['path'])}#{Moment(moment['start'], end).fragment()}"
     return shown
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from kb_core.storage.lines import stored_lines
+from kb_core.storage.moments import moment_of
 from kb_core.types import AnswerCitation, Chunk, Document, Region
 
 #: Below this confidence (0..1) a line read by OCR is marked low (Tesseract's lines under it were
@@ -135,17 +136,24 @@ LOW_CONFIDENCE_NOTE = "it rests only on text read by OCR with low confidence: ch
 def with_regions(
     citations: tuple[AnswerCitation, ...], get_document: Callable[[str], Document | None]
 ) -> tuple[AnswerCitation, ...]:
-    """``citations`` with the region of each one whose document has OCR'd lines in its span
-    (each cited document read, and its OCR'd lines parsed, once)."""
+    """``citations`` with the region of each one whose document has OCR'd lines in its span, and the moment
+    of each one whose document is a recording (:mod:`kb_core.storage.moments`); each cited document read,
+    and its metadata parsed, once."""
     lines_of: dict[str, dict[int, OcrLineRegion]] = {}
+    metadata_of: dict[str, Mapping[str, Any]] = {}
     located = []
     for item in citations:
         path = item.citation.path
         if path not in lines_of:
             document = get_document(path)
-            lines_of[path] = ocr_lines(document.metadata) if document is not None else {}
-        region = _region(lines_of[path], item.citation.start_line, item.citation.end_line)
-        located.append(attrs.evolve(item, region=region) if region is not None else item)
+            metadata_of[path] = document.metadata if document is not None else {}
+            lines_of[path] = ocr_lines(metadata_of[path])
+        start, end = item.citation.start_line, item.citation.end_line
+        region = _region(lines_of[path], start, end)
+        moment = moment_of(metadata_of[path], start, end) if metadata_of[path].get("moments") else None
+        if region is not None or moment is not None:
+            item = attrs.evolve(item, region=region or item.region, moment=moment)
+        located.append(item)
     return tuple(located)
 
 

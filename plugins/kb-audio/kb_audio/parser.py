@@ -63,6 +63,12 @@ class AudioParser:
             "duration_seconds": round(seconds, 2),
             "transcribed_by": self.transcriber.name,
             "language": self.transcriber.language,
+            # when each line is said, so that a citation of lines names its moment (kb_core.storage.moments)
+            "moments": {
+                "media": kind if kind == "video" else "audio",
+                "duration": round(seconds, 2),
+                "lines": [[n, round(line.start, 2)] for n, line in enumerate(heard, 1)],
+            },
         }
         warnings = () if blocks else (f"no speech heard in {seconds:.0f} s of sound",)
         return ParsedDocument(title=PurePosixPath(path).stem, blocks=blocks, metadata=metadata, warnings=warnings)
