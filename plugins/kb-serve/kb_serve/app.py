@@ -42,6 +42,7 @@ from kb_serve.errors import ApiError, OpenAIErrors, error_response, headers_of, 
 from kb_serve.guards import HostPolicy, RequestGuard
 from kb_serve.openai_api import OpenAIApi
 from kb_serve.page_images import PageImages
+from kb_serve.recordings import Recordings
 from kb_serve.service import KbService
 from kb_serve.settings import ServeSettings
 from kb_serve.threads import ThreadApi
@@ -218,6 +219,7 @@ def create_app(
         Route("/documents", api.documents, methods=["GET", "POST"]),
         *PageImages(service).routes(),  # before /documents/{path}, which would take its path
         Route("/documents/{path:path}", api.document, methods=["GET", "DELETE"]),
+        *Recordings(service).routes(),  # a recording's bytes, for the page to play a citation's moment
         Route("/answers", api.answers, methods=["GET"]),
         Route("/answers/{answer_id}", api.stored_answer, methods=["GET"]),
         Route("/search", api.search, methods=["GET"]),

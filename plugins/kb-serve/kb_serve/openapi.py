@@ -23,6 +23,7 @@ from kb_serve.openapi_parts import (
     OWN_SCHEMAS,
     PAGE_IMAGE,
     PATH,
+    RECORDING,
     SSE_DESCRIPTION,
     TEXT,
     THREAD_ID,
@@ -227,6 +228,7 @@ def _main_paths(ask_body: dict[str, Any], upload_schema: dict[str, Any]) -> dict
             },
         },
         "/documents/{path}/pages/{page}.png": {"get": PAGE_IMAGE},
+        "/recordings/{path}": {"get": RECORDING},
         "/answers": {
             "get": {
                 "summary": "Stored questions, newest first (as kb answers list)",

@@ -68,10 +68,11 @@ def error_responses(*codes: int, schema: str = "error") -> dict[str, Any]:
         409: (
             "a name taken by another folder, an uploaded name that clashes with a file or"
             " folder of the uploads (a.md, then a.md/b.md), a thread a question is being answered in, or"
-            " (a page image) a file changed since it was ingested or now outside its folder"
+            " (a page image, a recording) a file changed since it was ingested or now outside its folder"
         ),
         413: "the body is larger than its limit",
         415: "wrong Content-Type (or no parser for the file type)",
+        416: "the Range asks for none of the file's bytes (Content-Range: bytes */size)",
         421: "the Host header names a host this server does not answer to",
         422: "the page cannot be rendered (damaged, over its parser's limits, its parser not installed)",
         503: (
@@ -117,6 +118,22 @@ PAGE_IMAGE = {
     "responses": {
         "200": {"description": "the page; a document of that whole path: its text", "content": PNG | TEXT_JSON},
         **error_responses(404, 409, 422, 504),
+    },
+}
+
+
+RECORDING = {
+    "summary": "A recording kb transcribed, its own bytes (a Range of them: 206), for the page to play a moment",
+    "description": "Only a transcribed recording a person may read, from its file if still as ingested (README).",
+    "operationId": "recording",
+    "parameters": [
+        {"name": "path", "in": "path", "required": True, "schema": PATH},
+        {"name": "Range", "in": "header", "required": False, "schema": {"type": "string", "example": "bytes=0-"}},
+    ],
+    "responses": {
+        "200": {"description": "the whole file", "content": {"audio/*": {}, "video/*": {}}},
+        "206": {"description": "the bytes the Range asked for", "content": {"audio/*": {}, "video/*": {}}},
+        **error_responses(404, 409, 416, 504),
     },
 }
 

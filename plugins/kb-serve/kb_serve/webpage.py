@@ -36,6 +36,7 @@ PAGE_CSP = "; ".join(
         "script-src 'self'",
         "style-src 'self'",
         "img-src 'self' data: blob:",  # blob: the page images the page fetched (with the token)
+        "media-src 'self' blob:",  # blob: the recordings the page fetched (with the token), to play a moment
         "connect-src 'self'",
         "frame-ancestors 'none'",
         "base-uri 'none'",
