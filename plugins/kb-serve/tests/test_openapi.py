@@ -18,6 +18,7 @@ ROUTES = {
     ("/documents/{path}", "get"),
     ("/documents/{path}", "delete"),
     ("/documents/{path}/pages/{page}.png", "get"),
+    ("/recordings/{path}", "get"),
     ("/answers", "get"),
     ("/answers/{answer_id}", "get"),
     ("/search", "get"),

@@ -4,6 +4,7 @@
 
 import { renderComputation } from "./computation.js";
 import { append, docHref, el, langProp, place } from "./dom.js";
+import { momentPlayer } from "./recording.js";
 import { PAGE_WORDS } from "./words.js";
 
 const MARKER = /\[#(\d{1,3})\]/g;
@@ -178,6 +179,7 @@ function source(item, onOpen) {
       : null,
     typeof item.score === "number" ? el("span", { className: "score" }, `score ${item.score.toFixed(2)}`) : null,
     regionNote(item.region),
+    momentPlayer(item),
   );
 }
 
