@@ -39,6 +39,13 @@ def test_a_recording_is_ingested_searched_and_cited_by_its_moment(
         assert answer.grounded, answer.note
         cited = answer.citations[0].citation
         assert cited.path in ("pump-meeting.ogg", "pump-video.mp4") and cited.start_line >= 1
+        moments = kb.store.get_document(cited.path).metadata["moments"]
+        assert moments["lines"] == [[1, 1.0], [2, 6.41], [3, 12.07]]
+        assert moments["media"] == ("video" if cited.path.endswith(".mp4") else "audio")
+        moment = answer.citations[0].moment  # the cited lines' moment, as a player's link names it
+        assert moment is not None and moment.start == [1, 6, 12][cited.start_line - 1]
+        assert moment.end is not None and moment.end >= moment.start + 1
+        assert moment.fragment().startswith(f"t=00:00:{moment.start:02d},")
 
         again = kb_core.ingest_paths(kb, [folder])
         assert again.added == [] and [f.path for f in again.failed] == ["minutes.mp3"]
