@@ -4,7 +4,9 @@ Two page sets, read one page at a time by kb-tesseract's engine (OSD picks the m
 
 - ``mixed``: bench/mixed_pages.py's pages (Hangul sentences with Hanja and Latin words, numbers, a
   ruled table; 150 dpi, degraded like the generated Korean pages), JPEG, under bench/out/ocr_pages/ko-mixed/;
-- ``pure``: bench/ocr_engines.py's generated Korean pages (``cjk_docs("ko")``, half PDFs).
+- ``pure``: bench/ocr_engines.py's generated Korean pages (``cjk_docs("ko")``, half PDFs);
+- ``zh`` and ``en``: its generated Chinese pages and its sample of scanned TAT-QA documents
+  (``../shared/datasets/tatqa-tune``), to see that they read as before.
 
 For each way of reading (``--ways``) and set it prints:
 
@@ -19,7 +21,8 @@ For each way of reading (``--ways``) and set it prints:
 
 Ways: ``today`` (kb-tesseract 0.1: the page's model alone, OSD's script taken as is), ``reread``
 (the default now: doubtful runs of words read again with HanT and eng, and a second opinion when
-OSD is unsure of the script and the reading is poor), and ``as:<models>``: a Korean page read with
+OSD is unsure of the script and the reading is poor), ``reread-only`` (without the second
+opinion), and ``as:<models>``: a Korean page read with
 a multi-model string instead of its model, e.g. ``as:Hangul+HanT+eng`` (Tesseract picks a model
 per word).
 
@@ -44,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from mixed_pages import mixed_pages  # noqa: E402 - bench/ is the script's folder
-from ocr_engines import OUT, cjk_docs, edit_distance, load_pages, normalise, page_dpi  # noqa: E402
+from ocr_engines import OUT, cjk_docs, edit_distance, load_pages, normalise, page_dpi, tatqa_docs  # noqa: E402
 
 from kb_core.plugin import OcrImage  # noqa: E402
 from kb_tesseract import make_engine  # noqa: E402
@@ -90,14 +93,17 @@ class ReadAs(TesseractEngine):
 
 def engine_for(way: str) -> TesseractEngine:
     """``today``: kb-tesseract 0.1 (no re-reading, OSD's script as is); ``reread``: the default;
+    ``reread-only``: re-reading without the second opinion (OSD's script as is);
     ``as:<models>``: Korean pages read with ``<models>`` (OSD's script as is, no re-reading)."""
     if way == "today":
         return ReadAs({"reread": []}, sure=True)
     if way == "reread":
         return make_engine({})
+    if way == "reread-only":
+        return ReadAs({}, sure=True)
     if way.startswith("as:"):
         return ReadAs({"reread": []}, way[3:], sure=True)
-    raise SystemExit(f"unknown way {way!r}: today, reread or as:<models>")
+    raise SystemExit(f"unknown way {way!r}: today, reread, reread-only or as:<models>")
 
 
 def page_set(name: str, pages: int) -> list[tuple[Path, str]]:
@@ -105,7 +111,11 @@ def page_set(name: str, pages: int) -> list[tuple[Path, str]]:
         return mixed_pages(pages, OUT / "ko-mixed")
     if name == "pure":
         return [(doc.path, doc.truth) for doc in cjk_docs("ko", pages)]
-    raise SystemExit(f"unknown set {name!r}: mixed or pure")
+    if name == "zh":
+        return [(doc.path, doc.truth) for doc in cjk_docs("zh", pages)]
+    if name == "en":
+        return [(doc.path, doc.truth) for doc in tatqa_docs(pages)]
+    raise SystemExit(f"unknown set {name!r}: mixed, pure, zh or en")
 
 
 def measure(engine: TesseractEngine, docs: list[tuple[Path, str]]) -> dict[str, Any]:
@@ -113,12 +123,14 @@ def measure(engine: TesseractEngine, docs: list[tuple[Path, str]]) -> dict[str, 
     han, latin = [0, 0], [0, 0]
     seconds, cpu = [], []
     for path, truth in docs:
-        image = load_pages(path)[0]
-        began, began_cpu = time.perf_counter(), time.process_time()
-        lines = engine.read(OcrImage(image.tobytes(), image.width, image.height, page_dpi(image)))
-        seconds.append(time.perf_counter() - began)
-        cpu.append(time.process_time() - began_cpu)
-        text = "\n".join(line.text for line in lines)
+        texts = []
+        for image in load_pages(path):
+            began, began_cpu = time.perf_counter(), time.process_time()
+            lines = engine.read(OcrImage(image.tobytes(), image.width, image.height, page_dpi(image)))
+            seconds.append(time.perf_counter() - began)
+            cpu.append(time.process_time() - began_cpu)
+            texts.extend(line.text for line in lines)
+        text = "\n".join(texts)
         missing, total = bigrams_lost(truth, text)
         lost, bigram_total = lost + missing, bigram_total + total
         errors += edit_distance(normalise(truth), normalise(text))
@@ -127,7 +139,7 @@ def measure(engine: TesseractEngine, docs: list[tuple[Path, str]]) -> dict[str, 
             found, runs = runs_found(pattern, truth, text)
             counts[0], counts[1] = counts[0] + found, counts[1] + runs
     return {
-        "pages": len(docs),
+        "pages": len(seconds),
         "bigrams_lost": round(lost / bigram_total, 4),
         "cer": round(errors / characters, 4),
         "hanja_found": round(han[0] / han[1], 3) if han[1] else None,

@@ -2,9 +2,10 @@
 
 Registers the OCR engine ``tesseract``. Per page, Tesseract's orientation and script detection
 picks the model (``eng``, ``Hangul``, ``HanS`` from Debian's ``tesseract-ocr-*`` packages) and sets
-a turned page upright; a line is cut into cells at wide gaps (a table row read as one line). Options
-live in ``[backends.tesseract]`` (``tessdata``, ``models``, ``osd``, ``split_cells``; see the
-README). tesserocr is imported only when the engine is made.
+a turned page upright; on a Korean page the doubtful words (Hanja, Latin words) are read again with
+``HanT`` and ``eng``; a line is cut into cells at wide gaps (a table row read as one line). Options
+live in ``[backends.tesseract]`` (``tessdata``, ``models``, ``osd``, ``split_cells``, ``reread``;
+see the README). tesserocr is imported only when the engine is made.
 """
 
 from __future__ import annotations
