@@ -5,7 +5,8 @@ a turned page is set upright, read with the script's model (``eng``, ``Hangul``,
 else all models together), and each line's box is mapped back onto the image as it was given.
 Pages are laid out automatically (columns, blocks), except with a Korean model: as one column.
 On a Korean page the words the Korean model read doubtfully (Hanja, Latin words) are read again
-with the ``reread`` models (:mod:`kb_tesseract.reread`).
+with the ``reread`` models (:mod:`kb_tesseract.reread`). A page whose script OSD is unsure of, and
+that reads poorly with that script's model, is read with each other model (:data:`SURE_SCRIPT`).
 With ``split_cells`` a line is cut into cells at wide gaps between its words
 (:mod:`kb_tesseract.cells`): the result iterator walks the page word by word for their boxes.
 """
@@ -41,10 +42,11 @@ SINGLE_COLUMN = frozenset({"Hangul", "kor"})
 #: Models whose pages have their doubtful words read again with the ``reread`` models.
 REREAD_AFTER = frozenset({"Hangul", "kor"})
 #: OSD's script confidence from which its script is taken as is. Under it (2 of 60 English
-#: TAT-QA pages, 0.34 and 0.63; a Korean page with Hanja and Latin words, 0.0, taken for Latin) a
-#: reading whose mean confidence (0..1, by characters) is under SECOND_OPINION is read again with
-#: each other model, and the most confident reading kept: that page read 0.36 with eng, 0.88 with
-#: Hangul; the two English pages 0.95 and 0.96 with eng (so they are not read again).
+#: TAT-QA pages, 0.34 and 0.63; a Korean page with Hanja and Latin words taken for Latin, 0.0; a
+#: pure Korean page taken for Japanese, 0.11) a reading whose mean confidence (0..1, by characters)
+#: is under SECOND_OPINION is read again with each other model, and the most confident reading
+#: kept: the two Korean pages read 0.35 (eng) and 0.24 (HanS), 0.88 and 0.92 with Hangul; the two
+#: English pages 0.95 and 0.96 with eng (so they are not read again).
 SURE_SCRIPT = 1.0
 SECOND_OPINION = 0.6
 
@@ -286,9 +288,11 @@ def _start_line(item: Any) -> TextLine | None:
 
 
 def _mean_confidence(lines: list[TextLine]) -> float:
-    """The lines' mean confidence (0..1), each line weighed by its characters; 0 without text."""
-    characters = sum(len(line.text) for line in lines)
-    return sum(_unit(line.confidence) * len(line.text) for line in lines) / characters if characters else 0.0
+    """The lines' mean confidence (0..1), each line weighed by its characters (whitespace aside:
+    Tesseract gives lines it could not read a confidence too); 0 without text."""
+    sizes = [len("".join(line.text.split())) for line in lines]
+    characters = sum(sizes)
+    return sum(_unit(line.confidence) * size for line, size in zip(lines, sizes)) / characters if characters else 0.0
 
 
 def _unit(percent: float) -> float:

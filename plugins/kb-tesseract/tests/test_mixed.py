@@ -70,3 +70,25 @@ def test_a_pure_korean_page_reads_the_same_either_way(
     read, unread = shared_engine.read(image), unread_engine.read(image)
     assert [line.text for line in read] == [line.text for line in unread]
     assert [line.text for line in read][:3] == [join_cjk(text) for text in KOREAN]
+
+
+class _Unsure(TesseractEngine):
+    """Script detection that names Latin and is unsure (``sure`` False), or sure of it."""
+
+    def __init__(self, engine: TesseractEngine, sure: bool) -> None:
+        super().__init__(engine.settings)
+        self.sure = sure
+
+    def _detect(self, pixels: bytes, width: int, height: int, dpi: int) -> tuple[str, int, bool]:
+        return "eng", 0, self.sure
+
+
+def test_a_poor_reading_of_an_unsure_script_gets_a_second_opinion(shared_engine: TesseractEngine) -> None:
+    image = korean_page().ocr_image()
+    unsure, sure = _Unsure(shared_engine, sure=False), _Unsure(shared_engine, sure=True)
+    try:
+        assert [line.text for line in unsure.read(image)][:3] == [join_cjk(text) for text in KOREAN]
+        assert join_cjk(KOREAN[0]) not in [line.text for line in sure.read(image)]  # eng's reading, kept
+    finally:
+        unsure.close()
+        sure.close()
