@@ -61,7 +61,7 @@ def test_generated_requests_get_no_5xx_and_documented_responses(start_server: Ca
     assert doc == document()
     schema = schemathesis.openapi.from_dict(doc)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 18
+    assert len(operations) == 19
     if mode == "negative":  # (an operation without parameters or body has nothing to get wrong)
         inputs = {"parameters", "requestBody"}
         operations = [o for o in operations if inputs & set(doc["paths"][o.path][o.method.lower()])]
