@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from kb_core.storage.store import StoreOfRecord
 from kb_core.testing.pytest_plugin import TEST_INDEXES, TEST_PLUGIN_MODULES
+from kb_core.types import Chunk, Document
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -46,6 +49,15 @@ def save_answer_row(store: object, row: dict[str, object]) -> None:
     """Insert a hand-made row into the ``answers`` table (tests of history and purging)."""
     conn = store.conn  # type: ignore[attr-defined]
     conn.execute(f"INSERT INTO answers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+
+
+def store_chunks(store: StoreOfRecord, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """Store each of ``chunks`` as its document's only chunk (replacing what was stored there); return them."""
+    with store.transaction():
+        for chunk in chunks:
+            document = Document(chunk.doc_path, f"hash-{chunk.text}", 10, chunk.doc_path, "text", "docs")
+            store.replace_document(document, [chunk])
+    return list(chunks)
 
 
 def real_model_path() -> str:

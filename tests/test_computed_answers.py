@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from kbtest import store_chunks
 
 from kb_core.answers.computed import read_reply
 from kb_core.answers.pipeline import AskOptions, RagPipeline
@@ -39,11 +40,7 @@ CHUNKS = [
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
     db = StoreOfRecord(tmp_path / "kb")
-    with db.transaction():
-        for chunk in CHUNKS:
-            db.replace_document(
-                Document(chunk.doc_path, f"hash-{chunk.doc_path}", 10, chunk.doc_path, "text", "docs"), [chunk]
-            )
+    store_chunks(db, CHUNKS)
     yield db
     db.close()
 
@@ -146,8 +143,7 @@ def test_no_computation_takes_the_ordinary_path_which_must_state_what_is_asked(
 ) -> None:
     """Nothing written (``none``), or one number of the passages restated: the ordinary path answers, and its
     number must be one a passage gives for what the question asks (a change: a line that names a change)."""
-    with store.transaction():
-        store.replace_document(Document("notes.md", "hash-notes", 10, "notes.md", "text", "docs"), [STATED])
+    store_chunks(store, [STATED])
     question, chunks = "What was the change in Appliances from 2018 to 2019?", [CHUNKS[0], STATED]
     answer = _ask(store, question, [reply, "Appliances sales fell by 94 million [#2]."], chunks=chunks)
     assert answer.grounded and answer.computation is None and "94" in answer.answer, answer.note
@@ -266,19 +262,12 @@ def test_the_markdown_of_a_computed_answer_shows_its_working_with_each_operand_l
     assert "[kb-1]: http://kb/#/doc/sales.pdf/L1-L8" in shown
 
 
-def _stored(store: StoreOfRecord, chunk: Chunk) -> list[Chunk]:
-    """``chunk`` stored as its document's only chunk (replacing what the fixture stored there); as a list."""
-    with store.transaction():
-        store.replace_document(Document(chunk.doc_path, f"hash-{chunk.text}", 10, chunk.doc_path, "text", "d"), [chunk])
-    return [chunk]
-
-
 @pytest.mark.parametrize("breaking", ["\f", "\v", "\x1c", "\u2028", "\x85"])
 def test_a_line_break_other_than_newline_does_not_shift_the_rows(store: StoreOfRecord, breaking: str) -> None:
     """Operands are numbered by newlines; a form feed (between PDF pages) or another break splitlines() knows must
     not move the row kb checks them against."""
     text = TABLE.replace("as follows:", f"as follows:{breaking}(continued)")
-    chunks = _stored(store, Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 9, ("Net sales",)))
+    chunks = store_chunks(store, [Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 9, ("Net sales",))])
     answer = _ask(
         store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"], chunks=chunks
     )
@@ -289,7 +278,7 @@ def test_a_line_break_other_than_newline_does_not_shift_the_rows(store: StoreOfR
 @pytest.mark.parametrize("breaking", ["\f", "\u2028"])
 def test_after_another_line_break_operands_from_two_rows_are_still_refused(store: StoreOfRecord, breaking: str) -> None:
     text = TABLE.replace("as follows:", f"as follows:{breaking}(continued)")
-    chunks = _stored(store, Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 9, ("Net sales",)))
+    chunks = store_chunks(store, [Chunk("sales.pdf#0", "sales.pdf", 0, text, "h0", 1, 9, ("Net sales",))])
     answer = _ask(
         store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 712 [#1]"], chunks=chunks
     )
@@ -311,13 +300,13 @@ RESPECTIVELY = (
 def test_respectively_pairs_a_sentences_numbers_with_its_periods(
     store: StoreOfRecord, reply: str, grounded: bool
 ) -> None:
-    chunks = [*_stored(store, Chunk("notes.md#0", "notes.md", 0, RESPECTIVELY, "h0", 1, 1, ())), CHUNKS[0]]
+    chunks = [*store_chunks(store, [Chunk("notes.md#0", "notes.md", 0, RESPECTIVELY, "h0", 1, 1, ())]), CHUNKS[0]]
     answer = _ask(store, "What was the change in amortization expense from 2018 to 2019?", [reply], chunks=chunks)
     assert answer.grounded is grounded, answer.note
 
 
 def test_an_average_of_two_years_takes_no_third_years_number(store: StoreOfRecord) -> None:
-    chunks = [*_stored(store, Chunk("notes.md#0", "notes.md", 0, RESPECTIVELY, "h0", 1, 1, ())), CHUNKS[0]]
+    chunks = [*store_chunks(store, [Chunk("notes.md#0", "notes.md", 0, RESPECTIVELY, "h0", 1, 1, ())]), CHUNKS[0]]
     question = "What was the average amortization expense in 2019 and 2018?"
     assert _ask(store, question, ["CALC: avg(2.3, 2.1) [#1]"], chunks=chunks).grounded
     assert not _ask(store, question, ["CALC: avg(2.3, 2.1, 1.9) [#1]"], chunks=chunks).grounded

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kbtest import store_chunks
 
 from kb_core.answers.evidence_fit import by_evidence_fit, evidence_fit
 from kb_core.answers.pipeline import AskOptions, RagPipeline
@@ -20,7 +21,7 @@ from kb_core.config import load_config
 from kb_core.limits import check_text
 from kb_core.storage.store import StoreOfRecord
 from kb_core.testing import ScriptedLanguageModel
-from kb_core.types import Chunk, Document, GenerateRequest, Hit, ModelRef, SearchQuery
+from kb_core.types import Chunk, GenerateRequest, Hit, ModelRef, SearchQuery
 
 QUESTION = "What was the change in the domestic discount rate between 2018 and 2019?"
 OTHER_REPORT = """Revenue by region for the years ended December 31:
@@ -67,11 +68,7 @@ def test_any_question_and_passage_fit_within_zero_and_one(question: str, text: s
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
     db = StoreOfRecord(tmp_path / "kb")
-    with db.transaction():
-        for chunk in CHUNKS:
-            db.replace_document(
-                Document(chunk.doc_path, f"hash-{chunk.doc_path}", 10, chunk.doc_path, "pdf", "d"), [chunk]
-            )
+    store_chunks(db, CHUNKS)
     yield db
     db.close()
 
@@ -110,9 +107,7 @@ def test_over_prose_alone_a_computed_question_reads_retrievals_order(tmp_path: P
         Chunk("b.md#0", "b.md", 0, "The domestic discount rate was 4.00% in 2019 and 3.75% in 2018.", "p1", 1, 1, ()),
     ]
     db = StoreOfRecord(tmp_path / "prose")
-    with db.transaction():
-        for chunk in prose:
-            db.replace_document(Document(chunk.doc_path, f"h-{chunk.doc_path}", 10, chunk.doc_path, "md", "d"), [chunk])
+    store_chunks(db, prose)
     try:
         assert "Revenue was 4,120" in _evidence_read(db, QUESTION, prose)
     finally:
