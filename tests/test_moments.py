@@ -151,7 +151,12 @@ def test_an_answer_from_a_recording_cites_its_lines_and_its_moment(talks_kb: Kno
 def test_kb_ask_prints_the_moment_and_inspect_resolves_it_to_its_lines(
     talks_kb: KnowledgeBase, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    kb_dir = ["--kb", str(talks_kb.directory)]
+    config = talks_kb.directory.parent / "talks.toml"  # the fixture's settings: no installed model or index is used
+    config.write_text(
+        '[indexes]\nenabled = ["test-lexical"]\n[models.llm]\nbackend = "scripted"\n[rag]\nanswer_check = 0\n',
+        encoding="utf-8",
+    )
+    kb_dir = ["--config", str(config), "--kb", str(talks_kb.directory)]
     main([*kb_dir, "ask", "When is the next inspection of the heron pump planned?"])
     assert "pump.talk#t=00:00:01,00:00:19" in capsys.readouterr().out
     main([*kb_dir, "ask", "When is the next inspection of the heron pump planned?", "--json"])
