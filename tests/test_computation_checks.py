@@ -10,11 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core.answers.computation import Computation, check_computation
+from kb_core.answers.computation import Computation, ComputationRefusal, check_computation
+from kb_core.answers.computed import Reply, computed
 from kb_core.answers.numbers import ExpressionError, parse
 from kb_core.answers.operand_places import names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import asked_operations, operation_problem, performed_operation, unlike_terms
 from kb_core.answers.question_terms import periods_of
+from kb_core.answers.tables import stored_rows
 
 TABLE = """Balance sheet
 | 2019 | 2018 | 2017
@@ -178,3 +180,18 @@ def test_a_sum_or_difference_of_a_percent_and_a_plain_number_is_refused() -> Non
     assert unlike_terms(parse("avg(13.1, 77%)"), [False, True]) is not None
     assert unlike_terms(parse("(4% - 3%) / 3% * 100"), [True, True, True, None]) is None
     assert unlike_terms(parse("12.4 / 77% * 100"), [False, True, None]) is None  # a ratio may mix them
+
+
+def test_a_header_without_its_label_cell_heads_the_value_columns_from_the_right() -> None:
+    """PDF text often gives a table's header as ``2019 | 2018 | 2017`` over ``United States | 933 | 784 | 575``:
+    the years head the value columns, not the label's, so 933 is 2019's and 784 is 2018's."""
+    assets = "Long-lived assets\n2019 | 2018 | 2017\n| (in thousands) | |\nUnited States | $933 | $784 | $575\n"
+    assets += "Europe | 72 | 73 | 77"
+    question = "What is the percentage change in the long-lived assets in United States from 2018 to 2019?"
+    reply = Reply("(933 - 784) / 784 * 100", (1,))
+    done = computed(reply, {1: assets}, question, {1: "a.pdf"})
+    assert isinstance(done, tuple) and done[0].result.startswith("19.0"), done
+    shifted = computed(Reply("(784 - 575) / 575 * 100", (1,)), {1: assets}, question, {1: "a.pdf"})
+    assert isinstance(shifted, ComputationRefusal) and shifted.reason == "operand_off_question", shifted
+    assert stored_rows("2019 | 2018\n% | %\nSales | 5 | 4").splitlines()[:2] == [" | 2019 | 2018", " | % | %"]
+    assert stored_rows("Segment | Revenue\nSales | 5 | 4") == "Segment | Revenue\nSales | 5 | 4"  # a label's cell

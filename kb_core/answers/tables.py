@@ -21,6 +21,9 @@ from __future__ import annotations
 import re
 
 _ROW = re.compile(r"(^|\s)\|(\s|$)")  # a bar between cells, or at a row's start or end
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")  # a year heading a column
+_DIGIT = re.compile(r"\d")
+_WORDS = re.compile(r"[^\W\d_]{2,}")
 _SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")  # a Markdown table's |---|---|
 
 
@@ -76,7 +79,46 @@ def stored_rows(text: str) -> str:
         lines[index] = " | ".join([""] * width)
         for row in _block(lines, index):
             lines[row] = " | ".join(_cells(lines[row], True))
-    return "\n".join(lines)
+    return "\n".join(_headers_aligned(lines))
+
+
+def _headers_aligned(lines: list[str]) -> list[str]:
+    """``lines`` with each table's header rows that lack the label's cell (``2019 | 2018`` over
+    ``Sales | 5 | 4``, as a PDF's text often gives them) aligned right, over the value columns.
+
+    >>> _headers_aligned(["2019 | 2018", "% | %", "Sales | 5 | 4"])
+    [' | 2019 | 2018', ' | % | %', 'Sales | 5 | 4']
+    """
+    aligned = list(lines)
+    start = 0
+    while start < len(lines):
+        end = start
+        while end < len(lines) and _ROW.search(lines[end]):
+            end += 1
+        first_row = next((i for i in range(start, end) if _labelled_row(lines[i])), None)
+        if first_row is not None:
+            width = lines[first_row].count("|") + 1
+            for index in range(start, first_row):
+                missing = width - (lines[index].count("|") + 1)
+                if missing > 0 and _heads_values_only(lines[index]):
+                    aligned[index] = " | " * missing + lines[index]
+        start = max(end, start + 1)
+    return aligned
+
+
+def _labelled_row(line: str) -> bool:
+    """Whether a table row has a label (a first cell of words, no period) and a number in another cell."""
+    label, _, values = line.partition("|")
+    return bool(_WORDS.search(label)) and not _YEAR.search(label) and bool(_DIGIT.search(values))
+
+
+def _heads_values_only(line: str) -> bool:
+    """Whether a row heads value columns and has no label's cell: its first cell names a year (``2019 | Change |
+    2018``), or every cell is a unit (``% | %``, ``$m``)."""
+    cells = [cell.strip() for cell in line.split("|")]
+    if all(len(cell) <= 3 and not _DIGIT.search(cell) for cell in cells):
+        return True
+    return bool(_YEAR.search(cells[0])) and all(_YEAR.search(cell) or not _DIGIT.search(cell) for cell in cells)
 
 
 def _block(lines: list[str], index: int) -> list[int]:
