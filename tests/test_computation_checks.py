@@ -195,3 +195,31 @@ def test_a_header_without_its_label_cell_heads_the_value_columns_from_the_right(
     assert isinstance(shifted, ComputationRefusal) and shifted.reason == "operand_off_question", shifted
     assert stored_rows("2019 | 2018\n% | %\nSales | 5 | 4").splitlines()[:2] == [" | 2019 | 2018", " | % | %"]
     assert stored_rows("Segment | Revenue\nSales | 5 | 4") == "Segment | Revenue\nSales | 5 | 4"  # a label's cell
+
+
+WRAPPED = (
+    "The Company recognized $2.3 million, $2.1 million and $1.9 million of stock-based compensation\n"
+    "expense for the years ended March 31, 2019, 2018 and 2017, respectively, as follows:\n"
+    "Stock-based compensation expense in the years ended March 31, 2019, 2018 and 2017 included\n"
+    "$211,000, $207,000 and $150,000, respectively, related to the purchase plan."
+)
+
+
+@pytest.mark.parametrize(
+    ("expression", "accepted"),
+    [
+        ("2.3 - 2.1", True),  # 2019's and 2018's, paired by "respectively" on the wrapped line below
+        ("2.3 - 1.9", False),  # 1.9 is 2017's
+        ("sum(2.3, 2.1, 1.9)", False),
+        ("211,000 - 207,000", False),  # its line holds none of the question's words (its sentence is checked
+        # for pairing only: a long sentence holds any question's words)
+        ("(211,000 - 150,000)", False),
+    ],
+)
+def test_respectively_pairs_numbers_with_periods_across_wrapped_lines(expression: str, accepted: bool) -> None:
+    """A PDF's prose wraps one sentence over several lines; a date's day ("March 31") is no number it pairs."""
+    question = "What was the change in stock-based compensation expense from 2018 to 2019?"
+    if expression.startswith("sum"):
+        question = "What was the total stock-based compensation expense in 2019?"
+    done = computed(Reply(expression, (1,)), {1: WRAPPED}, question, {1: "a.pdf"})
+    assert isinstance(done, tuple) is accepted, done

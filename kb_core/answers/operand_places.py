@@ -163,8 +163,9 @@ def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[
         return None
     line = lines[index]
     if "|" not in line:  # prose: the line holds two of the question's words (or all, when it has fewer)
-        found = sentence_periods(line, words, allowed)
-        paired = respective_period(line, place.offset - (text.rfind("\n", 0, place.offset) + 1))
+        found = sentence_periods(line, words, allowed)  # the line's, not its sentence's: a long one holds any words
+        paragraph, start = _paragraph(lines, index)  # "respectively" may be on a line the sentence wraps onto
+        paired = respective_period(paragraph, start + place.offset - (text.rfind("\n", 0, place.offset) + 1))
         if found is None or paired is None:
             return found
         return None if allowed and paired not in allowed else {paired}
@@ -181,6 +182,18 @@ def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[
     if allowed and not periods & allowed:  # another period's column, or one kb cannot tell
         return None
     return periods
+
+
+def _paragraph(lines: Sequence[str], index: int) -> tuple[str, int]:
+    """The prose line ``index`` with the lines it wraps onto (no blank line or table row between), joined by
+    spaces, and where line ``index`` starts in it."""
+    first = index
+    while first > 0 and lines[first - 1].strip() and "|" not in lines[first - 1]:
+        first -= 1
+    last = index
+    while last + 1 < len(lines) and lines[last + 1].strip() and "|" not in lines[last + 1]:
+        last += 1
+    return " ".join(lines[first : last + 1]), sum(len(line) + 1 for line in lines[first:index])
 
 
 def operands_problem(done: Computation, tree: Node, passages: Mapping[int, str], question: str) -> str | None:

@@ -61,24 +61,38 @@ def sentence_periods(line: str, words: frozenset[str], allowed: set[int]) -> set
     return named & allowed
 
 
-_SENTENCE_END = regex.compile(r"(?<=[.;!?])\s+")
+_SENTENCE_END = regex.compile(r"(?<=[.;!?])\s+|(?<=:)\s+(?=\p{Lu})")  # "as follows: The ..." ends one too
+#: A day of a month ("March 31", "31 March"): a date's part, not one of the numbers a sentence pairs with periods.
+_DAY = regex.compile(
+    r"\b(?:{months})\.?\s+(?P<day>\d{{1,2}})\b|\b(?P<day>\d{{1,2}})\s+(?:{months})\b".format(
+        months="january|february|march|april|may|june|july|august|september|october|november|december"
+        "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+    ),
+    regex.IGNORECASE,
+)
 
 
-def respective_period(line: str, position: int) -> int | None:
-    """The period the number at ``position`` of a prose ``line`` is paired with by "respectively" ("$2.3 million,
-    $2.1 million and $1.9 million in 2019, 2018 and 2017, respectively": the first with 2019), or None when its
-    sentence pairs none (no "respectively", or not as many numbers as periods)."""
+def _sentence_at(text: str, position: int) -> tuple[str, int]:
+    """The sentence of prose ``text`` that holds ``position``, and where ``position`` is in it."""
     start = 0
-    for end in [m.start() for m in _SENTENCE_END.finditer(line)] + [len(line)]:
+    for end in [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
         if start <= position < end:
             break
         start = end
-    sentence = line[start:end]
+    return text[start:end], position - start
+
+
+def respective_period(line: str, position: int) -> int | None:
+    """The period the number at ``position`` of prose ``line`` (a paragraph's wrapped lines joined) is paired with
+    by "respectively" ("$2.3 million, $2.1 million and $1.9 million in 2019, 2018 and 2017, respectively": the
+    first with 2019), or None when its sentence pairs none (no "respectively", or not as many numbers as periods;
+    a date's day, "March 31", is no number)."""
+    sentence, at = _sentence_at(line, position)
     if "respectively" not in sentence.lower():
         return None
-    periods = [m.span() for m in PERIOD.finditer(sentence)]
+    periods = [m.span() for m in PERIOD.finditer(sentence)] + [m.span("day") for m in _DAY.finditer(sentence)]
     numbers = [n for n in read_numbers(sentence) if not any(n.start < b and a < n.end for a, b in periods)]
-    named, at = periods_of(sentence), position - start
+    named = periods_of(sentence)
     held = [i for i, n in enumerate(numbers) if n.start <= at < n.end]  # the number written at ``position``
     if len(numbers) != len(named) or len(named) < 2 or not held:
         return None
