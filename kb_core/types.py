@@ -216,7 +216,8 @@ class SearchQuery:
 
     ``path_prefixes`` (None: every document) restricts the search to documents whose path starts
     with one of them (``()``: none): the asker's read grants. An index applies it inside its query,
-    before ranking, so that ``k`` allowed hits come back whenever ``k`` allowed chunks match.
+    before ranking, so that ``k`` allowed hits come back whenever ``k`` allowed chunks match. kb passes
+    None, never ``("",)``, for a grant of every path.
     """
 
     text: str

@@ -319,8 +319,9 @@ def checked_search(kb: KnowledgeBase, query: SearchQuery) -> SearchResponse:
 
     start = time.perf_counter()
     access = current_access()
-    if access is not None:  # the asker's grants, inside every index's query
-        query = attrs.evolve(query, path_prefixes=narrow_prefixes(query.path_prefixes, access.readable))
+    if access is not None:  # the asker's grants, inside every index's query (a grant of "" is every path: None)
+        prefixes = narrow_prefixes(query.path_prefixes, access.readable)
+        query = attrs.evolve(query, path_prefixes=None if prefixes is not None and "" in prefixes else prefixes)
     catch_up(kb)  # a shared store (PostgreSQL): this folder's indexes first apply what other processes wrote
     cfg = kb.config.search
     retrievers = kb.retrievers(query.mode)

@@ -297,7 +297,7 @@ class QdrantIndex:
             self._refuse_other_model()
             return []
         must: list[Any] = []
-        prefixes = query.path_prefixes if query.path_prefixes is None or "" not in query.path_prefixes else None
+        prefixes = query.path_prefixes
         if query.path_glob or prefixes is not None:  # (the grants too: Qdrant filters inside its HNSW search)
             paths = [
                 p

@@ -41,7 +41,6 @@ __all__ = [
     "own_threads",
     "owned",
     "readable_documents",
-    "record_owner",
 ]
 
 T = TypeVar("T")
@@ -58,7 +57,6 @@ own_recheck = people.own_recheck
 own_threads = people.own_threads
 owned = people.owned
 readable_documents = people.readable_documents
-record_owner = people.record_owner
 
 
 class PeopleAuth:

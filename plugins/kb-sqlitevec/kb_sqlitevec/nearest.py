@@ -44,7 +44,7 @@ def document_conditions(query: SearchQuery) -> tuple[str, list[Any]]:
         conditions.append("kb_meta(d.metadata_json, ?)")
         params.append(json.dumps(dict(query.metadata)))
     prefixes = query.path_prefixes
-    if prefixes is not None and "" not in prefixes:  # the asker's grants ("": every path)
+    if prefixes is not None:  # the asker's grants
         if not prefixes:
             conditions.append("0")
         else:

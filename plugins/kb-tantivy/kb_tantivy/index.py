@@ -308,8 +308,6 @@ class TantivyIndex:
         glob, prefixes = query.path_glob, query.path_prefixes
         if prefixes is not None and not prefixes:
             return []  # no grant: nothing to find
-        if prefixes is not None and "" in prefixes:
-            prefixes = None
         if not glob and prefixes is None:
             return list(searcher.search(text_query, query.k, count=False).hits)
         musts: list[tuple[Occur, Query]] = [(Occur.Must, text_query)]
