@@ -1,4 +1,5 @@
-"""The kb-audio tests' recordings and a scripted transcriber (a module named conftest would clash with the core's)."""
+"""The kb-audio tests' helpers (a module named conftest would clash with the core's); the recording's words and the
+scripted transcriber are the public :mod:`kb_audio.testing`'s."""
 
 from __future__ import annotations
 
@@ -7,37 +8,11 @@ import wave
 from pathlib import Path
 
 import numpy as np
-from kb_audio.transcript import Word
+from kb_audio.testing import SPOKEN, ScriptedTranscriber, scripted_words
+
+__all__ = ["FIXTURES", "SPOKEN", "ScriptedTranscriber", "scripted_words", "wav_bytes"]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-#: what heron.ogg and heron.mp4 say (fixtures/make.sh), and when each sentence starts, in seconds
-SPOKEN = (
-    ("The heron pump by the weir was serviced on Tuesday.", 1.0),
-    ("Its seals were replaced and the filter was cleaned.", 6.405),
-    ("The next inspection is planned for the spring.", 12.075),
-)
-
-
-def scripted_words(samples: np.ndarray) -> list[Word]:
-    """The words of SPOKEN at their moments, a quarter of a second apart, those that fall inside SAMPLES."""
-    out: list[Word] = []
-    for sentence, start in SPOKEN:
-        for n, text in enumerate(sentence.split()):
-            at = start + n * 0.25
-            if at < len(samples) / 16000:
-                out.append(Word(" " + text, at, at + 0.2))
-    return out
-
-
-class ScriptedTranscriber:
-    """A transcriber that hears SPOKEN, whatever the sound."""
-
-    name = "scripted"
-    language = "en"
-
-    def words(self, samples: np.ndarray) -> list[Word]:
-        """SPOKEN's words inside the samples."""
-        return scripted_words(samples)
 
 
 def wav_bytes(samples: np.ndarray, rate: int = 16000, channels: int = 1) -> bytes:
