@@ -49,7 +49,8 @@ class Server:
         while not lines or lines[-1] != "}\n":
             line = self.process.stdout.readline()
             if not line:
-                raise SystemExit(f"kb serve on {self.folder} stopped before listening: see {self.log}")
+                said = self.log.read_text(errors="replace").strip().splitlines()[-1:]
+                raise SystemExit(f"kb serve on {self.folder} stopped before listening: {said}")
             lines.append(line)
         threading.Thread(target=self.process.stdout.read, daemon=True).start()  # (drain what else it prints)
         return str(json.loads("".join(lines))["url"])
