@@ -11,6 +11,15 @@ one knowledge base folder found by a search on a server of another.
     python plugins/kb-postgres/bench/bench_shared.py                   # starts PostgreSQL with pgserver
     python plugins/kb-postgres/bench/bench_shared.py --url postgresql://...   # an existing server (new schemas)
 
+Options for the workers' measure on real files: ``--folder PATH`` ingests a copy of that folder's files (``--first N``:
+its first N, sorted) instead of generated notes; ``--vectors`` keeps the default indexes (kb-tantivy and the vector
+index, so the embedder runs); ``--one-thread`` measures both again with ``OMP_THREAD_LIMIT=1`` in each worker
+(Tesseract's OpenMP threads); ``--probes 0`` skips the second measure. Each ingest also gives the CPU seconds its
+workers used (``RUSAGE_CHILDREN``: their own children, such as OCR, included) and how busy the whole machine was.
+
+    python plugins/kb-postgres/bench/bench_shared.py --folder /work/shared/datasets/tatqa-tune/scanned --first 40 \
+        --vectors --one-thread --probes 0
+
 Prints figures, asserts nothing about time. Needs ``pip install -e "plugins/kb-postgres[test]"`` and kb-tantivy.
 """
 
@@ -19,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,6 +40,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import attrs
+import psutil
 from kb_postgres.testing import postgres_server
 
 import kb_core
@@ -59,17 +71,37 @@ def write_folder(folder: Path, count: int) -> None:
         (folder / f"doc{number:04d}.md").write_text(f"# Note {number}\n\n" + "\n\n".join(paragraphs) + "\n")
 
 
-def ingest_with(workers: int, url: str, docs: Path, work: Path) -> float:
-    """Seconds for ``workers`` ``kb ingest`` processes of ``docs`` on a new schema (one knowledge base folder)."""
-    env = environment(url, f"bench_{uuid.uuid4().hex[:10]}")
+@attrs.frozen
+class Ingested:
+    """One measured ingest: wall seconds, the CPU seconds its workers used, and how busy the machine was (%)."""
+
+    seconds: float
+    cpu_seconds: float
+    machine_busy: float
+
+
+def ingest_with(
+    workers: int, url: str, docs: Path, work: Path, *, vectors: bool = False, extra: dict[str, str] | None = None
+) -> Ingested:
+    """``workers`` ``kb ingest`` processes of ``docs`` on a new schema (one knowledge base folder), with the lexical
+    index only unless ``vectors``; ``extra``: more environment variables for each."""
+    env = environment(url, f"bench_{uuid.uuid4().hex[:10]}") | (extra or {})
+    if vectors:
+        del env["KB_INDEXES__ENABLED"]  # (the default indexes, as a user has them)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    machine = psutil.cpu_times()
     began = time.perf_counter()
-    command = [KB, "--kb", str(work / f"kb{workers}"), "ingest", str(docs)]
+    command = [KB, "--kb", str(work / f"kb{workers}-{uuid.uuid4().hex[:6]}"), "ingest", str(docs)]
     processes = [subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL) for _ in range(workers)]
     codes = [process.wait() for process in processes]
     took = time.perf_counter() - began
+    after, machine_after = resource.getrusage(resource.RUSAGE_CHILDREN), psutil.cpu_times()
     if any(codes):
         raise SystemExit(f"kb ingest failed with {workers} worker(s): exit codes {codes}")
-    return took
+    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    total = sum(machine_after) - sum(machine)
+    idle = (machine_after.idle - machine.idle) + (machine_after.iowait - machine.iowait)
+    return Ingested(took, cpu, 100 * (1 - idle / total) if total else 0.0)
 
 
 def delays(url: str, work: Path, probes: int) -> list[float]:
@@ -115,29 +147,67 @@ def search(address: str, word: str) -> bool:
         return bool(json.load(response)["hits"])
 
 
+def copy_folder(source: Path, first: int | None, into: Path) -> int:
+    """Copy the first ``first`` files of ``source`` (sorted by name; all when None) into ``into``; how many."""
+    into.mkdir(parents=True)
+    files = sorted(path for path in source.iterdir() if path.is_file())[:first]
+    for path in files:
+        shutil.copy2(path, into / path.name)
+    return len(files)
+
+
+def workers_line(label: str, one: Ingested, two: Ingested) -> str:
+    """One line of figures: both wall times, the speed-up and the CPU they used."""
+
+    def cpu(run: Ingested) -> str:
+        return (
+            f"{run.cpu_seconds:.0f} CPU s ({run.cpu_seconds / run.seconds:.2f} cores), machine {run.machine_busy:.0f}%"
+        )
+
+    return (
+        f"{label}: 1 worker {one.seconds:.1f} s [{cpu(one)}], 2 workers {two.seconds:.1f} s [{cpu(two)}]"
+        f" ({one.seconds / two.seconds:.2f} x)"
+    )
+
+
 def main() -> None:
     """Run both measures and print them."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="an existing PostgreSQL server (default: one pgserver starts)")
     parser.add_argument("--documents", type=int, default=500)
     parser.add_argument("--probes", type=int, default=50)
+    parser.add_argument("--folder", type=Path, help="ingest a copy of this folder's files instead of generated notes")
+    parser.add_argument("--first", type=int, help="with --folder: only its first N files, sorted by name")
+    parser.add_argument("--vectors", action="store_true", help="keep the default vector index (the embedder runs)")
+    parser.add_argument("--one-thread", action="store_true", help="measure again with OMP_THREAD_LIMIT=1 per worker")
     args = parser.parse_args()
     with postgres_server(args.url or "", prefix="kb-bench-pg-") as url:
         work = Path(tempfile.mkdtemp(prefix="kb-bench-shared-"))
         try:
-            write_folder(work / "docs", args.documents)
-            one = ingest_with(1, url, work / "docs", work)
-            two = ingest_with(2, url, work / "docs", work)
-            print(
-                f"ingest of {args.documents} documents: 1 worker {one:.1f} s, 2 workers {two:.1f} s ({one / two:.2f} x)"
+            if args.folder:
+                count = copy_folder(args.folder, args.first, work / "docs")
+                what = f"{count} files of {args.folder}"
+            else:
+                write_folder(work / "docs", args.documents)
+                what = f"{args.documents} documents"
+            indexes = "kb-tantivy and the vector index" if args.vectors else "kb-tantivy only"
+            print(f"ingest of {what} ({indexes}), load average before: {Path('/proc/loadavg').read_text().strip()}")
+            variants: list[tuple[str, dict[str, str]]] = [("as installed", {})] + (
+                [("OMP_THREAD_LIMIT=1", {"OMP_THREAD_LIMIT": "1"})] * args.one_thread
             )
-            waited = sorted(delays(url, work, args.probes))
-            p95 = waited[min(len(waited) - 1, round(0.95 * (len(waited) - 1)))]
-            print(
-                f"ingested through folder A, found by kb serve on folder B ({len(waited)} documents):"
-                f" p50 {statistics.median(waited) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms,"
-                f" max {waited[-1] * 1000:.0f} ms"
-            )
+            for label, extra in variants:
+                one = ingest_with(1, url, work / "docs", work, vectors=args.vectors, extra=extra)
+                two = ingest_with(2, url, work / "docs", work, vectors=args.vectors, extra=extra)
+                print(workers_line(label, one, two), flush=True)
+            if args.probes:
+                waited = sorted(delays(url, work, args.probes))
+                p95 = waited[min(len(waited) - 1, round(0.95 * (len(waited) - 1)))]
+                print(
+                    f"ingested through folder A, found by kb serve on folder B ({len(waited)} documents):"
+                    f" p50 {statistics.median(waited) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms,"
+                    f" max {waited[-1] * 1000:.0f} ms"
+                )
+            print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
