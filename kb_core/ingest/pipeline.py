@@ -184,6 +184,18 @@ class Ingester:
         self.failed: list[IngestWarning] = []
         self.warnings: list[IngestWarning] = []
         self._ignore_lines: set[tuple[str, str, str]] = set()  # (folder, file, reason): each reported once
+        self._written: set[str] = set()  # the paths this run wrote (added or updated)
+
+    def wrote(self, path: str, stored_before: bool) -> None:
+        """Report ``path`` written: updated when it was stored before, else added."""
+        (self.updated if stored_before else self.added).append(path)
+        self._written.add(path)
+
+    def count_unchanged(self, path: str) -> None:
+        """Count ``path`` unchanged, unless this run wrote it: several targets of one ingest on a shared store, the
+        first of which finished the files a killed process had left queued, each found stored by the next."""
+        if path not in self._written:
+            self.unchanged += 1
 
     def _prepare(
         self,
@@ -254,7 +266,7 @@ class Ingester:
             for item, chunks in chunked:
                 self.store.replace_document(item.document, chunks)
         for item, _ in chunked:
-            (self.updated if item.document.path in known else self.added).append(item.document.path)
+            self.wrote(item.document.path, item.document.path in known)
             self.note_warnings(item)
 
     def _chunked(self, batch: list[_Prepared]) -> list[tuple[_Prepared, list[Chunk]]]:
@@ -343,7 +355,7 @@ class Ingester:
                 continue
             content_hash = hashlib.sha256(data).hexdigest()
             if known.get(file.path) == content_hash:
-                self.unchanged += 1
+                self.count_unchanged(file.path)
                 continue
             prepared = self._prepare(file, root_key, content_hash, data, stored=file.path in known)
             if prepared is not None:

@@ -56,13 +56,15 @@ class Ingester(containers.Ingester, Protocol):
     pipeline imports this module)."""
 
     chunker: Any
-    added: list[str]
-    updated: list[str]
     failed: list[IngestWarning]
 
     def _read(self, file: SourceFile) -> bytes | None: ...
 
     def note_warnings(self, item: Prepared) -> None: ...
+
+    def wrote(self, path: str, stored_before: bool) -> None: ...
+
+    def count_unchanged(self, path: str) -> None: ...
 
 
 #: Files a worker takes at once (written in one transaction): fewer round trips, and a fair share at the end.
@@ -158,7 +160,7 @@ def _ingest_jobs(
             raise
         kept = _write_each(ingester, store, chunked, hashes)
     for item, _chunks in kept:
-        (ingester.updated if item.document.path in hashes else ingester.added).append(item.document.path)
+        ingester.wrote(item.document.path, item.document.path in hashes)
         ingester.note_warnings(item)
 
 
@@ -235,7 +237,7 @@ def _prepare(
         return None
     content_hash = hashlib.sha256(data).hexdigest()
     if hashes.get(file.path) == content_hash:
-        ingester.unchanged += 1
+        ingester.count_unchanged(file.path)
         return None
     return ingester._prepare(file, root_key, content_hash, data, stored=file.path in hashes, chosen=chosen)
 

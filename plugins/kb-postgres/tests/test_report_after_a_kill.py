@@ -43,7 +43,6 @@ def open_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[Kno
     kb.close()
 
 
-@pytest.mark.xfail(strict=True, reason="a file added from the queue is counted unchanged again as its own target")
 def test_files_a_killed_process_left_are_counted_once_when_ingested_file_by_file(
     open_kb: KnowledgeBase, postgres_options: dict[str, object], tmp_path: Path
 ) -> None:
