@@ -13,7 +13,10 @@ start with (a refusal after text, or text changed after it was shown). Surfaces:
 
 The HTTP surfaces need a running ``kb serve`` over the same knowledge base (``--serve http://127.0.0.1:8765``).
 Questions: a JSONL file with a ``question`` per line (default: fixtures/golden/answers.jsonl; for clapnq-tune 40,
-seed 7, and mtrag-tune follow-ups use the sets bench/answers.py and bench/conversations.py write).
+seed 7, the set bench/answers.py writes), or ``--conversations N``: mtrag-tune's first N conversations with a
+follow-up, each asked turn by turn in one thread per surface (``kb_core``'s thread in process, ``/threads`` and
+its ``/threads/{id}/ask``, ``/v1`` with the earlier messages sent again), over bench/out/kb-mtrag (which
+``python bench/conversations.py --no-answers --limit 1`` ingests).
 
     .venv/bin/kb --kb /tmp/kb-fixtures ingest fixtures/corpus
     .venv/bin/kb --kb /tmp/kb-fixtures serve --port 8765 &      # the embedded default model
@@ -52,7 +55,8 @@ def withdrawn(streamed: str, answer: dict[str, Any]) -> bool:
     return not answer["grounded"] or not " ".join(str(answer["answer"]).split()).startswith(said)
 
 
-def via_service(service: AnswerService, question: str) -> Seen:
+def via_service(service: AnswerService, question: str, thread: dict[str, Any] | None = None) -> Seen:
+    """``question`` asked in process; ``thread`` (a conversation's state) keeps its thread id between turns."""
     pieces: list[str] = []
     began, first = time.perf_counter(), None
 
@@ -62,7 +66,9 @@ def via_service(service: AnswerService, question: str) -> Seen:
             first = time.perf_counter() - began
         pieces.append(text)
 
-    turn = service.ask_in_thread(question, None, on_token=on_token)
+    turn = service.ask_in_thread(question, (thread or {}).get("id"), on_token=on_token)
+    if thread is not None:
+        thread["id"] = turn.thread_id
     return "".join(pieces), first, time.perf_counter() - began, envelope("answer.v1", turn.answer)
 
 
@@ -75,7 +81,11 @@ def _events(response: httpx.Response) -> Any:
             yield name, line[6:]
 
 
-def via_sse(http: httpx.Client, path: str, question: str) -> Seen:
+def via_sse(http: httpx.Client, path: str, question: str, thread: dict[str, Any] | None = None) -> Seen:
+    """``question`` through ``path``'s events; with ``thread`` (a conversation's state), a follow-up goes to
+    ``/threads/{id}/ask`` once the first turn named the thread."""
+    if thread is not None and thread.get("id"):
+        path = f"/threads/{thread['id']}/ask?stream=1"
     pieces: list[str] = []
     began, first = time.perf_counter(), None
     answer: dict[str, Any] = {}
@@ -87,16 +97,20 @@ def via_sse(http: httpx.Client, path: str, question: str) -> Seen:
             elif name in ("answer", "turn"):
                 made = json.loads(data)
                 answer = made["answer"] if name == "turn" else made
+                if name == "turn" and thread is not None:
+                    thread["id"] = made["thread_id"]
     return "".join(pieces), first, time.perf_counter() - began, answer
 
 
-def via_v1(http: httpx.Client, question: str) -> Seen:
+def via_v1(http: httpx.Client, question: str, thread: dict[str, Any] | None = None) -> Seen:
     """The content deltas of a streamed completion: withdrawn when they are not exactly kb's message for the answer
-    (before this issue, a refused or changed answer came after a rule, below the text it replaced)."""
+    (before this issue, a refused or changed answer came after a rule, below the text it replaced). With ``thread``
+    (a conversation's state) the earlier messages are sent again, as a chat client does."""
     pieces: list[str] = []
     began, first = time.perf_counter(), None
     answer: dict[str, Any] = {}
-    body = {"model": "kb", "stream": True, "messages": [{"role": "user", "content": question}]}
+    earlier: list[dict[str, str]] = (thread or {}).setdefault("messages", []) if thread is not None else []
+    body = {"model": "kb", "stream": True, "messages": [*earlier, {"role": "user", "content": question}]}
     with http.stream("POST", "/v1/chat/completions", json=body) as reply:
         for line in reply.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -109,8 +123,18 @@ def via_v1(http: httpx.Client, question: str) -> Seen:
                     first = first if first is not None or "kb" in chunk else time.perf_counter() - began
                     pieces.append(text)
     same = markdown.fingerprint("".join(pieces)) == markdown.fingerprint(markdown.message(answer, ""))
+    if thread is not None:
+        earlier += [{"role": "user", "content": question}, {"role": "assistant", "content": "".join(pieces)}]
     shown = "" if same else "".join(pieces)  # (withdrawn() reads any text here against the answer)
     return shown, first, time.perf_counter() - began, answer if same else {**answer, "grounded": False}
+
+
+def conversations(limit: int) -> list[list[str]]:
+    """The user turns of mtrag-tune's first ``limit`` conversations that have a follow-up (the dataset beside this
+    checkout)."""
+    data = REPO.parent / "shared" / "datasets" / "mtrag-tune" / "conversations.jsonl"
+    found = [[t["question"] for t in json.loads(line)["turns"]] for line in data.read_text().splitlines() if line]
+    return [turns for turns in found if len(turns) > 1][:limit]
 
 
 def summary(rows: list[Seen]) -> dict[str, Any]:
@@ -131,18 +155,33 @@ def main() -> None:
     parser.add_argument("--questions", type=Path, default=REPO / "fixtures/golden/answers.jsonl")
     parser.add_argument("--serve", help="a running kb serve over the same knowledge base, for /ask, /threads, /v1")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--conversations", type=int, default=0, help="instead: mtrag-tune's first N conversations, turn by turn"
+    )
     args = parser.parse_args()
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]
-    surfaces: dict[str, Callable[[str], Seen]] = {}
+    surfaces: dict[str, Callable[[str, dict[str, Any] | None], Seen]] = {}
     kb = kb_core.open_kb(kb_dir=args.kb, create=False)
     service = AnswerService.over(kb)
-    surfaces["service"] = lambda q: via_service(service, q)
+    surfaces["service"] = lambda q, t: via_service(service, q, t)
     if args.serve:
         http = httpx.Client(base_url=args.serve, timeout=600)
-        surfaces["ask"] = lambda q: via_sse(http, "/ask/stream", q)
-        surfaces["threads"] = lambda q: via_sse(http, "/threads?stream=1", q)
-        surfaces["v1"] = lambda q: via_v1(http, q)
-    report = {name: summary([ask(q) for q in questions]) for name, ask in surfaces.items()}
+        if not args.conversations:  # /ask has no threads
+            surfaces["ask"] = lambda q, t: via_sse(http, "/ask/stream", q, t)
+        surfaces["threads"] = lambda q, t: via_sse(http, "/threads?stream=1", q, t)
+        surfaces["v1"] = lambda q, t: via_v1(http, q, t)
+    if args.conversations:  # every turn of each conversation in one thread per surface; follow-ups counted apart
+        talks = conversations(args.conversations)
+        report: dict[str, Any] = {}
+        for name, ask in surfaces.items():
+            rows: list[list[Seen]] = []
+            for turns in talks:
+                state: dict[str, Any] = {}  # this conversation's thread on this surface
+                rows.append([ask(question, state) for question in turns])
+            report[name] = summary([r for turns in rows for r in turns])
+            report[name]["follow_ups"] = summary([r for turns in rows for r in turns[1:]])
+    else:
+        report = {name: summary([ask(q, None) for q in questions]) for name, ask in surfaces.items()}
     kb.close()
     print(json.dumps(report, indent=2))
     if args.out:
