@@ -5,7 +5,10 @@ of an unchanged re-ingest, and writes them to ``bench/out/mail.json``. The messa
 (seeded): plain and HTML-only mail, replies quoting their original, one in twenty with a Markdown
 attachment, one in fifty with an attachment no parser reads (a zip).
 
-    python bench/mail.py [--messages N]
+    python bench/mail.py [--messages N] [--indexes tantivy,sqlitevec] [--out FILE]
+
+``--indexes`` sets ``KB_INDEXES__ENABLED`` for the child (default: kb's default indexes), to tell the
+reading stage's memory from the embedding stage's; ``--out`` writes elsewhere than ``bench/out/mail.json``.
 """
 
 from __future__ import annotations
@@ -72,12 +75,16 @@ def write_mbox(path: Path, count: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--indexes", default="", help="comma-separated index names (default: kb's default indexes)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the figures (default {OUT})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder, kb_dir = Path(tmp) / "mail", Path(tmp) / "kb"
         folder.mkdir()
         size = write_mbox(folder / "inbox.mbox", args.messages)
         env = {"KB_HOME": str(kb_dir)}
+        if args.indexes:
+            env["KB_INDEXES__ENABLED"] = json.dumps([name.strip() for name in args.indexes.split(",")])
         first, first_rss, out = run_kb(["ingest", str(folder), "--json"], env)
         report = json.loads(out)
         second, second_rss, out = run_kb(["ingest", str(folder), "--json"], env)
@@ -95,14 +102,14 @@ def main() -> None:
         "reingest_share_of_first": round(second / first, 4),
         "indexes": [i["index"] for i in report["indexes"]],
     }
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(figures, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"mbox                 {args.messages} messages, {size / 1e6:.1f} MB")
     print(f"stored               {report['documents']} documents, {report['chunks']} chunks ({figures['indexes']})")
     print(f"first ingest         {first:.1f} s wall, peak RSS {first_rss:.0f} MiB")
     share = f"{second / first:.1%} of the first"
     print(f"re-ingest unchanged  {second:.2f} s wall ({share}), peak RSS {second_rss:.0f} MiB")
-    print(f"wrote {OUT}")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

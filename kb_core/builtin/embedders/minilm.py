@@ -43,6 +43,11 @@ MINILM_SCRIPTS = ("latin",)
 # between unanswerable and answerable questions' top hits is -0.13 over 400 abstracts and 0.12
 # over all 5,183 (an off-topic question's best match rises with the corpus).
 MINILM_FLOORS = {"latin": 0.10}
+#: Tokens one model run takes at most (rows times the padded width; a single longer text runs alone). ONNX
+#: Runtime's arena keeps the largest run's intermediates for the session's life, and a transformer's attention
+#: grows with rows x width x width: 32 chunks of 256 tokens took 1 GB (a 10,000-message mbox peaked at
+#: 1,345 MiB); 1,024 tokens (4 rows of 256, 32 of 32) peak near 400 MB at the same speed (docs/evaluation.md, Mail).
+BATCH_TOKENS = 1024
 
 
 @attrs.frozen
@@ -121,12 +126,18 @@ class OnnxEmbedder:
             self.model_ref = attrs.evolve(self.model_ref, dimensions=self.dimensions)
         return self._session
 
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids, cut to the model's limit (its last, closing token kept)."""
+        limit = self.max_tokens
+        encodings = self._tokenizer.encode_batch(texts)
+        return [e.ids[: limit - 1] + e.ids[-1:] if len(e.ids) > limit else e.ids for e in encodings]
+
     def _run(self, texts: list[str]) -> np.ndarray:
+        return self._run_ids(self._token_ids(texts))
+
+    def _run_ids(self, ids: list[list[int]]) -> np.ndarray:
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
-        limit = self.max_tokens
-        ids = [e.ids[: limit - 1] + e.ids[-1:] if len(e.ids) > limit else e.ids for e in encodings]
         width = max(len(i) for i in ids)
         input_ids = np.zeros((len(ids), width), dtype=np.int64)
         mask = np.zeros((len(ids), width), dtype=np.int64)
@@ -147,7 +158,8 @@ class OnnxEmbedder:
         return pooled.astype(np.float32)
 
     def embed_array(self, texts: Sequence[str], prefix: str | None = None) -> np.ndarray:
-        """Embed texts as a (n, dimensions) float32 array, in batches sorted by length."""
+        """Embed texts as a (n, dimensions) float32 array, in batches sorted by length, each at most
+        ``batch_size`` texts and :data:`BATCH_TOKENS` tokens (padding included)."""
         import numpy as np
 
         self._ensure_session()
@@ -156,8 +168,10 @@ class OnnxEmbedder:
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         out = np.zeros((len(items), self.dimensions), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
-            picked = order[start : start + self.batch_size]
-            out[picked] = self._run([items[i] for i in picked])
+            window = order[start : start + self.batch_size]
+            ids = self._token_ids([items[i] for i in window])
+            for rows in token_batches([len(i) for i in ids], BATCH_TOKENS):
+                out[[window[r] for r in rows]] = self._run_ids([ids[r] for r in rows])
         return out
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -167,6 +181,19 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> list[float]:
         """A unit vector for a query."""
         return self.embed_array([text], prefix=self.settings.query_prefix)[0].tolist()
+
+
+def token_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Positions of ``lengths`` grouped, shortest first, so that each group's size times its longest length is
+    at most ``budget`` (a length over the budget is a group of its own)."""
+    groups: list[list[int]] = []
+    for position in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        group = groups[-1] if groups else None
+        if group is not None and (len(group) + 1) * lengths[position] <= budget:
+            group.append(position)
+        else:
+            groups.append([position])
+    return groups
 
 
 def load_model_folder(folder: Path, threads: int = 0, batch_size: int = 32) -> OnnxEmbedder:
