@@ -6,8 +6,8 @@ ingest and sample, by import; ``--reuse`` keeps a knowledge base already there),
 README says (:mod:`kb_core.evaluation.numbers`), and prints: right, grounded-wrong-number and refused
 rates overall, by ``answer_type`` (arithmetic / count) and by ``answer_from`` (table / text /
 table-text); how many were lost to retrieval (no passage of the expected document packed for the
-model) and how the rest went; the whole-answer p50 in seconds. ``--spans`` also asks bench/tatqa.py's
-120-question span sample of the same seed, for the p50 comparison. Figures go to
+model) and how the rest went; the whole-answer p50 in seconds. ``--spans [N]`` also asks bench/tatqa.py's
+span sample of the same seed (120 questions, or N), for the p50 comparison. Figures go to
 bench/out/tatqa-numbers-<kind>-<label>.json, reports to bench/out/answers-tatqa-numbers-<kind>-<label>/.
 
 kb_core comes from PYTHONPATH when it names a tree (a baseline worktree), else from this checkout::
@@ -127,9 +127,9 @@ def numbers_run(kb: KnowledgeBase, kind: str, limit: int, seed: int, label: str)
     }
 
 
-def spans_run(kb: KnowledgeBase, kind: str, seed: int, label: str) -> dict[str, Any]:
-    """bench/tatqa.py's span sample of ``seed`` (120 questions), for the p50 comparison."""
-    golden, _answer_from = tatqa.sample(kind, SPAN_SAMPLE, seed)
+def spans_run(kb: KnowledgeBase, kind: str, seed: int, label: str, limit: int = SPAN_SAMPLE) -> dict[str, Any]:
+    """bench/tatqa.py's span sample of ``seed`` (``limit`` questions, 120 by default), for the p50 comparison."""
+    golden, _answer_from = tatqa.sample(kind, limit, seed)
     report, seconds = timed_evaluation(kb, golden, tatqa.OUT / f"answers-tatqa-spans-{kind}-{label}")
     right = sum(r.correct for r in report.results)
     return {
@@ -155,7 +155,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--label", default="default", help="names the figures file and report folders")
     parser.add_argument("--reuse", action="store_true", help="keep bench/out/kb-tatqa-<kind> when it is there")
-    parser.add_argument("--spans", action="store_true", help=f"also ask the {SPAN_SAMPLE}-question span sample")
+    parser.add_argument(
+        "--spans",
+        type=int,
+        nargs="?",
+        const=SPAN_SAMPLE,
+        default=0,
+        help=f"also ask a span sample of this many questions (alone: {SPAN_SAMPLE}), asked after the numbers",
+    )
     args = parser.parse_args()
 
     began = time.perf_counter()
@@ -168,7 +175,7 @@ def main() -> None:
             "numbers": numbers_run(kb, args.kind, args.limit, args.seed, args.label),
         }
         if args.spans:
-            result["spans"] = spans_run(kb, args.kind, args.seed, args.label)
+            result["spans"] = spans_run(kb, args.kind, args.seed, args.label, args.spans)
     finally:
         kb.close()
     result["wall_seconds"] = round(time.perf_counter() - began)
