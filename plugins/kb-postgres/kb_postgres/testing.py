@@ -12,8 +12,9 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-__all__ = ["postgres_server"]
+__all__ = ["postgres_server", "run_sql"]
 
 
 @contextmanager
@@ -40,3 +41,14 @@ def postgres_server(url: str = "", *, prefix: str = "kb-postgres-") -> Iterator[
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_sql(options: dict[str, object], query: str) -> list[tuple[Any, ...]]:
+    """Run ``query`` in the schema of ``[backends.postgres]`` ``options`` (a test reaching past the store: a lease
+    run out, a row to look at); its rows, or [] when it returns none."""
+    import psycopg
+
+    with psycopg.connect(str(options["url"]), autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {options['schema']}")
+        cursor = conn.execute(query)
+        return cursor.fetchall() if cursor.description else []

@@ -22,6 +22,9 @@ import pytest
 from kb_postgres.testing import postgres_server
 from psycopg import sql
 
+from kb_core import KnowledgeBase, load_config
+from kb_core.testing import TestIndexesPlugin, load_registry
+
 TEST_URL = os.environ.get("KB_POSTGRES_TEST_URL", "")  # (read at import: the tests' environment drops KB_*)
 
 
@@ -81,3 +84,17 @@ def run_kb(kb_env: Callable[..., dict[str, str]]) -> Callable[..., subprocess.Co
         return subprocess.run(kb_command(folder, *args), capture_output=True, text=True, env=kb_env(), timeout=300)
 
     return run
+
+
+@pytest.fixture
+def open_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[KnowledgeBase]:
+    """A knowledge base on ``postgres_options``' schema with the test lexical index (a module may override it)."""
+    plugins = load_registry(extra_plugins=[("test-indexes", TestIndexesPlugin())])
+    overrides = {
+        "store.backend": "postgres",
+        "backends.postgres": dict(postgres_options),
+        "indexes.enabled": ["test-lexical"],
+    }
+    kb = KnowledgeBase(load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={}), plugins)
+    yield kb
+    kb.close()

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from kb_postgres.settings import PostgresSettings
 from kb_postgres.store import PostgresStore
+from kb_postgres.testing import run_sql
 
 from kb_core import KbError, KnowledgeBase, WriterBusyError, ingest_paths, load_config
 from kb_core.plugin import RegisterParser, hookimpl
@@ -37,13 +37,6 @@ NUL_PAST_8_KIB = b"Plain text line.\n" * 600 + b"then a NUL \x00 here.\n"
 def kb_command(folder: Path) -> list[str]:
     """The ``kb`` command line on knowledge base ``folder``."""
     return [str(Path(sys.executable).parent / "kb"), "--kb", str(folder)]
-
-
-def sql(options: dict[str, object], query: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(str(options["url"]), autocommit=True) as conn:
-        conn.execute(f"SET search_path TO {options['schema']}")
-        cursor = conn.execute(query)
-        return cursor.fetchall() if cursor.description else []
 
 
 @pytest.fixture
@@ -70,7 +63,7 @@ def store_of(kb: KnowledgeBase) -> PostgresStore:
 
 
 def stored(options: dict[str, object]) -> list[str]:
-    return [row[0] for row in sql(options, "SELECT path FROM documents ORDER BY path")]
+    return [row[0] for row in run_sql(options, "SELECT path FROM documents ORDER BY path")]
 
 
 def renewed(store: PostgresStore) -> set[str]:
@@ -85,7 +78,7 @@ def test_a_file_with_a_nul_past_the_first_8_kib_fails_alone(
     report = ingest_paths(open_kb, [docs])
     assert report.added == ["a.md", "c.md"]
     assert [(w.path, w.reason) for w in report.failed] == [("b.md", "binary file (NUL bytes); skipped")]
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]  # nothing left taken
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]  # nothing left taken
     again = ingest_paths(open_kb, [docs])  # the same handle (kb serve's writer): not waiting for a lease
     assert again.unchanged == 2 and [w.path for w in again.failed] == ["b.md"]
 
@@ -105,7 +98,7 @@ def test_a_document_the_store_refuses_is_that_files_failure(
     report = ingest_paths(open_kb, [docs])
     assert report.added == ["a.md", "c.md"] and stored(postgres_options) == ["a.md", "c.md"]
     assert [(w.path, w.reason) for w in report.failed] == [("b.md", "cannot store 'b.md': refused (mend it)")]
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
 
 
 @pytest.mark.parametrize(
@@ -132,13 +125,13 @@ def test_a_failure_in_the_write_step_puts_the_batch_back_untaken(
     with pytest.raises(type(failure)):
         ingest_paths(open_kb, [docs])
     assert stored(postgres_options) == []  # the batch's transaction is whole: nothing of it written
-    jobs = sql(postgres_options, "SELECT path, token, lease_until, tries FROM ingest_jobs ORDER BY path")
+    jobs = run_sql(postgres_options, "SELECT path, token, lease_until, tries FROM ingest_jobs ORDER BY path")
     assert jobs == [(name, None, None, 0) for name in ("a.md", "b.md", "c.md")]  # untaken, no taker counted
     assert renewed(store) == set()
     monkeypatch.undo()
     report = ingest_paths(open_kb, [docs])  # the same handle goes on at once
     assert report.added == ["a.md", "b.md", "c.md"] and report.failed == []
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
 
 
 class FailingTokenizer:
@@ -170,7 +163,7 @@ def test_a_chunker_failure_is_that_files_failure(
     assert [(w.path, w.reason) for w in report.failed] == [
         ("b.md", "cannot be cut into passages (chunker failed: ValueError: no way to cut it); skipped")
     ]
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
 
 
 def test_return_files_clears_only_this_workers_jobs(
@@ -182,7 +175,7 @@ def test_return_files_clears_only_this_workers_jobs(
     assert renewed(store) == {jobs[0].token}
     assert store.return_files([IngestJob("/src", "a.md", "not-the-token")]) == 0
     assert store.return_files(jobs[:1]) == 1
-    rows = sql(postgres_options, "SELECT path, token IS NULL, tries FROM ingest_jobs ORDER BY path")
+    rows = run_sql(postgres_options, "SELECT path, token IS NULL, tries FROM ingest_jobs ORDER BY path")
     assert rows == [("a.md", True, 0), ("b.md", False, 1)]  # b.md is still this worker's
     assert store.return_files(jobs[1:]) == 1 and renewed(store) == set()
     assert [(job.path, job.taken_before) for job in store.take_files("/src", 8)] == [("a.md", 0), ("b.md", 0)]
@@ -223,7 +216,7 @@ def test_a_containers_own_document_is_written_only_while_its_job_is_the_workers(
 
     def steal(number: int) -> None:  # mid-file (the first time), its lease runs out and another worker takes it
         if number == 3 and not stolen:
-            sql(postgres_options, "UPDATE ingest_jobs SET lease_until = now() - interval '1 second'")
+            run_sql(postgres_options, "UPDATE ingest_jobs SET lease_until = now() - interval '1 second'")
             [job] = stolen[:] = thief.take_files(root, 8)
             assert thief.set_aside(job, "hash", "held by the thief")  # (so the first worker stops waiting for it)
 
@@ -241,7 +234,7 @@ def test_a_containers_own_document_is_written_only_while_its_job_is_the_workers(
     finally:
         thief.close()
     assert stored(postgres_options) == sorted(["box.pack", *parts])
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
 
 
 @pytest.mark.slow  # (real kb processes)
@@ -259,7 +252,7 @@ def test_kb_ingest_and_kb_serve_go_on_past_a_file_with_a_nul(
         "  failed: b.md: binary file (NUL bytes); skipped"
     ]
     assert stored(postgres_options) == ["a.md", "c.md"]
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
     second = run_kb(tmp_path / "kb", "ingest", str(docs))  # not waiting for a lease: nothing is held
     assert second.returncode == 4 and "added 0, updated 0, unchanged 2" in second.stdout, second.stderr
 
@@ -288,7 +281,7 @@ def test_kb_ingest_and_kb_serve_go_on_past_a_file_with_a_nul(
     finally:
         server.terminate()
         server.wait(30)
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
 
 
 #: A container plugin for ``.pack`` files: ten ``.txt`` parts, the process killed (SIGKILL: no Python handler runs)
@@ -329,10 +322,10 @@ def test_a_worker_killed_mid_container_leaves_whole_batches_of_parts_and_no_hash
     assert killed.returncode == -9, killed.stderr
     parts = [f"box.pack/part{n}.txt" for n in range(6)]
     assert stored(postgres_options) == parts  # three whole batches of two; not the container's own document
-    assert sql(postgres_options, "SELECT path, tries FROM ingest_jobs") == [("box.pack", 1)]  # its lease runs out
+    assert run_sql(postgres_options, "SELECT path, tries FROM ingest_jobs") == [("box.pack", 1)]  # its lease runs out
     again = subprocess.run(command, capture_output=True, text=True, env=env | {"KB_TEST_DEFUSED": "1"}, timeout=300)
     assert again.returncode == 0, again.stderr
     report = json.loads(again.stdout)
     assert report["unchanged"] == 6  # the parts stored already: skipped by their hash
     assert sorted(report["added"]) == ["box.pack", *[f"box.pack/part{n}.txt" for n in range(6, 10)]]
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]

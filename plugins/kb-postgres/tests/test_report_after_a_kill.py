@@ -11,36 +11,12 @@ every document once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psycopg
-import pytest
 from kb_postgres.store import PostgresStore
+from kb_postgres.testing import run_sql
 
-from kb_core import KnowledgeBase, ingest_paths, load_config
-from kb_core.testing import TestIndexesPlugin, load_registry
-
-
-def sql(options: dict[str, object], query: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(str(options["url"]), autocommit=True) as conn:
-        conn.execute(f"SET search_path TO {options['schema']}")
-        cursor = conn.execute(query)
-        return cursor.fetchall() if cursor.description else []
-
-
-@pytest.fixture
-def open_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[KnowledgeBase]:
-    plugins = load_registry(extra_plugins=[("test-indexes", TestIndexesPlugin())])
-    overrides = {
-        "store.backend": "postgres",
-        "backends.postgres": dict(postgres_options),
-        "indexes.enabled": ["test-lexical"],
-    }
-    kb = KnowledgeBase(load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={}), plugins)
-    yield kb
-    kb.close()
+from kb_core import KnowledgeBase, ingest_paths
 
 
 def test_files_a_killed_process_left_are_counted_once_when_ingested_file_by_file(
@@ -56,7 +32,7 @@ def test_files_a_killed_process_left_are_counted_once_when_ingested_file_by_file
     assert isinstance(store, PostgresStore)
     store.queue_files(str(docs.resolve()), ["b.md", "c.md"])
     store.take_files(str(docs.resolve()), 8)  # a process took them, and was killed
-    sql(postgres_options, "UPDATE ingest_jobs SET lease_until = now() - interval '1 second'")
+    run_sql(postgres_options, "UPDATE ingest_jobs SET lease_until = now() - interval '1 second'")
 
     report = ingest_paths(open_kb, [docs / name for name in names])  # as kb serve ingests an upload sent again
 

@@ -16,24 +16,14 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 from kb_postgres.settings import PostgresSettings
 from kb_postgres.store import PostgresStore
+from kb_postgres.testing import run_sql
 
-from kb_core import KnowledgeBase, ingest_paths, load_config
+from kb_core import KnowledgeBase, ingest_paths
 from kb_core.bounds import FILE_TAKES
-from kb_core.testing import TestIndexesPlugin, load_registry
-
-
-def sql(options: dict[str, object], query: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(str(options["url"]), autocommit=True) as conn:
-        conn.execute(f"SET search_path TO {options['schema']}")
-        cursor = conn.execute(query)
-        return cursor.fetchall() if cursor.description else []
-
 
 EXPIRE = "UPDATE ingest_jobs SET lease_until = now() - interval '1 second' WHERE token IS NOT NULL"
 
@@ -57,28 +47,15 @@ def test_a_file_whose_taker_stopped_is_taken_alone_with_its_takers_counted(
     first, second = open_in("kb"), open_in("kb")
     first.queue_files("/src", ["a.md", "b.md", "c.md"])
     assert [job.taken_before for job in first.take_files("/src", 8)] == [0, 0, 0]
-    sql(postgres_options, EXPIRE)  # (the first worker died holding all three)
+    run_sql(postgres_options, EXPIRE)  # (the first worker died holding all three)
     taken = [second.take_files("/src", 8) for _ in range(3)]
     assert [[(job.path, job.taken_before) for job in jobs] for jobs in taken] == [
         [("a.md", 1)],
         [("b.md", 1)],
         [("c.md", 1)],
     ]  # one at a time: a file that kills its worker takes no other file down with it again
-    sql(postgres_options, EXPIRE)
+    run_sql(postgres_options, EXPIRE)
     assert [(job.path, job.taken_before) for job in first.take_files("/src", 8)] == [("a.md", 2)]
-
-
-@pytest.fixture
-def open_kb(postgres_options: dict[str, object], tmp_path: Path) -> Iterator[KnowledgeBase]:
-    plugins = load_registry(extra_plugins=[("test-indexes", TestIndexesPlugin())])
-    overrides = {
-        "store.backend": "postgres",
-        "backends.postgres": dict(postgres_options),
-        "indexes.enabled": ["test-lexical"],
-    }
-    kb = KnowledgeBase(load_config(kb_dir=tmp_path / "kb", overrides=overrides, environ={}), plugins)
-    yield kb
-    kb.close()
 
 
 def test_a_file_set_aside_is_reported_until_it_changes_or_is_retried(
@@ -92,8 +69,8 @@ def test_a_file_set_aside_is_reported_until_it_changes_or_is_retried(
     store = open_kb.store
     assert isinstance(store, PostgresStore)
     store.queue_files(root, ["b.md"])  # b.md as FILE_TAKES workers left it: each took it, and died
-    sql(postgres_options, f"UPDATE ingest_jobs SET token = 'dead', tries = {FILE_TAKES.high}")
-    sql(postgres_options, EXPIRE)
+    run_sql(postgres_options, f"UPDATE ingest_jobs SET token = 'dead', tries = {FILE_TAKES.high}")
+    run_sql(postgres_options, EXPIRE)
 
     report = ingest_paths(open_kb, [docs])
     assert report.added == ["a.md"] and [w.path for w in report.failed] == ["b.md"]
@@ -177,10 +154,10 @@ def test_two_workers_set_aside_a_file_that_kills_them_after_three_deaths(
     failed = [item for report in reports for item in report["failed"]]
     assert [item["path"] for item in failed] == ["note05-crash.boom"]
     assert failed[0]["reason"].startswith(f"each of the {FILE_TAKES.high} ingest workers that took it stopped")
-    stored = sql(postgres_options, "SELECT path FROM documents ORDER BY path")
+    stored = run_sql(postgres_options, "SELECT path FROM documents ORDER BY path")
     assert [row[0] for row in stored] == names  # every other file stored, once (below), none half
-    assert sql(postgres_options, "SELECT seq FROM outbox_head") == [(len(names),)]
-    assert sql(postgres_options, "SELECT path FROM ingest_jobs WHERE failed_hash IS NOT NULL") == [
+    assert run_sql(postgres_options, "SELECT seq FROM outbox_head") == [(len(names),)]
+    assert run_sql(postgres_options, "SELECT path FROM ingest_jobs WHERE failed_hash IS NOT NULL") == [
         ("note05-crash.boom",)
     ]
 
@@ -204,4 +181,4 @@ def test_two_workers_set_aside_a_file_that_kills_them_after_three_deaths(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["added"] == ["note05-crash.boom"]
-    assert sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
+    assert run_sql(postgres_options, "SELECT count(*) FROM ingest_jobs") == [(0,)]
