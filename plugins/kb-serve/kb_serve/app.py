@@ -170,6 +170,13 @@ async def _kb_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:  # a path no route's pattern takes (a NUL with a line break): bad input, not "no route"
+        from kb_core.limits import check_path
+
+        try:
+            check_path(request.url.path, "the request's path")
+        except KbError as bad:
+            return await _kb_error(request, bad)
     headers = dict(exc.headers or {})  # a 405's Allow
     return error_response(exc.status_code, str(exc.detail), "see /openapi.json for the endpoints", headers)
 
