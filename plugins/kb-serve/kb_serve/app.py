@@ -23,7 +23,7 @@ from starlette.routing import Route
 import kb_core
 from kb_core import Config, KbError, SearchQuery
 from kb_core.bounds import LIST_LIMIT, K
-from kb_core.commands import storage_error
+from kb_core.commands import check_path, storage_error
 from kb_serve import openapi, reading
 from kb_serve.access import PeopleAuth
 from kb_serve.asking import CLIENT_LEFT, ask_options, ask_response
@@ -171,8 +171,6 @@ async def _kb_error(request: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:  # a path no route's pattern takes (a NUL with a line break): bad input, not "no route"
-        from kb_core.limits import check_path
-
         try:
             check_path(request.url.path, "the request's path")
         except KbError as bad:
