@@ -10,6 +10,11 @@ written to bench/out/answers-<set>-<label>/report.json, for `kb eval compare A B
     python bench/answers.py --set pubmedqa --limit 40 --config rag.answer_check=0
     python bench/answers.py --set fixtures
     python bench/answers.py --set clapnq --limit 0          # the whole set
+    python bench/answers.py --set fixtures --postgres       # on PostgreSQL (pgserver, or --postgres-url URL)
+
+With ``--postgres`` the store of record is PostgreSQL (kb-postgres), in a new schema each run, and the knowledge
+base folder (its Tantivy and sqlite-vec indexes) is bench/out/kb-<set>-postgres, emptied first: the documents are
+ingested afresh, and SQLite's cached bench/out/kb-<set> is never opened. The label defaults to ``postgres``.
 
 The sets live beside the checkout in shared/datasets; kb itself knows nothing of them. For
 PubMedQA the bench adds each question's yes/no/maybe answer as ``expected_verdict``.
@@ -20,13 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from common import add_store_arguments, store_overrides, wants_postgres
 
 from kb_core.answers.pipeline import AskOptions
 from kb_core.app import KnowledgeBase
@@ -78,12 +87,17 @@ def golden_file(name: str, limit: int, seed: int) -> Path:
 
 
 def knowledge_base(name: str, overrides: dict[str, Any]) -> KnowledgeBase:
-    """The set's documents in a knowledge base cached under bench/out (ingest is incremental)."""
+    """The set's documents in a knowledge base cached under bench/out (ingest is incremental). On PostgreSQL (a new
+    schema each run) the folder is kb-<name>-postgres, emptied first: its indexes follow that schema alone."""
     docs, _ = SETS[name]
-    kb = KnowledgeBase(load_config(kb_dir=OUT / f"kb-{name}", overrides=overrides, environ={}))
+    store = overrides.get("store.backend", "sqlite")
+    folder = OUT / (f"kb-{name}-{store}" if store != "sqlite" else f"kb-{name}")
+    if store != "sqlite":
+        shutil.rmtree(folder, ignore_errors=True)
+    kb = KnowledgeBase(load_config(kb_dir=folder, overrides=overrides, environ={}))
     began = time.perf_counter()
     report = ingest_paths(kb, [docs])
-    print(f"ingest {docs.name}: {time.perf_counter() - began:.1f} s ({len(report.added)} added)")
+    print(f"ingest {docs.name} into {store}: {time.perf_counter() - began:.1f} s ({len(report.added)} added)")
     return kb
 
 
@@ -147,15 +161,19 @@ def main() -> None:
     parser.add_argument("--set", choices=sorted(SETS), default="clapnq")
     parser.add_argument("--limit", type=int, default=40, help="questions in the sample (0 = all)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--label", default="default", help="names the report folder")
+    parser.add_argument("--label", help="names the report folder (default: default, or postgres)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a config override")
+    add_store_arguments(parser)
     args = parser.parse_args()
+    label = args.label or ("postgres" if wants_postgres(args) else "default")
     overrides = {key: parse_value(value) for key, value in (item.split("=", 1) for item in args.config)}
     golden = golden_file(args.set, args.limit, args.seed)
-    with knowledge_base(args.set, overrides) as kb:
+    with ExitStack() as stack:
+        overrides |= stack.enter_context(store_overrides(args, "answers"))
+        kb = stack.enter_context(knowledge_base(args.set, overrides))
         began = time.perf_counter()
         report = evaluate_answers(
-            kb, load_golden(golden), AskOptions(), golden_file=golden, out_dir=OUT / f"answers-{args.set}-{args.label}"
+            kb, load_golden(golden), AskOptions(), golden_file=golden, out_dir=OUT / f"answers-{args.set}-{label}"
         )
         print(
             f"evaluated in {time.perf_counter() - began:.0f} s; report {report.report_path}; plot {report.verdict_plot}"

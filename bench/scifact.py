@@ -5,8 +5,11 @@ into a fresh knowledge base with both indexes (kb-tantivy, kb-sqlitevec), runs t
 ``kb eval retrieval`` for every mode, and prints the figures with the published baselines.
 
     python bench/scifact.py [--data ../shared/datasets/scifact] [--kb DIR] [--mode MODE]
+    python bench/scifact.py --mode hybrid --postgres     # the store on PostgreSQL (pgserver, or --postgres-url URL)
 
-``--kb DIR`` reuses (or keeps) a knowledge base there, so a second run only re-evaluates.
+``--kb DIR`` reuses (or keeps) a knowledge base there, so a second run only re-evaluates. With ``--postgres``
+the store of record is PostgreSQL (kb-postgres) in a new schema, the indexes (the same two) in a temporary
+folder: the corpus is ingested afresh each run, so ``--kb`` is refused.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ import json
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
+
+from common import add_store_arguments, store_overrides, wants_postgres
 
 from kb_core.app import KnowledgeBase
 from kb_core.config import load_config
@@ -49,11 +55,17 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--kb", type=Path, help="knowledge base directory to (re)use; default: a temporary one")
     parser.add_argument("--mode", action="append", choices=SEARCH_MODES, help="modes (default: all)")
+    add_store_arguments(parser)
     args = parser.parse_args()
+    if args.kb and wants_postgres(args):
+        parser.error("--kb keeps a knowledge base folder, but --postgres puts its store in a new schema each run")
 
-    with tempfile.TemporaryDirectory(prefix="kb-scifact-") as tmp:
+    with ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="kb-scifact-"))
+        overrides = stack.enter_context(store_overrides(args, "scifact"))
         kb_dir = args.kb or Path(tmp) / "kb"
-        config = load_config(None, kb_dir, {"indexes.enabled": ["tantivy", "sqlitevec"]}, environ={})
+        config = load_config(None, kb_dir, {"indexes.enabled": ["tantivy", "sqlitevec"], **overrides}, environ={})
+        print(f"store: {config.store.backend}")
         with KnowledgeBase(config) as kb:
             if kb.store.count_documents() == 0:
                 docs_dir = Path(tmp) / "scifact"
