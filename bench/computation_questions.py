@@ -11,6 +11,9 @@
    ``a | b | c`` lines, then the paragraphs), which says whether kb finds every operand in the text;
    then with the checks of a computed answer (the operation the question asks for, each operand's row,
    period column or sentence): how often they would refuse a right computation.
+3. The counts kb writes itself (``kb_core.answers.counted``: "how many years did X exceed Y"), over each
+   question's context as above, with the checks of a computed answer: written, right, wrong, refused; and
+   how many span questions it would take (none should).
 
     python bench/computation_questions.py            # figures
     python bench/computation_questions.py --show 20  # and up to 20 examples of each kind of miss
@@ -30,7 +33,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kb_core.answers.computation import Computation, asks_for_computation, check_computation
+from kb_core.answers.computation import Computation, ComputationRefusal, asks_for_computation, check_computation
+from kb_core.answers.computed import Reply, computed
+from kb_core.answers.counted import threshold_count
 from kb_core.answers.numbers import ExpressionError, evaluate, parse
 from kb_core.answers.operand_places import operands_problem
 from kb_core.answers.operations import operation_problem
@@ -141,11 +146,38 @@ def derivations(show: int) -> dict[str, Any]:
     return dict(counts)
 
 
+def own_counts(show: int) -> dict[str, Any]:
+    """The counts kb writes itself over each question's context, checked as a computed answer, against the gold."""
+    texts = context_texts()
+    counts: Counter[str] = Counter()
+    for name in ("golden-numbers-born-digital.jsonl", "golden-born-digital.jsonl"):
+        for row in questions(TATQA / name):
+            text = texts.get(row["id"], "")
+            written = threshold_count(row["question"], {1: text})
+            if written is None:
+                continue
+            counts[f"{name}: written"] += 1
+            outcome = computed(Reply(written[0], (1,), ""), {1: text}, row["question"], {1: "report"})
+            if outcome is None or isinstance(outcome, ComputationRefusal):
+                counts[f"{name}: refused by the checks"] += 1
+                continue
+            record, answer = outcome
+            right = "answer" in row and abs(float(record.result) - float(row["answer"])) < 0.5
+            counts[f"{name}: {'right' if right else 'wrong'}"] += 1
+            if not right and show:
+                print(f"  own count wrong: {row['question']} -> {answer} (gold {row.get('answer')})")
+    return dict(counts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--show", type=int, default=0, help="examples of each kind of miss to print")
     args = parser.parse_args()
-    report = {"asks_for_computation": flagged(args.show), "tatqa_derivations": derivations(args.show)}
+    report = {
+        "asks_for_computation": flagged(args.show),
+        "tatqa_derivations": derivations(args.show),
+        "own_counts": own_counts(args.show),
+    }
     print(json.dumps(report, indent=2))
 
 

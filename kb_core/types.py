@@ -501,15 +501,17 @@ class ComputedOperand:
 
 @attrs.frozen
 class ComputedAnswer:
-    """The computation behind a computed answer (:mod:`kb_core.answers.computed`): the ``expression`` the model
-    wrote, the ``working`` (each operand as its passage writes it), the ``result`` kb worked out, as stated,
-    its ``operands`` and the ``markers`` of the passages that hold them."""
+    """The computation behind a computed answer (:mod:`kb_core.answers.computed`): the ``expression`` as
+    ``written_by`` the model (or by kb, for a count of periods over a threshold: :mod:`kb_core.answers.counted`),
+    the ``working`` (each operand as its passage writes it), the ``result`` kb worked out, as stated, its
+    ``operands`` and the ``markers`` of the passages that hold them."""
 
     expression: str
     working: str
     result: str
     operands: tuple[ComputedOperand, ...]
     markers: tuple[int, ...]
+    written_by: Literal["model", "kb"] = "model"
 
 
 @attrs.frozen

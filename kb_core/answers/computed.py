@@ -30,6 +30,7 @@ import attrs
 
 from kb_core.answers.citations import cited_markers
 from kb_core.answers.computation import Computation, ComputationRefusal, check_computation
+from kb_core.answers.counted import threshold_count
 from kb_core.answers.numbers import Call, read_numbers
 from kb_core.answers.operand_places import named_rows, names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import operation_problem, unlike_terms
@@ -171,7 +172,8 @@ def computed(
     if ambiguous is not None:
         return ComputationRefusal(reply.expression, "ambiguous_source", ambiguous)
     markers = _markers_of(done, reply.markers)
-    scale = "" if done.percent else _scale(done, passages)
+    counted = isinstance(done.tree, Call) and done.tree.name == "count"
+    scale = "" if done.percent or counted else _scale(done, passages)  # a count of years is no amount
     text = f"{done.result_text(scale=scale)} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
     return _record(done, markers, text, scale), text
 
@@ -187,12 +189,13 @@ def restates_one_number(done: Computation) -> bool:
 @attrs.frozen
 class WorkedOut:
     """A computed answer's ``verdict`` (grounded, or refused with reason ``computation``), its ``record`` (None
-    when refused), the model's ``usage``, the ``prompt`` it was given and why its stream ended."""
+    when refused), the model's ``usage``, the ``prompt`` it was given and why its stream ended (no prompt and no
+    reason when kb wrote the computation itself)."""
 
     verdict: Verdict
     record: ComputedAnswer | None
     usage: TokenUsage
-    prompt: RenderedPrompt
+    prompt: RenderedPrompt | None
     finish_reason: str | None
 
 
@@ -209,8 +212,13 @@ def work_out(
 ) -> WorkedOut | None:
     """Ask ``llm`` for the computation over the packed ``entries`` and check it against ``passages`` (their text
     by marker, instructions removed; ``documents`` their paths); None when it writes none (``CALC: none``, or no
-    ``CALC:`` line)."""
-    user = user_text(entries, question, named_rows({m: stored_rows(t) for m, t in passages.items()}, question))
+    ``CALC:`` line). A count of periods over a threshold kb writes itself, and asks the model only when its own
+    is refused (:mod:`kb_core.answers.counted`)."""
+    rows = {m: stored_rows(t) for m, t in passages.items()}
+    own = _counted_by_kb(question, passages, rows, documents, started)
+    if own is not None:
+        return own
+    user = user_text(entries, question, named_rows(rows, question))
     raw, done, first_token_ms, generation_ms = stream_answer(
         llm, request(user, temperature=temperature, seed=seed), None, started
     )
@@ -238,6 +246,24 @@ def work_out(
         cached_prompt_tokens=done.cached_tokens,
     )
     return WorkedOut(verdict, record, usage, RenderedPrompt(SYSTEM, user, None), done.finish_reason)
+
+
+def _counted_by_kb(
+    question: str, passages: Mapping[int, str], rows: Mapping[int, str], documents: Mapping[int, str], started: float
+) -> WorkedOut | None:
+    """The checked count kb writes itself (:func:`~kb_core.answers.counted.threshold_count`), or None when it
+    writes none or the checks refuse it."""
+    written = threshold_count(question, rows)
+    if written is None:
+        return None
+    expression, marker = written
+    outcome = computed(Reply(expression, (marker,), ""), passages, question, documents)
+    if outcome is None or isinstance(outcome, ComputationRefusal):
+        log.info("kb's own count %r was refused; the model is asked", expression[:80])
+        return None
+    record, text = outcome
+    usage = TokenUsage(latency_ms=elapsed_ms(started))
+    return WorkedOut(verdict_of(record, text), attrs.evolve(record, written_by="kb"), usage, None, None)
 
 
 def verdict_of(record: ComputedAnswer, text: str) -> Verdict:

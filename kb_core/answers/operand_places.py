@@ -36,6 +36,7 @@ from kb_core.answers.question_terms import PERIOD, periods_of, respective_period
 from kb_core.answers.tables import readable_tables
 
 __all__ = [
+    "header_periods",
     "named_rows",
     "names_no_row",
     "operands_problem",
@@ -112,7 +113,7 @@ def _table_rows(lines: Sequence[str], index: int) -> range:
     return range(first, last + 1)
 
 
-def _header_periods(lines: Sequence[str], index: int, column: int) -> set[int]:
+def header_periods(lines: Sequence[str], index: int, column: int) -> set[int]:
     """The periods heading ``column`` of the table row ``index``: from the nearest row above that is a header of
     periods (an empty first cell, or every other cell a period or words: ``(In millions) | 2019 | Change | 2018``);
     none when there is no such row, or it has no such column."""
@@ -178,7 +179,7 @@ def _place_periods(text: str, place: Place, words: frozenset[str], allowed: set[
     else:
         if not counted and not _row_named(lines, index, words) and not _column_named(lines, index, column, words):
             return None
-        periods = _header_periods(lines, index, column) if column else set()
+        periods = header_periods(lines, index, column) if column else set()
     if allowed and not periods & allowed:  # another period's column, or one kb cannot tell
         return None
     return periods
@@ -311,7 +312,7 @@ def _rival_row(lines: Sequence[str], index: int, words: frozenset[str], named: l
     filled = [column for column, cell in enumerate(cells) if column and any(ch.isdigit() for ch in cell)]
     if not named:
         return bool(filled)
-    return any(_header_periods(lines, index, column) & set(named) for column in filled)
+    return any(header_periods(lines, index, column) & set(named) for column in filled)
 
 
 def _best_place_fit(operand: Operand, passages: Mapping[int, str], words: frozenset[str]) -> int:

@@ -139,7 +139,8 @@ def _source(citation: AnswerCitation) -> str:
 def print_computation(computation: ComputedAnswer) -> None:
     """The computation behind a computed answer: as the model wrote it, each operand and where it is, the result."""
     worked_out = words.say("worked_out", working=shown(computation.working), result=computation.result)
-    click.echo(dim(f"── {worked_out} (the model wrote {shown(computation.expression)})"))
+    author = "kb" if computation.written_by == "kb" else "the model"
+    click.echo(dim(f"── {worked_out} ({author} wrote {shown(computation.expression)})"))
     for operand in computation.operands:
         where = words.operand_place(attrs.asdict(operand), f"[#{operand.marker}]")
         click.echo(dim(f"  {shown(operand.literal):>14}  {where}"))

@@ -1,0 +1,126 @@
+"""Counts kb writes itself (issue 43): "How many years did X exceed Y?" is worked out from the row the question
+names, every period's cell and the question's threshold, with no model asked; the same checks judge it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kbtest import store_chunks
+
+from kb_core.answers.computation import ComputationRefusal, check_computation
+from kb_core.answers.counted import threshold_count, threshold_of
+from kb_core.answers.pipeline import AskOptions, RagPipeline
+from kb_core.config import load_config
+from kb_core.output import envelope, schema
+from kb_core.storage.store import StoreOfRecord
+from kb_core.testing import ScriptedLanguageModel
+from kb_core.types import Answer, Chunk, GenerateRequest, Hit, ModelRef, SearchQuery
+
+SALES = """Net sales by segment were as follows:
+| 2019 | 2018 | 2017
+| | (in millions) |
+Sensors | 914 | 918 | 814
+Energy | 699 | 712 | 685
+Total | $ 13,448 | $ 13,988 | $ 12,185"""
+
+OTHER_REPORT = """Segment sales:
+| 2019 | 2018 | 2017
+Sensors | 1,914 | 1,918 | 1,814"""
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
+    db = StoreOfRecord(tmp_path / "kb")
+    yield db
+    db.close()
+
+
+def _ask(store: StoreOfRecord, question: str, texts: Sequence[str], reply: str) -> tuple[Answer, list[str]]:
+    """``question`` over one document per text; the model replies ``reply`` and the systems it was asked with are
+    returned too."""
+    chunks = [Chunk(f"r{i}.pdf#0", f"r{i}.pdf", 0, text, f"h{i}", 1, 6, ("Sales",)) for i, text in enumerate(texts)]
+    store_chunks(store, chunks)
+    config = load_config(kb_dir=store.kb_dir, overrides={"rag.min_relative_score": 0.0}, environ={})
+    hits = [Hit(c.chunk_id, c.doc_path, 0.9 - i / 10, i + 1, c.citation, c.heading_path) for i, c in enumerate(chunks)]
+    asked: list[str] = []
+
+    def script(request: GenerateRequest) -> list[str]:
+        asked.append(request.system)
+        return [reply]
+
+    llm = ScriptedLanguageModel(script)
+
+    def retrieve(query: SearchQuery) -> Sequence[Hit]:
+        return hits
+
+    pipeline = RagPipeline(config, store, retrieve, lambda: llm, lambda: ModelRef("embedder", "onnx", 384))
+    return pipeline.ask(question, AskOptions()), asked
+
+
+def test_kb_counts_the_years_a_row_exceeds_a_threshold_without_asking_the_model(store: StoreOfRecord) -> None:
+    answer, asked = _ask(store, "How many years did Sensors exceed $900 million?", [SALES], "CALC: none")
+    assert answer.grounded, answer.note
+    assert answer.answer == "2 (count(914 > 900, 918 > 900, 814 > 900)) [#1]"  # a count is no amount of millions
+    assert answer.computation is not None and answer.computation.written_by == "kb"
+    assert [(o.literal, o.source) for o in answer.computation.operands][:2] == [("914", "passage"), ("900", "question")]
+    assert not any("CALC" in system for system in asked)  # the model wrote no computation
+    jsonschema.validate(envelope("answer.v1", answer), schema("answer.v1"))
+
+
+def test_a_count_the_model_writes_carries_no_scale_either(store: StoreOfRecord) -> None:
+    question = "How many of the segments had sales above 800 million in 2019?"  # rows, not years: the model's
+    answer, _ = _ask(store, question, [SALES], "CALC: count(914 > 800, 699 > 800) [#1]")
+    assert answer.grounded, answer.note
+    assert answer.answer.startswith("1 (count(") and answer.computation is not None
+    assert answer.computation.written_by == "model"
+
+
+def test_two_reports_whose_rows_disagree_leave_the_count_to_the_model(store: StoreOfRecord) -> None:
+    reply = "CALC: count(914 > 900, 918 > 900, 814 > 900) [#1]"
+    answer, asked = _ask(store, "How many years did Sensors exceed $900 million?", [SALES, OTHER_REPORT], reply)
+    assert any("CALC" in system for system in asked)  # kb could not tell which report's row
+    assert not answer.grounded and answer.refusal_detail == "ambiguous_source", answer.note
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How many years did net income exceed $30,000 thousand?", (">", "30,000")),
+        ("From 2017 to 2019, how many of the years was R&D more than 5 million?", (">", "5")),
+        ("How many years did the margin exceed 20%?", (">", "20%")),
+        ("How many years was the ratio below 1.5?", ("<", "1.5")),
+        ("How many fiscal years were sales at least 2,000?", (">=", "2,000")),
+        ("How many segments exceeded $50 million in 2019?", None),
+        ("What was the change in net income from 2018 to 2019?", None),
+    ],
+)
+def test_the_threshold_questions_kb_counts(question: str, expected: tuple[str, str] | None) -> None:
+    assert threshold_of(question) == expected
+
+
+def test_a_row_with_a_period_kb_cannot_read_is_not_counted() -> None:
+    merged = "| 2019 | 2018 | 2017\nNet income | $53,330 | $21,524 $29,251 |"  # two years' numbers in one cell
+    assert threshold_count("How many years did net income exceed $30,000 thousand?", {1: merged}) is None
+    whole = "| 2019 | 2018 | 2017\nNet income | 53,330 | 21,524 | 29,251"
+    assert threshold_count("How many years did net income exceed $30,000 thousand?", {1: whole}) is not None
+
+
+def test_a_range_in_the_question_limits_the_years() -> None:
+    text = "| 2020 | 2019 | 2018 | 2017\nResearch | 9 | 7 | 6 | 4"
+    written = threshold_count("From 2018 to 2019, how many of the years was Research more than 5?", {1: text})
+    assert written == ("count(7 > 5, 6 > 5)", 1)
+
+
+@given(st.text(max_size=300), st.text(alphabet="0123456789,.|$% ()-\nabcSales", max_size=300))
+def test_any_text_gives_none_or_an_expression_that_parses(question: str, text: str) -> None:
+    """Passages are untrusted: kb's own count never raises, and what it writes is always a computation."""
+    for asked in (question, f"How many years did Sales exceed 5? {question}"):
+        written = threshold_count(asked, {1: text})
+        if written is not None:
+            done = check_computation(written[0], {1: text}, question=asked)
+            assert not isinstance(done, ComputationRefusal) or done.reason != "expression_unparsed", done
