@@ -119,8 +119,20 @@ def assemble(pages: Iterable[Page]) -> Assembled:
             blocks.append(Block(text, number, number, heading_path, "heading", verbatim=True))
         pending.clear()
 
+    def close_page() -> None:
+        """End a page: a page of headings alone (a title slide, a notebook's title cell) is a block of its own,
+        not headings the chunker folds into the next page's first block (a chunk would start on this page)."""
+        if content or len(pending) < 2 or not page_lines or pending[0][0] != page_lines[-1]:
+            flush()  # a heading at the foot of a page stays on its page
+            return
+        text = "\n".join(p[1] for p in pending)
+        blocks.append(Block(text, pending[0][0], pending[-1][0], pending[-1][2], "paragraph", verbatim=True))
+        pending.clear()
+
+    content = False  # whether the page being read has a block besides headings
     for page in pages:
-        flush()  # a heading at the foot of a page stays on its page
+        close_page()
+        content = False
         above, ending = (ending if page.number is not None else None), None
         if page.number is not None:
             line += 1
@@ -155,7 +167,8 @@ def assemble(pages: Iterable[Page]) -> Assembled:
             line += len(lines)
             blocks.append(Block(text, start, line, path(), item.kind, verbatim=True, header=header))
             pending.clear()
-    flush()
+            content = True
+    close_page()
     return Assembled(tuple(blocks), tuple(page_lines), line)
 
 
