@@ -14,6 +14,7 @@ from kbtest import store_chunks
 
 from kb_core.answers.computation import ComputationRefusal, check_computation
 from kb_core.answers.counted import threshold_count, threshold_of
+from kb_core.answers.evidence_fit import COMPUTATION_CANDIDATES, TABLE_CANDIDATES
 from kb_core.answers.pipeline import AskOptions, RagPipeline
 from kb_core.config import load_config
 from kb_core.output import envelope, schema
@@ -40,9 +41,11 @@ def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
     db.close()
 
 
-def _ask(store: StoreOfRecord, question: str, texts: Sequence[str], reply: str) -> tuple[Answer, list[str]]:
+def _ask(
+    store: StoreOfRecord, question: str, texts: Sequence[str], reply: str, ks: list[int] | None = None
+) -> tuple[Answer, list[str]]:
     """``question`` over one document per text; the model replies ``reply`` and the systems it was asked with are
-    returned too."""
+    returned too (and each retrieval's k added to ``ks``)."""
     chunks = [Chunk(f"r{i}.pdf#0", f"r{i}.pdf", 0, text, f"h{i}", 1, 6, ("Sales",)) for i, text in enumerate(texts)]
     store_chunks(store, chunks)
     config = load_config(kb_dir=store.kb_dir, overrides={"rag.min_relative_score": 0.0}, environ={})
@@ -56,6 +59,8 @@ def _ask(store: StoreOfRecord, question: str, texts: Sequence[str], reply: str) 
     llm = ScriptedLanguageModel(script)
 
     def retrieve(query: SearchQuery) -> Sequence[Hit]:
+        if ks is not None:
+            ks.append(query.k)
         return hits
 
     pipeline = RagPipeline(config, store, retrieve, lambda: llm, lambda: ModelRef("embedder", "onnx", 384))
@@ -85,6 +90,16 @@ def test_two_reports_whose_rows_disagree_leave_the_count_to_the_model(store: Sto
     answer, asked = _ask(store, "How many years did Sensors exceed $900 million?", [SALES, OTHER_REPORT], reply)
     assert any("CALC" in system for system in asked)  # kb could not tell which report's row
     assert not answer.grounded and answer.refusal_detail == "ambiguous_source", answer.note
+
+
+def test_a_computation_over_tables_chooses_its_passages_from_more_candidates(store: StoreOfRecord) -> None:
+    """The report whose row the question names often ranks below the first 20 (tatqa-tune: TABLE_CANDIDATES)."""
+    ks: list[int] = []
+    _ask(store, "What was the change in Sensors from 2018 to 2019?", [SALES], "CALC: 914 - 918 [#1]", ks)
+    assert ks == [COMPUTATION_CANDIDATES, TABLE_CANDIDATES]
+    prose: list[int] = []
+    _ask(store, "What was the change in cash from 2018 to 2019?", ["Cash rose to 5 in 2019 from 4 in 2018."], "", prose)
+    assert prose == [COMPUTATION_CANDIDATES]  # no table among them: retrieved once
 
 
 @pytest.mark.parametrize(
