@@ -30,6 +30,8 @@ sys.path.insert(0, str(REPO))
 
 from kb_core.answers import computed  # noqa: E402
 from kb_core.answers.computation import ComputationRefusal  # noqa: E402
+from kb_core.answers.counted import threshold_count  # noqa: E402
+from kb_core.answers.tables import stored_rows  # noqa: E402
 from kb_core.evaluation.numbers import states_number  # noqa: E402
 
 # isort: split
@@ -109,11 +111,17 @@ def outcome(row: dict[str, Any]) -> tuple[str, str]:
             return "ordinary refused", ""
         return ("ordinary right" if right(text, cited) else "ordinary wrong"), ""
 
+    passages = {int(m): text for m, text in (row["captured"] or {}).get("passages", {}).items()}
+    documents = {int(m): path for m, path in row["documents"].items()}
+    own = threshold_count(row["question"], {m: stored_rows(text) for m, text in passages.items()})
+    if own is not None:  # a count kb writes itself (as computed.work_out does), the model asked only if refused
+        counted = computed.computed(computed.Reply(own[0], (own[1],), ""), passages, row["question"], documents)
+        if counted is not None and not isinstance(counted, ComputationRefusal):
+            record, text = counted
+            return ("right" if right(text, {documents[m] for m in record.markers}) else "wrong"), ""
     reply = computed.read_reply(row["captured"].get("raw", "")) if row["captured"] else None
     if reply is None:  # CALC: none, or no computed path: the ordinary answer as captured
         return ordinary()
-    passages = {int(m): text for m, text in row["captured"]["passages"].items()}
-    documents = {int(m): path for m, path in row["documents"].items()}
     done = computed.computed(reply, passages, row["question"], documents)
     if done is None:  # one number restated: the ordinary path's answer (captured for span questions only)
         return ordinary() if spans else ("stated, ordinary answer not captured", "")
