@@ -129,12 +129,20 @@ def test_a_range_in_the_question_limits_the_years() -> None:
     text = "| 2020 | 2019 | 2018 | 2017\nResearch | 9 | 7 | 6 | 4"
     written = threshold_count("From 2018 to 2019, how many of the years was Research more than 5?", {1: text})
     assert written == ("count(7 > 5, 6 > 5)", 1)
+    one_year = threshold_count("From 2019 to 2019, how many of the years was Research more than 5?", {1: text})
+    assert one_year is None  # one period: no count of years to write
 
 
-@given(st.text(max_size=300), st.text(alphabet="0123456789,.|$% ()-\nabcSales", max_size=300))
-def test_any_text_gives_none_or_an_expression_that_parses(question: str, text: str) -> None:
+@given(
+    st.text(max_size=300),
+    st.text(alphabet="0123456789,.|$% ()-\nabcSales", max_size=300),
+    st.integers(1890, 2110),
+    st.integers(1890, 2110),
+)
+def test_any_text_gives_none_or_an_expression_that_parses(question: str, text: str, first: int, last: int) -> None:
     """Passages are untrusted: kb's own count never raises, and what it writes is always a computation."""
-    for asked in (question, f"How many years did Sales exceed 5? {question}"):
+    ranged = f"From {first} to {last}, how many of the years was Sales more than 5? {question}"
+    for asked in (question, f"How many years did Sales exceed 5? {question}", ranged):
         written = threshold_count(asked, {1: text})
         if written is not None:
             done = check_computation(written[0], {1: text}, question=asked)

@@ -69,9 +69,8 @@ def threshold_count(question: str, passages: Mapping[int, str]) -> tuple[str, in
         return None
     words = words_of(question) - _NOT_ROW
     span = _RANGE.search(question)
-    periods = set(range(*sorted((int(span.group(1)), int(span.group(2)))))) if span else None
-    if periods is not None:
-        periods.add(max(periods) + 1)  # the range's last year too
+    first, last = sorted((int(span.group(1)), int(span.group(2)))) if span else (0, -1)
+    periods = set(range(first, last + 1)) if span else None
     rows = [row for marker, text in passages.items() for row in _rows(marker, text, words, periods)]
     if not rows:
         return None
