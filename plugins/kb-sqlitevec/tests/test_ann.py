@@ -87,7 +87,8 @@ def exact_ids(data: np.ndarray, query: np.ndarray, k: int, allowed: Sequence[int
 
 
 def recall(index: SqliteVecIndex, data: np.ndarray, queries: np.ndarray, glob: str | None = None) -> float:
-    allowed = [i for i in range(len(data)) if glob is None or doc_of(i).startswith(glob.rstrip("*"))]
+    """The share of the exact 10 nearest (among the chunks ``glob`` matches) the index finds, over ``queries``."""
+    allowed = [i for i in range(len(data)) if glob is None or fnmatch.fnmatchcase(doc_of(i), glob)]
     found = 0
     for j, query in enumerate(queries):
         hits = index.search(SearchQuery(f"q:{j}", k=10, path_glob=glob))
@@ -146,8 +147,9 @@ def test_globs_with_character_sets_filter_like_fnmatch(
         assert all(fnmatch.fnmatchcase(h.doc_path, glob) for h in hits)
         if wanted is not None:
             assert {h.doc_path.split("/")[0] for h in hits} <= wanted
-        allowed = [i for i in range(N) if fnmatch.fnmatchcase(doc_of(i), glob)]
-        assert len({h.chunk_id for h in hits} & set(exact_ids(data, queries[6], 10, allowed))) >= 9
+        # the nearest among the matching chunks, as recall over 20 queries: one query's 10 can miss several on
+        # a graph built by two threads (it differs from build to build); CI once drew 6/10 for one glob
+        assert recall(built, data, queries[:20], glob) >= 0.95
 
 
 def test_upserts_and_deletes_keep_the_graph_in_step(
