@@ -72,7 +72,7 @@ def cited_parts(kb: KnowledgeBase, refs: tuple[str, ...]) -> list[tuple[str, int
 
 
 def outcome(line: dict[str, Any], result: QuestionResult, parts: list[tuple[str, int | None]]) -> str:
-    """``right part``, ``other part`` (grounded, the expected part not cited: ``right document`` when only the
+    """``right part``, ``other document`` (grounded, the expected document not cited), ``right document`` (only the
     part was wrong) or ``refused`` for an answerable question; ``refused`` or ``answered`` for the others."""
     if not line["answerable"]:
         return "refused" if not result.grounded else "answered"
@@ -82,7 +82,7 @@ def outcome(line: dict[str, Any], result: QuestionResult, parts: list[tuple[str,
     in_document = [part for path, part in parts if doc_matches(path, expected)]
     if any(line["part"] is None or part == line["part"] for part in in_document):
         return "right part"
-    return "right document" if in_document else "other part"
+    return "right document" if in_document else "other document"
 
 
 def table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -104,7 +104,7 @@ def show(figures: dict[str, Any]) -> None:
             continue
         print(
             f"{line['kind']:<14}{line['questions']:>6}{line.get('right part', 0):>12}"
-            f"{line.get('right document', 0):>11}{line.get('other part', 0):>11}{line.get('refused', 0):>9}"
+            f"{line.get('right document', 0):>11}{line.get('other document', 0):>11}{line.get('refused', 0):>9}"
         )
     total = figures["answerable"]
     print(
@@ -156,7 +156,7 @@ def figures_of(lines: list[dict[str, Any]], report: AnswerReport, kb: KnowledgeB
         "answerable": {
             "questions": len(answerable),
             "right_part": sum(r["outcome"] == "right part" for r in answerable),
-            "grounded_elsewhere": sum(r["outcome"] in ("right document", "other part") for r in answerable),
+            "grounded_elsewhere": sum(r["outcome"] in ("right document", "other document") for r in answerable),
             "refused": sum(r["outcome"] == "refused" for r in answerable),
             "must_contain": sum(r["outcome"] == "right part" and not r["must_contain_missing"] for r in answerable),
         },
