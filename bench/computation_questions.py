@@ -39,6 +39,7 @@ from kb_core.answers.counted import threshold_count
 from kb_core.answers.numbers import ExpressionError, evaluate, parse
 from kb_core.answers.operand_places import operands_problem
 from kb_core.answers.operations import operation_problem
+from kb_core.answers.tables import stored_rows
 
 DATASETS = REPO.parent / "shared" / "datasets"
 TATQA = DATASETS / "tatqa-tune"
@@ -153,7 +154,7 @@ def own_counts(show: int) -> dict[str, Any]:
     for name in ("golden-numbers-born-digital.jsonl", "golden-born-digital.jsonl"):
         for row in questions(TATQA / name):
             text = texts.get(row["id"], "")
-            written = threshold_count(row["question"], {1: text})
+            written = threshold_count(row["question"], {1: stored_rows(text)})
             if written is None:
                 continue
             counts[f"{name}: written"] += 1

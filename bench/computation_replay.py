@@ -30,7 +30,6 @@ sys.path.insert(0, str(REPO))
 
 from kb_core.answers import computed  # noqa: E402
 from kb_core.answers.computation import ComputationRefusal  # noqa: E402
-from kb_core.answers.counted import threshold_count  # noqa: E402
 from kb_core.answers.tables import stored_rows  # noqa: E402
 from kb_core.evaluation.numbers import states_number  # noqa: E402
 
@@ -113,12 +112,10 @@ def outcome(row: dict[str, Any]) -> tuple[str, str]:
 
     passages = {int(m): text for m, text in (row["captured"] or {}).get("passages", {}).items()}
     documents = {int(m): path for m, path in row["documents"].items()}
-    own = threshold_count(row["question"], {m: stored_rows(text) for m, text in passages.items()})
-    if own is not None:  # a count kb writes itself (as computed.work_out does), the model asked only if refused
-        counted = computed.computed(computed.Reply(own[0], (own[1],), ""), passages, row["question"], documents)
-        if counted is not None and not isinstance(counted, ComputationRefusal):
-            record, text = counted
-            return ("right" if right(text, {documents[m] for m in record.markers}) else "wrong"), ""
+    rows = {m: stored_rows(text) for m, text in passages.items()}
+    own = computed.counted_by_kb(row["question"], passages, rows, documents, 0.0)  # as work_out does, first
+    if own is not None and own.record is not None:
+        return ("right" if right(own.verdict.text, {documents[m] for m in own.record.markers}) else "wrong"), ""
     reply = computed.read_reply(row["captured"].get("raw", "")) if row["captured"] else None
     if reply is None:  # CALC: none, or no computed path: the ordinary answer as captured
         return ordinary()

@@ -35,7 +35,7 @@ from kb_core.answers.numbers import Call, read_numbers
 from kb_core.answers.operand_places import named_rows, names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import operation_problem, unlike_terms
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
-from kb_core.answers.tables import stored_rows
+from kb_core.answers.tables import scale_above, stored_rows
 from kb_core.answers.validation import Verdict
 from kb_core.errors import Cancelled
 from kb_core.extend.contracts import LanguageModel
@@ -93,7 +93,6 @@ MAX_TOKENS = 96  # one line of computation
 _REPLY = re.compile(r"CALC\s*:\s*(?P<expression>.*)", re.IGNORECASE)
 _NONE = re.compile(r"^\s*(?:none|n/?a|-)?\s*\.?\s*$", re.IGNORECASE)
 _MARKERS = re.compile(r"\s*(?:\[\s*#?\s*\d+\s*\]\s*)+\.?\s*$")
-_SCALE = re.compile(r"\bin (thousands|millions|billions)\b|(\$?\s?'000)|\b(thousand|million|billion)s?\b", re.I)
 
 
 @attrs.frozen
@@ -172,8 +171,7 @@ def computed(
     if ambiguous is not None:
         return ComputationRefusal(reply.expression, "ambiguous_source", ambiguous)
     markers = _markers_of(done, reply.markers)
-    counted = isinstance(done.tree, Call) and done.tree.name == "count"
-    scale = "" if done.percent or counted else _scale(done, passages)  # a count of years is no amount
+    scale = "" if done.percent or _is_count(done) else _scale(done, passages)  # a count of years is no amount
     text = f"{done.result_text(scale=scale)} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
     return _record(done, markers, text, scale), text
 
@@ -182,8 +180,11 @@ def restates_one_number(done: Computation) -> bool:
     """Whether ``done`` works nothing out: one number of the passages, alone or with constants (``98,725``,
     ``29% - 0``). The passage states the answer ("interest income rose by $16.9 million"), so the question
     takes the ordinary path, whose checks are made for stated answers."""
-    counted = isinstance(done.tree, Call) and done.tree.name == "count"
-    return not counted and sum(operand.source == "passage" for operand in done.operands) < 2
+    return not _is_count(done) and sum(operand.source == "passage" for operand in done.operands) < 2
+
+
+def _is_count(done: Computation) -> bool:
+    return isinstance(done.tree, Call) and done.tree.name == "count"
 
 
 @attrs.frozen
@@ -215,7 +216,7 @@ def work_out(
     ``CALC:`` line). A count of periods over a threshold kb writes itself, and asks the model only when its own
     is refused (:mod:`kb_core.answers.counted`)."""
     rows = {m: stored_rows(t) for m, t in passages.items()}
-    own = _counted_by_kb(question, passages, rows, documents, started)
+    own = counted_by_kb(question, passages, rows, documents, started)
     if own is not None:
         return own
     user = user_text(entries, question, named_rows(rows, question))
@@ -248,11 +249,12 @@ def work_out(
     return WorkedOut(verdict, record, usage, RenderedPrompt(SYSTEM, user, None), done.finish_reason)
 
 
-def _counted_by_kb(
+def counted_by_kb(
     question: str, passages: Mapping[int, str], rows: Mapping[int, str], documents: Mapping[int, str], started: float
 ) -> WorkedOut | None:
-    """The checked count kb writes itself (:func:`~kb_core.answers.counted.threshold_count`), or None when it
-    writes none or the checks refuse it."""
+    """The checked count kb writes itself (:func:`~kb_core.answers.counted.threshold_count` over ``rows``, the
+    ``passages`` as :func:`~kb_core.answers.tables.stored_rows` gives them), or None when it writes none or the
+    checks refuse it."""
     written = threshold_count(question, rows)
     if written is None:
         return None
@@ -334,12 +336,9 @@ def _record(done: Computation, markers: tuple[int, ...], text: str, scale: str) 
 def _scale(done: Computation, passages: Mapping[int, str]) -> str:
     """The scale word of the operands' table or sentence (``million`` for "(in millions)"), or ''."""
     for operand in done.operands:
-        if operand.passage is None or operand.line is None:
-            continue
-        lines = passages.get(operand.passage, "").splitlines()[: operand.line]
-        for line in reversed(lines[-12:]):
-            match = _SCALE.search(line)
-            if match:
-                word = (match.group(1) or match.group(3) or "thousand").lower().rstrip("s")
-                return "thousand" if match.group(2) else word
+        if operand.passage is not None and operand.line is not None:
+            lines = passages.get(operand.passage, "").splitlines()
+            word = scale_above(lines, min(operand.line, len(lines)) - 1)
+            if word:
+                return word
     return ""

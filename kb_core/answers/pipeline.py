@@ -49,6 +49,7 @@ import attrs
 from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.computation import asks_for_computation
+from kb_core.answers.counted import threshold_of
 from kb_core.answers.evidence_fit import COMPUTATION_CANDIDATES, TABLE_CANDIDATES, by_evidence_fit
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check, check_first
@@ -211,7 +212,8 @@ class RagPipeline:
             chosen = by_evidence_fit(run.hits, candidates, run.question, rag.max_chunks)
         else:
             chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
-        whole = run.kind.lists or (run.computed and counts_rows(run.question))  # every row, not a retrieved share
+        counted = run.computed and counts_rows(run.question) and threshold_of(run.question) is None  # rows counted
+        whole = run.kind.lists or counted  # every row, not a retrieved share (a count of years reads one row)
         document = self.store.chunks_of([chosen[0].doc_path]) if whole else []
         chosen = with_whole_document(chosen, document, run.hits)
         run.hits += [hit for hit in chosen if hit.retriever == WHOLE]  # cited like the retrieved ones

@@ -25,6 +25,24 @@ _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")  # a year heading a column
 _DIGIT = re.compile(r"\d")
 _WORDS = re.compile(r"[^\W\d_]{2,}")
 _SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")  # a Markdown table's |---|---|
+_SCALE = re.compile(r"\bin (thousands|millions|billions)\b|(\$?\s?'000)|\b(thousand|million|billion)s?\b", re.I)
+#: How many lines above a number its table's or sentence's scale word ("(in millions)") may be.
+SCALE_LINES = 12
+
+
+def scale_above(lines: list[str], index: int) -> str:
+    """The scale word (``thousand``, ``million``, ``billion``) nearest above line ``index`` of ``lines``, the line
+    itself included, within :data:`SCALE_LINES` lines ("(in millions)", "$'000"), or ''.
+
+    >>> scale_above(["(in millions)", "| 2019", "Sales | 5"], 2)
+    'million'
+    """
+    for line in reversed(lines[max(0, index - SCALE_LINES + 1) : index + 1]):
+        match = _SCALE.search(line)
+        if match:
+            word = (match.group(1) or match.group(3) or "thousand").lower().rstrip("s")
+            return "thousand" if match.group(2) else word
+    return ""
 
 
 def holds_table(text: str) -> bool:
