@@ -103,8 +103,9 @@ def _rows(
     marker: int, text: str, words: frozenset[str], asked: frozenset[str], periods: set[int] | None, scale: str
 ) -> list[tuple[int, int, list[tuple[int, WrittenNumber]]]]:
     """Each table row of ``text`` that the question's content ``words`` name (its label all in them, none of the
-    question's other words, ``asked``, making it another measure) in a table of the threshold's ``scale`` (any, when it has none), with its cell of
-    each period its header names, latest first; a row missing one of those cells is left out."""
+    question's other words, ``asked``, making it another measure) in a table of the threshold's ``scale`` (or of
+    no scale kb can see; any, when the threshold has none), with its cell of each period its header names, latest
+    first; a row missing one of those cells is left out."""
     lines = text.split("\n")
     found = []
     for index, line in enumerate(lines):
