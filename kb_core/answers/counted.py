@@ -9,7 +9,8 @@ model writes (:func:`kb_core.answers.computed.computed`); when kb cannot write i
 kb writes it only when it is sure of the comparison, the row and every cell:
 
 - the question asks how many years (or periods) a row is above or below a number, not negated ("did not
-  exceed"), and the threshold's scale word, if any, is the table's ("$30 million" over "(in millions)");
+  exceed"), and the threshold's scale word, if any, is the table's ("$30 million" over "(in millions)"), or
+  the table shows none kb can see;
 - every word of the row's label is in the question, and what the question adds to the label does not make it
   another measure ("net income per share", "the change in net income"); every other row that fits as well
   holds the same numbers;
