@@ -21,7 +21,7 @@ SNIPPET_CHARS = 300
 def similarity_to_score(similarity: float, floor: float = 0.0) -> float:
     """``clamp((similarity - floor) / (1 - floor), 0, 1)``.
 
-    >>> similarity_to_score(0.55, 0.1)
+    >>> round(similarity_to_score(0.55, 0.1), 6)
     0.5
     """
     if not floor < 1.0:
