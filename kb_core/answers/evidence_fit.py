@@ -26,12 +26,10 @@ from kb_core.answers.question_terms import periods_of, words_of
 from kb_core.answers.tables import stored_rows
 from kb_core.types import Chunk, Hit
 
-#: How many retrieved candidates a computation's passages are chosen from (the answer's k, when larger).
+#: How many retrieved candidates a computation's passages are chosen from (the answer's k, when larger). More
+#: put the report the question's row names among the three read more often (bench/computation_candidates.py:
+#: 541 of 750 at 20, 566 at 80) but also its rivals, refused as ambiguous: asked live, 80 lost 2 right of 60.
 COMPUTATION_CANDIDATES = 20
-#: How many, when those hold a table: the report whose row the question names often ranks lower (tatqa-tune's
-#: 750 number questions: that report among the three passages read 541 times from 20 candidates, 556 from 40,
-#: 566 from 80, 569 from 160; scanned pages 541 and 566 from 20 and 80).
-TABLE_CANDIDATES = 80
 #: The best fit of a row to the question (``row_fit``: 3, the same words).
 _BEST_ROW_FIT = 3
 

@@ -50,7 +50,7 @@ from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.computation import asks_for_computation
 from kb_core.answers.counted import threshold_of
-from kb_core.answers.evidence_fit import COMPUTATION_CANDIDATES, TABLE_CANDIDATES, by_evidence_fit
+from kb_core.answers.evidence_fit import COMPUTATION_CANDIDATES, by_evidence_fit
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check, check_first
 from kb_core.answers.operations import counts_rows
@@ -181,7 +181,7 @@ class RagPipeline:
             if hit.chunk_id not in seen:
                 seen.add(hit.chunk_id)
                 hits.append(hit)
-        run.retrieval_ms += elapsed_ms(began)  # a computation over tables may retrieve twice
+        run.retrieval_ms = elapsed_ms(began)
         return hits
 
     def _gate(self, run: QuestionRun) -> Answer | None:
@@ -205,10 +205,6 @@ class RagPipeline:
         rag = self.config.rag
         candidates = self.store.get_chunks([h.chunk_id for h in run.hits]) if run.computed else {}
         if any(holds_table(chunk.text) for chunk in candidates.values()):  # a computation over tables
-            if run.k < TABLE_CANDIDATES:  # the report whose row it names may rank lower: chosen from more
-                run.k = TABLE_CANDIDATES
-                run.hits = self._retrieve(run)
-                candidates = self.store.get_chunks([h.chunk_id for h in run.hits])
             chosen = by_evidence_fit(run.hits, candidates, run.question, rag.max_chunks)
         else:
             chosen = select(run.hits, rag.max_chunks, rag.min_relative_score, whole_document=run.kind.yes_no)
