@@ -23,7 +23,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -34,6 +33,7 @@ import uvicorn
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins" / "kb-serve" / "tests"))  # the probe lives with kb-serve's tests
 
+from common import add_store_arguments, store_overrides  # noqa: E402 - bench/'s own module
 from kb_serve_probe import OPERATOR, SCRIPT, SERVER_OVERRIDES, prepare, probe, server_plugins  # noqa: E402
 
 from kb_core import KnowledgeBase, ingest_paths, load_config  # noqa: E402
@@ -86,17 +86,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--postgres", action="store_true", help="on PostgreSQL (pgserver unless --postgres-url)")
-    parser.add_argument("--postgres-url", default="", help="an existing PostgreSQL server (implies --postgres)")
+    add_store_arguments(parser)
     args = parser.parse_args()
     with ExitStack() as stack:
-        overrides: dict[str, Any] = {}
-        if args.postgres or args.postgres_url:
-            from kb_postgres.testing import postgres_server
-
-            url = stack.enter_context(postgres_server(args.postgres_url, prefix="kb-access-probe-"))
-            schema = f"kb_probe_{uuid.uuid4().hex[:10]}"
-            overrides = {"store.backend": "postgres", "backends.postgres.url": url, "backends.postgres.schema": schema}
+        overrides = stack.enter_context(store_overrides(args, "probe"))
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kb-access-probe-")))
         result = run(args.requests, args.seed, overrides, folder)
     OUT.mkdir(parents=True, exist_ok=True)
