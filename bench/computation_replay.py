@@ -30,7 +30,8 @@ sys.path.insert(0, str(REPO))
 
 from kb_core.answers import computed  # noqa: E402
 from kb_core.answers.computation import ComputationRefusal  # noqa: E402
-from kb_core.answers.tables import stored_rows  # noqa: E402
+from kb_core.answers.stated import can_be_stated  # noqa: E402
+from kb_core.answers.tables import holds_table, stored_rows  # noqa: E402
 from kb_core.evaluation.numbers import states_number  # noqa: E402
 
 # isort: split
@@ -102,15 +103,18 @@ def outcome(row: dict[str, Any]) -> tuple[str, str]:
             return expected in cited and all(s.casefold() in text.casefold() for s in row["must_contain"])
         return expected in cited and states_number(text, float(row["answer"]), row["scale"])
 
+    passages = {int(m): text for m, text in (row["captured"] or {}).get("passages", {}).items()}
+    # the pipeline asks for no answer in words that could not be kept (a computation over tables, no line stating it)
+    unstatable = any(map(holds_table, passages.values())) and not can_be_stated(row["question"], passages)
+
     def ordinary() -> tuple[str, str]:
         prefix = "ordinary_" if spans else ""
         text = row[f"{prefix}answer" if spans else "kb_answer"]
         grounded, cited = row[f"{prefix}grounded"], row[f"{prefix}cited"]
-        if not grounded:
+        if not grounded or unstatable:
             return "ordinary refused", ""
         return ("ordinary right" if right(text, cited) else "ordinary wrong"), ""
 
-    passages = {int(m): text for m, text in (row["captured"] or {}).get("passages", {}).items()}
     documents = {int(m): path for m, path in row["documents"].items()}
     rows = {m: stored_rows(text) for m, text in passages.items()}
     own = computed.counted_by_kb(row["question"], passages, rows, documents, 0.0)  # as work_out does, first
@@ -123,7 +127,7 @@ def outcome(row: dict[str, Any]) -> tuple[str, str]:
     if done is None:  # one number restated: the ordinary path's answer (captured for span questions only)
         return ordinary() if spans else ("stated, ordinary answer not captured", "")
     if isinstance(done, ComputationRefusal):  # the ordinary path then answers, kept when it states the number
-        if row["grounded"] and not row.get("computation", True):
+        if row["grounded"] and not row.get("computation", True) and not unstatable:
             return ("fallback right" if right(row["kb_answer"], row["cited"]) else "fallback wrong"), ""
         return "refused", done.reason
     record, text = done

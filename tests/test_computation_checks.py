@@ -197,6 +197,43 @@ def test_a_header_without_its_label_cell_heads_the_value_columns_from_the_right(
     assert stored_rows("Segment | Revenue\nSales | 5 | 4") == "Segment | Revenue\nSales | 5 | 4"  # a label's cell
 
 
+GAPPED = """9.2. Trade and other receivables
+| 2019 | | 2018
+Notes | $'000 | $'000
+Current | | |
+Trade receivables | | 3,770 | 3,054
+Receivables from related parties | 17 | 11,880 | 8,039"""
+
+
+@pytest.mark.parametrize(
+    ("question", "expression", "accepted"),
+    [
+        ("What is the change in Trade receivables from 2018 to 2019?", "3,770 - 3,054", True),
+        ("What is the change in Trade receivables from 2018 to 2019?", "11,880 - 8,039", False),
+        (
+            "What were the trade receivables and receivables from related parties in 2019 in total?",
+            "3,770 + 11,880",
+            True,
+        ),
+        (
+            "What were the trade receivables and receivables from related parties in 2019 in total?",
+            "3,054 + 8,039",
+            False,
+        ),
+    ],
+)
+def test_periods_a_pdf_set_apart_head_the_value_columns_they_stand_over(
+    question: str, expression: str, accepted: bool
+) -> None:
+    """PDF text may put an empty cell between a header's years (``| 2019 | | 2018``) that the rows do not have
+    (``Trade receivables | | 3,770 | 3,054``, the notes column empty): the years then head the last two columns.
+    2018's numbers are not 2019's, and a row of another name is still off the question."""
+    done = computed(Reply(expression, (1,)), {1: GAPPED}, question, {1: "a.pdf"})
+    assert isinstance(done, tuple) is accepted, done
+    spanning = " | 2019 | | 2018\nRevenue | 100 | 5% | 90 | 4%"  # each year over a value and its share: unchanged
+    assert stored_rows(spanning).splitlines()[0] == " | 2019 | | 2018"
+
+
 WRAPPED = (
     "The Company recognized $2.3 million, $2.1 million and $1.9 million of stock-based compensation\n"
     "expense for the years ended March 31, 2019, 2018 and 2017, respectively, as follows:\n"

@@ -53,9 +53,10 @@ def _ask(
     *,
     on: bool = True,
     chunks: Sequence[Chunk] = CHUNKS,
+    asked: list[GenerateRequest] | None = None,
 ) -> Answer:
     """``question`` answered over ``chunks`` (both, unless told) by a model that replies ``replies`` in turn (one
-    per request)."""
+    per request, each kept in ``asked`` when given)."""
     config = load_config(
         kb_dir=store.kb_dir,
         overrides={"rag.max_chunks": 10, "rag.min_relative_score": 0.0, "rag.computations": on},
@@ -65,6 +66,8 @@ def _ask(
     turns = iter(replies)
 
     def script(request: GenerateRequest) -> list[str]:
+        if asked is not None:
+            asked.append(request)
         return [next(turns, "Insufficient evidence.")]
 
     llm = ScriptedLanguageModel(script)
@@ -151,6 +154,22 @@ def test_no_computation_takes_the_ordinary_path_which_must_state_what_is_asked(
     guess = _ask(store, question, [reply, "Appliances sales were 680 in 2019 [#1]."], shown, chunks=chunks)
     assert (guess.grounded, guess.refusal_detail) == (False, "not_stated")  # 680 is no change
     assert "".join(shown) == ""  # held until checked: nothing of it was on screen
+
+
+@pytest.mark.parametrize("reply", ["CALC: none", "CALC: 699 - 712 [#1]"])
+def test_when_no_passage_could_state_the_number_the_model_is_not_asked_again(store: StoreOfRecord, reply: str) -> None:
+    """No computation kb can check, and no passage line that gives a change ("fell by"): no answer in words could
+    be kept, so kb refuses without asking the model for one (one request, not two)."""
+    asked: list[GenerateRequest] = []
+    answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", [reply], asked=asked)
+    assert not answer.grounded and answer.refusal_detail in ("not_stated", "operand_off_question"), answer.note
+    assert len(asked) == 1
+    store_chunks(store, [STATED])
+    asked.clear()
+    stated = _ask(
+        store, "What was the change in Appliances from 2018 to 2019?", [reply], asked=asked, chunks=[*CHUNKS, STATED]
+    )
+    assert len(asked) == 2 and not stated.grounded  # a line could state it: the model was asked (and refused)
 
 
 def test_the_reply_is_read_with_its_markers_and_without_code_quotes() -> None:

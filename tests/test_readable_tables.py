@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kb_core.answers.packing import format_entry
-from kb_core.answers.tables import readable_tables
+from kb_core.answers.tables import readable_tables, stored_rows
 from kb_core.types import Chunk
 
 
@@ -73,3 +73,20 @@ def test_every_value_of_a_table_reaches_the_model(rows: list[list[str]]) -> None
     for row in rows[1:]:
         for cell in row:
             assert cell in out
+
+
+YEAR_OR_GAP = st.sampled_from(["2019", "2018", "2017", "", "Notes"])
+
+
+@given(
+    st.lists(YEAR_OR_GAP, min_size=2, max_size=5),
+    st.lists(st.lists(CELL, min_size=1, max_size=5), min_size=1, max_size=5),
+)
+def test_aligning_headers_moves_no_value_and_keeps_every_line(header: list[str], rows: list[list[str]]) -> None:
+    """The rows kb checks a computation against: headers may be moved over the value columns, a row never is, and
+    the lines stay where they were (an operand's line number is its place)."""
+    body = ["Item " + str(i) + " | " + " | ".join(cells) for i, cells in enumerate(rows)]
+    text = "\n".join([" | " + " | ".join(header), *body])
+    lines = stored_rows(text).split("\n")
+    assert len(lines) == len(body) + 1 and lines[1:] == body
+    assert sorted(c.strip() for c in lines[0].split("|") if c.strip()) == sorted(h for h in header if h.strip())

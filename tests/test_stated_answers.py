@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kb_core.answers.stated import stated_answer, states_operation
+from kb_core.answers.stated import can_be_stated, stated_answer, states_operation
 
 REPORT = {
     1: "Interest income increased $16.9 million, to $30.2 million, in 2019.",
@@ -43,3 +43,41 @@ def test_a_question_that_names_no_operation_takes_any_line() -> None:
 @given(st.text(max_size=300), st.text(max_size=200), st.dictionaries(st.integers(1, 5), st.text(max_size=300)))
 def test_any_text_question_and_passages_give_a_yes_or_no(answer: str, question: str, passages: dict[int, str]) -> None:
     assert stated_answer(answer, question, passages) in (True, False)
+
+
+QUESTIONS = [
+    "What was the increase in interest income in 2019?",
+    "What was the percentage change in interest expense?",
+    "What is the total gross emissions for FY18?",
+    "What was the average of scope 1 emissions?",
+    "What were the scope 2 emissions?",
+    "What was the change in the total between 2018 and 2019?",
+]
+LINES = st.lists(
+    st.sampled_from(
+        [
+            "Interest income increased $16.9 million, to $30.2 million, in 2019.",
+            "Interest expense was $2,082 in 2019.",
+            "| 2019 | 2018 | Change",
+            "Revenue | 5,000 | 4,000 | 25%",
+            "Total gross emissions (Scope 1 and 2) | 98,725",
+            "Scope 1 | 87,128",
+            "The average headcount was 120.",
+            "No numbers here.",
+        ]
+    ),
+    max_size=6,
+).map("\n".join)
+
+
+@given(st.sampled_from(QUESTIONS), st.dictionaries(st.integers(1, 3), LINES, max_size=3), st.data())
+def test_kb_asks_for_an_answer_in_words_whenever_one_could_be_kept(
+    question: str, passages: dict[int, str], data: st.DataObject
+) -> None:
+    """When :func:`can_be_stated` says no answer in words could be kept, kb does not ask the model for one: so no
+    answer that :func:`stated_answer` keeps may exist then. Answers are drawn from the passages' own numbers."""
+    numbers = [n for text in passages.values() for n in text.replace("|", " ").split() if any(c.isdigit() for c in n)]
+    said = data.draw(st.lists(st.sampled_from(numbers), min_size=1, max_size=2)) if numbers else ["5"]
+    answer = "It was " + " and ".join(said) + " [#1]."
+    if stated_answer(answer, question, passages):
+        assert can_be_stated(question, passages)

@@ -59,7 +59,7 @@ from kb_core.answers.prompts import question_prompt
 from kb_core.answers.questions import kind_of, verdict_of
 from kb_core.answers.release import CheckedRelease
 from kb_core.answers.run import AskOptions, QuestionRun, citation_of
-from kb_core.answers.stated import NOT_STATED, stated_answer
+from kb_core.answers.stated import NOT_STATABLE, NOT_STATED, can_be_stated, stated_answer
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
 from kb_core.answers.tables import holds_table
 from kb_core.answers.validation import Verdict, validate
@@ -238,9 +238,11 @@ class RagPipeline:
             if worked_out is not None and (worked_out.grounded or unread):
                 return worked_out
             not_worked_out = worked_out
-        prompt, request = self._request(run, entries, constrained)
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
+        if computing and not can_be_stated(run.question, passages):  # no answer in words could be kept
+            return not_worked_out or self._refusal(run, "computation", computed.REFUSAL, NOT_STATABLE, "not_stated")
+        prompt, request = self._request(run, entries, constrained)
         sources = [CitableSource(m, chunk.doc_path, chunk.heading_path) for m, chunk in packed_chunks.items()]
         asked = check_first(llm, run.prompt, entries, rag.answer_check)  # before the model writes: no text shown yet
         strict = lambda text: validate(text, run.question, passages, sources, yes_no=run.kind.yes_no)  # noqa: E731

@@ -42,6 +42,8 @@ NAMING: dict[Operation, str] = {
 _MARKER = regex.compile(r"\[#\d+\]")
 #: Why an answer in words to a question kb would compute is refused.
 NOT_STATED = "the answer states a number no passage gives for what the question asks, and kb could not work it out"
+#: Why such a question is refused before the model writes an answer in words: none could be kept.
+NOT_STATABLE = "no passage states a number for what the question asks, and kb could not work it out"
 
 
 def stated_answer(text: str, question: str, passages: Mapping[int, str]) -> bool:
@@ -50,20 +52,46 @@ def stated_answer(text: str, question: str, passages: Mapping[int, str]) -> bool
     return states_operation(text, question, passages) and not names_no_row(question)
 
 
+def can_be_stated(question: str, passages: Mapping[int, str]) -> bool:
+    """Whether any answer in words could pass :func:`stated_answer` over ``passages``: some line holds a number (not
+    the question's) where it names an operation ``question`` asks for. When none does, kb need not ask the model.
+
+    >>> can_be_stated("What was the increase in interest income?", {1: "Interest income was $30.2 million."})
+    False
+    """
+    if names_no_row(question):
+        return False
+    naming = _naming(asked_operations(question))
+    own = {number.value for number in read_numbers(question)}
+    for passage in passages.values():
+        rows = stored_rows(passage).splitlines()
+        for index, line in enumerate(rows):
+            values = {abs(number.value) for number in read_numbers(line) if number.value not in own}
+            if any(naming is None or _names(rows, index, value, naming) for value in values):
+                return True
+    return False
+
+
 def states_operation(text: str, question: str, passages: Mapping[int, str]) -> bool:
     """Whether every number ``text`` states (those of the question aside) is written in one of ``passages``' lines
     that names an operation ``question`` asks for (any line, when it names none); False when it states none."""
-    asked = asked_operations(question)
-    naming = regex.compile("|".join(NAMING[operation] for operation in sorted(asked)), regex.IGNORECASE)
+    naming = _naming(asked_operations(question))
     own = {number.value for number in read_numbers(question)}
     stated = [abs(number.value) for number in read_numbers(_MARKER.sub(" ", text)) if number.value not in own]
     lines = [stored_rows(passage).splitlines() for passage in passages.values()]
 
     def given(value: Fraction) -> bool:
         holding = [(rows, index) for rows in lines for index, line in enumerate(rows) if _holds(line, value)]
-        return any(not asked or _names(rows, index, value, naming) for rows, index in holding)
+        return any(naming is None or _names(rows, index, value, naming) for rows, index in holding)
 
     return bool(stated) and all(given(value) for value in stated)
+
+
+def _naming(asked: frozenset[Operation]) -> regex.Pattern[str] | None:
+    """The words that name the ``asked`` operations in a passage line (None: it asks none, any line will do)."""
+    if not asked:
+        return None
+    return regex.compile("|".join(NAMING[operation] for operation in sorted(asked)), regex.IGNORECASE)
 
 
 def _holds(text: str, value: Fraction) -> bool:

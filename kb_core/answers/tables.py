@@ -120,8 +120,35 @@ def _headers_aligned(lines: list[str]) -> list[str]:
                 missing = width - (lines[index].count("|") + 1)
                 if missing > 0 and _heads_values_only(lines[index]):
                     aligned[index] = " | " * missing + lines[index]
+                else:
+                    same_width = (r for r in lines[index + 1 : end] if r.count("|") == lines[index].count("|"))
+                    row = next((r for r in same_width if _labelled_row(r)), None)
+                    aligned[index] = lines[index] if row is None else _periods_closed_up(lines[index], row)
         start = max(end, start + 1)
     return aligned
+
+
+def _periods_closed_up(header: str, row: str) -> str:
+    """``header`` with its period headings moved right over ``row``'s values when a PDF's text put an empty cell
+    between them that the rows do not have (``| 2019 | | 2018`` over ``Trade receivables | | 3,770 | 3,054``:
+    the row's last two cells are its only values); else ``header`` unchanged.
+
+    >>> _periods_closed_up(" | 2019 | | 2018", "Trade receivables | | 3,770 | 3,054")
+    ' |  | 2019 | 2018'
+    >>> _periods_closed_up(" | 2019 | | 2018", "Revenue | 100 | 5% | 90")
+    ' | 2019 | | 2018'
+    """
+    cells = header.split("|")
+    filled = [i for i, cell in enumerate(cells) if cell.strip()]
+    values = [i for i, cell in enumerate(row.split("|")) if i and _DIGIT.search(cell)]
+    periods = len(filled)
+    gapped = periods >= 2 and filled[0] > 0 and filled[-1] - filled[0] >= periods
+    if not gapped or not all(_YEAR.fullmatch(cells[i].strip()) for i in filled):
+        return header
+    if values != list(range(len(cells) - periods, len(cells))):
+        return header
+    heads = [cells[i].strip() for i in filled]
+    return " | ".join([""] * (len(cells) - periods) + heads)
 
 
 def _labelled_row(line: str) -> bool:
