@@ -15,6 +15,7 @@ from kbtest import store_chunks
 
 from kb_core.answers.computed import read_reply
 from kb_core.answers.pipeline import AskOptions, RagPipeline
+from kb_core.answers.stated import NOT_STATABLE
 from kb_core.config import load_config
 from kb_core.output import envelope, schema
 from kb_core.storage.store import StoreOfRecord
@@ -156,14 +157,20 @@ def test_no_computation_takes_the_ordinary_path_which_must_state_what_is_asked(
     assert "".join(shown) == ""  # held until checked: nothing of it was on screen
 
 
-@pytest.mark.parametrize("reply", ["CALC: none", "CALC: 699 - 712 [#1]"])
-def test_when_no_passage_could_state_the_number_the_model_is_not_asked_again(store: StoreOfRecord, reply: str) -> None:
+@pytest.mark.parametrize(
+    ("reply", "detail", "note"),
+    [("CALC: none", "not_stated", NOT_STATABLE), ("CALC: 699 - 712 [#1]", "operand_off_question", "699")],
+)
+def test_when_no_passage_could_state_the_number_the_model_is_not_asked_again(
+    store: StoreOfRecord, reply: str, detail: str, note: str
+) -> None:
     """No computation kb can check, and no passage line that gives a change ("fell by"): no answer in words could
-    be kept, so kb refuses without asking the model for one (one request, not two)."""
+    be kept, so kb refuses without asking the model for one (one request, not two): with the computation's own
+    refusal when there was one."""
     asked: list[GenerateRequest] = []
     answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", [reply], asked=asked)
-    assert not answer.grounded and answer.refusal_detail in ("not_stated", "operand_off_question"), answer.note
-    assert len(asked) == 1
+    assert (answer.grounded, answer.refusal_reason, answer.refusal_detail) == (False, "computation", detail)
+    assert note in answer.note and len(asked) == 1
     store_chunks(store, [STATED])
     asked.clear()
     stated = _ask(

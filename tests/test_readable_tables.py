@@ -90,3 +90,10 @@ def test_aligning_headers_moves_no_value_and_keeps_every_line(header: list[str],
     lines = stored_rows(text).split("\n")
     assert len(lines) == len(body) + 1 and lines[1:] == body
     assert sorted(c.strip() for c in lines[0].split("|") if c.strip()) == sorted(h for h in header if h.strip())
+
+
+def test_years_set_apart_move_over_the_value_columns_only_when_the_rows_say_so() -> None:
+    gapped = " | 2019 | | 2018\nTrade receivables | | 3,770 | 3,054\nRelated parties | 17 | 11,880 | 8,039"
+    assert stored_rows(gapped).splitlines()[0] == " |  | 2019 | 2018"  # 17 is a note's number beside both years
+    sparse_first = " | 2019 | | 2018 | \nOther income | | | 90 | 4%\nSales | 100 | 5% | 90 | 4%"
+    assert stored_rows(sparse_first).splitlines()[0] == " | 2019 | | 2018 | "  # each year heads a value and a share

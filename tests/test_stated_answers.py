@@ -52,6 +52,8 @@ QUESTIONS = [
     "What was the average of scope 1 emissions?",
     "What were the scope 2 emissions?",
     "What was the change in the total between 2018 and 2019?",
+    "What would be the decrease in cash if the 2019 amount was 120 instead?",
+    "What was the change in the loss of (3.5) million?",
 ]
 LINES = st.lists(
     st.sampled_from(
@@ -63,6 +65,9 @@ LINES = st.lists(
             "Total gross emissions (Scope 1 and 2) | 98,725",
             "Scope 1 | 87,128",
             "The average headcount was 120.",
+            "Decrease in cash was 120 in 2019.",
+            "Decrease in cash | (120) | -3.5",
+            "The loss changed to 3.5 million.",
             "No numbers here.",
         ]
     ),
@@ -78,6 +83,13 @@ def test_kb_asks_for_an_answer_in_words_whenever_one_could_be_kept(
     answer that :func:`stated_answer` keeps may exist then. Answers are drawn from the passages' own numbers."""
     numbers = [n for text in passages.values() for n in text.replace("|", " ").split() if any(c.isdigit() for c in n)]
     said = data.draw(st.lists(st.sampled_from(numbers), min_size=1, max_size=2)) if numbers else ["5"]
-    answer = "It was " + " and ".join(said) + " [#1]."
+    signs = data.draw(st.lists(st.sampled_from(["", "-", "("]), min_size=len(said), max_size=len(said)))
+    answer = (
+        "It was "
+        + " and ".join(
+            f"{sign}{n.strip('()-')}{')' if sign == '(' else ''}" for sign, n in zip(signs, said, strict=True)
+        )
+        + " [#1]."
+    )
     if stated_answer(answer, question, passages):
         assert can_be_stated(question, passages)

@@ -19,8 +19,9 @@ Everything else is a refusal with a reason:
 ``generation_error`` the model's stream ended with an error.
 ``computation``      a number to be worked out could not be checked (:mod:`kb_core.answers.computed`: the
                      model writes the computation, kb works it out and checks every operand), and the
-                     ordinary answer it falls back to states no number a passage gives for what is asked
-                     (:mod:`kb_core.answers.stated`; ``refusal_detail`` ``not_stated``).
+                     ordinary answer it falls back to states no number a passage gives for what is asked,
+                     or no passage line could state one, so none is asked for (:mod:`kb_core.answers.stated`;
+                     ``refusal_detail`` ``not_stated``).
 
 A refusal's ``answer`` is kb's own sentence, never the model's text (that stays in its ``sentences``).
 

@@ -63,22 +63,23 @@ def can_be_stated(question: str, passages: Mapping[int, str]) -> bool:
     if names_no_row(question):
         return False
     naming = _naming(asked_operations(question))
-    own = {number.value for number in read_numbers(question)}
+    own = _own_numbers(question)
     for passage in passages.values():
         rows = stored_rows(passage).splitlines()
         for index, line in enumerate(rows):
-            values = {abs(number.value) for number in read_numbers(line) if number.value not in own}
+            values = {abs(number.value) for number in read_numbers(line)} - own
             if any(naming is None or _names(rows, index, value, naming) for value in values):
                 return True
     return False
 
 
 def states_operation(text: str, question: str, passages: Mapping[int, str]) -> bool:
-    """Whether every number ``text`` states (those of the question aside) is written in one of ``passages``' lines
-    that names an operation ``question`` asks for (any line, when it names none); False when it states none."""
+    """Whether every number ``text`` states (those of the question aside, whatever their sign) is written in one of
+    ``passages``' lines that names an operation ``question`` asks for (any line, when it names none); False when it
+    states none."""
     naming = _naming(asked_operations(question))
-    own = {number.value for number in read_numbers(question)}
-    stated = [abs(number.value) for number in read_numbers(_MARKER.sub(" ", text)) if number.value not in own]
+    own = _own_numbers(question)
+    stated = [value for number in read_numbers(_MARKER.sub(" ", text)) if (value := abs(number.value)) not in own]
     lines = [stored_rows(passage).splitlines() for passage in passages.values()]
 
     def given(value: Fraction) -> bool:
@@ -86,6 +87,12 @@ def states_operation(text: str, question: str, passages: Mapping[int, str]) -> b
         return any(naming is None or _names(rows, index, value, naming) for rows, index in holding)
 
     return bool(stated) and all(given(value) for value in stated)
+
+
+def _own_numbers(question: str) -> set[Fraction]:
+    """The numbers ``question`` writes, without their sign: an answer that gives one back ("-120" for "120") states
+    nothing new."""
+    return {abs(number.value) for number in read_numbers(question)}
 
 
 def _naming(asked: frozenset[Operation]) -> regex.Pattern[str] | None:

@@ -121,34 +121,37 @@ def _headers_aligned(lines: list[str]) -> list[str]:
                 if missing > 0 and _heads_values_only(lines[index]):
                     aligned[index] = " | " * missing + lines[index]
                 else:
-                    same_width = (r for r in lines[index + 1 : end] if r.count("|") == lines[index].count("|"))
-                    row = next((r for r in same_width if _labelled_row(r)), None)
-                    aligned[index] = lines[index] if row is None else _periods_closed_up(lines[index], row)
+                    width_of = lines[index].count("|")
+                    rows = [r for r in lines[index + 1 : end] if r.count("|") == width_of and _labelled_row(r)]
+                    aligned[index] = _periods_closed_up(lines[index], rows)
         start = max(end, start + 1)
     return aligned
 
 
-def _periods_closed_up(header: str, row: str) -> str:
-    """``header`` with its period headings moved right over ``row``'s values when a PDF's text put an empty cell
-    between them that the rows do not have (``| 2019 | | 2018`` over ``Trade receivables | | 3,770 | 3,054``:
-    the row's last two cells are its only values); else ``header`` unchanged.
+def _periods_closed_up(header: str, rows: list[str]) -> str:
+    """``header`` with its period headings moved right over the values of ``rows`` (the labelled rows of its width
+    under it) when a PDF's text put an empty cell between them that the rows do not have (``| 2019 | | 2018`` over
+    ``Trade receivables | | 3,770 | 3,054``: most rows' values are in their last two cells, and no row has a value
+    elsewhere but a note's number beside both); else ``header`` unchanged.
 
-    >>> _periods_closed_up(" | 2019 | | 2018", "Trade receivables | | 3,770 | 3,054")
+    >>> _periods_closed_up(" | 2019 | | 2018", ["Trade receivables | | 3,770 | 3,054", "Other | | 12 | 9"])
     ' |  | 2019 | 2018'
-    >>> _periods_closed_up(" | 2019 | | 2018", "Revenue | 100 | 5% | 90")
+    >>> _periods_closed_up(" | 2019 | | 2018", ["Trade receivables | | 3,770 | 3,054", "Other | 12 | | 9"])
     ' | 2019 | | 2018'
     """
     cells = header.split("|")
     filled = [i for i, cell in enumerate(cells) if cell.strip()]
-    values = [i for i, cell in enumerate(row.split("|")) if i and _DIGIT.search(cell)]
     periods = len(filled)
     gapped = periods >= 2 and filled[0] > 0 and filled[-1] - filled[0] >= periods
-    if not gapped or not all(_YEAR.fullmatch(cells[i].strip()) for i in filled):
+    if not rows or not gapped or not all(_YEAR.fullmatch(cells[i].strip()) for i in filled):
         return header
-    if values != list(range(len(cells) - periods, len(cells))):
+    last = set(range(len(cells) - periods, len(cells)))
+    values = [{i for i, cell in enumerate(row.split("|")) if i and _DIGIT.search(cell)} for row in rows]
+    exact = sum(found == last for found in values)
+    # a value elsewhere is a note's number beside full period cells ("Related parties | 17 | 11,880 | 8,039"), once
+    if exact * 2 < len(rows) or any(len(found - last) > 1 or (found - last and not last <= found) for found in values):
         return header
-    heads = [cells[i].strip() for i in filled]
-    return " | ".join([""] * (len(cells) - periods) + heads)
+    return " | ".join([""] * (len(cells) - periods) + [cells[i].strip() for i in sorted(filled)])
 
 
 def _labelled_row(line: str) -> bool:
