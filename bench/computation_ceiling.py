@@ -2,15 +2,18 @@
 
 For each of tatqa-tune's number questions, over the knowledge base bench/tatqa_numbers.py ingests
 (bench/out/kb-tatqa-<kind>), the real answer pipeline runs (retrieval, the passages a computation reads, kb's own
-counts, every check of a computed answer) with a scripted model (:mod:`kb_core.testing`) that writes, when kb asks
-for a computation, the question's own derivation from TAT-QA (times 100 for a percentage it gives as a ratio), and
-otherwise refuses. Scored as the set's README says (:func:`kb_core.evaluation.answers.score_answer`). What it gets
-right is the most the embedded model could get right with today's retrieval and checks; what it loses is lost to
-retrieval (the expected report not among the passages), to a question two reports fit alike, or to a check that
-refuses a right computation. No model is loaded: a few minutes for the 750::
+counts, every check of a computed answer, and the ordinary path's checks) with a scripted model
+(:mod:`kb_core.testing`, counting tokens with the embedded model's own tokenizer, so that it is given what the
+real model is given). Asked for a computation, it writes the question's own derivation from TAT-QA (times 100 for a
+percentage TAT-QA gives as a ratio); asked for an answer in words, it states TAT-QA's number citing the expected
+report's passage when one was packed, and refuses otherwise. Scored as the set's README says
+(:func:`kb_core.evaluation.answers.score_answer`). What it gets right is the most any model could get with today's
+retrieval and checks; what it loses is lost to retrieval (the expected report not among the passages), to a
+question two reports fit alike, or to a check that refuses a right computation. No language model generates
+(its tokenizer is loaded); under a minute for the 750::
 
     python bench/computation_ceiling.py --kind born-digital
-    python bench/computation_ceiling.py --kind born-digital --sample 60
+    python bench/computation_ceiling.py --kind born-digital --sample 60 --show 5
 """
 
 from __future__ import annotations
@@ -57,6 +60,20 @@ def oracle(row: dict[str, Any]) -> str:
     return derivation
 
 
+ENTRY = re.compile(r"^\[#(\d+)\] (\S+)", re.MULTILINE)
+
+
+def in_words(user: str, current: dict[str, Any]) -> str:
+    """A perfect answer in words: TAT-QA's number, citing the packed passage of the expected report (the first), or
+    a refusal when none was packed."""
+    for marker, path in ENTRY.findall(user):
+        if any(doc_matches(path, expected) for expected in current["expected"]):
+            value = abs(float(current["answer"]))
+            written = f"{value:,.2f}".rstrip("0").rstrip(".")
+            return f"It is {written}{'%' if current['scale'] == 'percent' else ''} [#{marker}]."
+    return "Insufficient evidence."
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", choices=("born-digital", "scanned"), default="born-digital")
@@ -70,21 +87,23 @@ def main() -> None:
         golden_path, _ = tatqa.sample(f"numbers-{args.kind}", args.sample, 7)
     rows = {r["id"]: r for r in map(json.loads, golden_path.read_text(encoding="utf-8").splitlines()) if r}
     kb = KnowledgeBase(load_config(kb_dir=REPO / "bench" / "out" / f"kb-tatqa-{args.kind}", environ={}))
-    current: dict[str, str] = {}
+    current: dict[str, Any] = {}
 
     def script(request: GenerateRequest) -> list[str]:
         if request.system == computed.SYSTEM:
             return [f"CALC: {current['calc']}"]
-        return ["Insufficient evidence."]
+        return [in_words(request.user, current)]
 
-    model = ScriptedLanguageModel(script)
+    tokenizer = kb.language_model()  # its tokenizer only: the evidence budget and packing are the real ones
+    model = ScriptedLanguageModel(script, context_tokens=tokenizer.context_tokens)
+    model.count_tokens = tokenizer.count_tokens  # type: ignore[method-assign]
     pipeline = RagPipeline(kb.config, kb.store, lambda query: checked_search(kb, query).hits, lambda: model)
     outcomes: Counter[str] = Counter()
     shown: dict[str, list[str]] = {}
     try:
         for golden in load_golden(golden_path):
             row = rows[golden.id]
-            current["calc"] = oracle(row)
+            current.update(calc=oracle(row), expected=golden.expected_docs, answer=row["answer"], scale=row["scale"])
             answer = pipeline.ask(check_text(golden.question, "question"), AskOptions(explain=True), save=False)
             result = score_answer(golden, answer)
             read = any(doc_matches(p.ref.split("#")[0], e) for p in answer.packed for e in golden.expected_docs)
