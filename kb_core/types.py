@@ -504,7 +504,8 @@ class ComputedAnswer:
     """The computation behind a computed answer (:mod:`kb_core.answers.computed`): the ``expression`` as
     ``written_by`` the model (or by kb, for a count of periods over a threshold: :mod:`kb_core.answers.counted`),
     the ``working`` (each operand as its passage writes it), the ``result`` kb worked out, as stated, its
-    ``operands`` and the ``markers`` of the passages that hold them."""
+    ``operands`` and the ``markers`` of the passages that hold them; ``stated``, the same result as a passage's
+    sentence writes it, rounded (:mod:`kb_core.answers.restated`), when one does."""
 
     expression: str
     working: str
@@ -512,6 +513,7 @@ class ComputedAnswer:
     operands: tuple[ComputedOperand, ...]
     markers: tuple[int, ...]
     written_by: Literal["model", "kb"] = "model"
+    stated: ComputedOperand | None = None
 
 
 @attrs.frozen

@@ -85,7 +85,7 @@ def test_a_computation_is_worked_out_by_kb_and_cited(store: StoreOfRecord) -> No
     shown: list[str] = []
     answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"], shown)
     assert answer.grounded, answer.note
-    assert answer.answer == "-94 million (680 - 774) [#1]"
+    assert answer.answer == "-$94 million (680 - 774) [#1]"
     assert [c.marker for c in answer.citations] == [1]
     assert answer.computation is not None
     assert [(o.literal, o.marker, o.line) for o in answer.computation.operands] == [("680", 1, 6), ("774", 1, 6)]
@@ -100,7 +100,7 @@ def test_a_percentage_change_and_an_average_in_prose(store: StoreOfRecord) -> No
     assert change.grounded and change.answer.startswith("-0.44% ((914 - 918) / 918 * 100)")
     # the passage whose line names cash and receivables is read first (#1), ahead of retrieval's first
     average = _ask(store, "What was the average of cash and receivables in 2019?", ["CALC: avg(12.4, 30.1) [#1]"])
-    assert average.grounded and average.answer.startswith("21.25 million") and average.citations[0].marker == 1
+    assert average.grounded and average.answer.startswith("$21.25 million") and average.citations[0].marker == 1
     assert average.citations[0].citation.path == "assets.md"
 
 
@@ -282,8 +282,8 @@ def test_the_markdown_of_a_computed_answer_shows_its_working_with_each_operand_l
 
     answer = _ask(store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"])
     shown = markdown.message(envelope("answer.v1", answer), "http://kb")
-    assert shown.startswith("-94 million (680 - 774) [[1]][kb-1]")
-    assert "Worked out by kb: `680 - 774` = -94 million" in shown
+    assert shown.startswith("-$94 million (680 - 774) [[1]][kb-1]")
+    assert "Worked out by kb: `680 - 774` = -$94 million" in shown
     assert "- `680`: [[1]][kb-1], line 6\n- `774`: [[1]][kb-1], line 6" in shown
     assert "[kb-1]: http://kb/#/doc/sales.pdf/L1-L8" in shown
 
@@ -298,7 +298,7 @@ def test_a_line_break_other_than_newline_does_not_shift_the_rows(store: StoreOfR
         store, "What was the change in Appliances from 2018 to 2019?", ["CALC: 680 - 774 [#1]"], chunks=chunks
     )
     assert answer.grounded, answer.note
-    assert answer.answer.startswith("-94 million (680 - 774)")
+    assert answer.answer.startswith("-$94 million (680 - 774)")
 
 
 @pytest.mark.parametrize("breaking", ["\f", "\u2028"])

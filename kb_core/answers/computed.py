@@ -28,14 +28,16 @@ from fractions import Fraction
 
 import attrs
 
+from kb_core.answers.amounts import amount_unit
 from kb_core.answers.citations import cited_markers
 from kb_core.answers.computation import Computation, ComputationRefusal, check_computation
 from kb_core.answers.counted import threshold_count
 from kb_core.answers.numbers import Call, read_numbers
 from kb_core.answers.operand_places import named_rows, names_no_row, operands_problem, rival_documents
 from kb_core.answers.operations import operation_problem, unlike_terms
+from kb_core.answers.restated import StatedResult, stated_as
 from kb_core.answers.streaming import TokenCallback, elapsed_ms, stream_answer
-from kb_core.answers.tables import scale_above, stored_rows
+from kb_core.answers.tables import stored_rows
 from kb_core.answers.validation import Verdict
 from kb_core.errors import Cancelled
 from kb_core.extend.contracts import LanguageModel
@@ -171,9 +173,13 @@ def computed(
     if ambiguous is not None:
         return ComputationRefusal(reply.expression, "ambiguous_source", ambiguous)
     markers = _markers_of(done, reply.markers)
-    scale = "" if done.percent or _is_count(done) else _scale(done, passages)  # a count of years is no amount
-    text = f"{done.result_text(scale=scale)} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
-    return _record(done, markers, text, scale), text
+    currency, scale = amount_unit(done, passages, documents or {})
+    result = done.result_text(currency or None, scale)
+    text = f"{result} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
+    also = stated_as(done, scale, passages, question)
+    if also is not None:  # the report's own figure for it, rounded: said, and cited
+        text += f", stated as {also.number.text} [#{also.marker}]"
+    return _record(done, markers, result, also), text
 
 
 def restates_one_number(done: Computation) -> bool:
@@ -270,8 +276,10 @@ def counted_by_kb(
 
 def verdict_of(record: ComputedAnswer, text: str) -> Verdict:
     """The grounded verdict of a checked computation: one claim, backed by the passages that hold its operands."""
-    sentence = SentenceSupport(text, "claim", cited=record.markers, supported_by=record.markers, support=1.0)
-    return Verdict(grounded=True, cited=record.markers, text=text, sentences=(sentence,))
+    stated = () if record.stated is None or record.stated.marker is None else (record.stated.marker,)
+    cited = tuple(dict.fromkeys((*record.markers, *stated)))  # the passage that states it rounded, too
+    sentence = SentenceSupport(text, "claim", cited=cited, supported_by=cited, support=1.0)
+    return Verdict(grounded=True, cited=cited, text=text, sentences=(sentence,))
 
 
 def show(answer: Answer, on_token: TokenCallback | None) -> None:
@@ -318,27 +326,16 @@ def _markers_of(done: Computation, cited: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(ordered))
 
 
-def _record(done: Computation, markers: tuple[int, ...], text: str, scale: str) -> ComputedAnswer:
+def _record(done: Computation, markers: tuple[int, ...], result: str, also: StatedResult | None) -> ComputedAnswer:
     operands = tuple(
-        ComputedOperand(
-            literal=o.literal,
-            value=str(o.value) if o.value.denominator == 1 else f"{float(o.value):.6g}",
-            source=o.source,
-            marker=o.passage,
-            line=o.line,
-        )
-        for o in done.operands
+        ComputedOperand(o.literal, _value_text(o.value), o.source, marker=o.passage, line=o.line) for o in done.operands
     )
-    result = done.result_text(scale=scale)
-    return ComputedAnswer(done.expression, done.working, result, operands, markers)
+    stated = None
+    if also is not None:
+        number = also.number
+        stated = ComputedOperand(number.text, _value_text(number.value), "passage", also.marker, also.line)
+    return ComputedAnswer(done.expression, done.working, result, operands, markers, stated=stated)
 
 
-def _scale(done: Computation, passages: Mapping[int, str]) -> str:
-    """The scale word of the operands' table or sentence (``million`` for "(in millions)"), or ''."""
-    for operand in done.operands:
-        if operand.passage is not None and operand.line is not None:
-            lines = passages.get(operand.passage, "").splitlines()
-            word = scale_above(lines, min(operand.line, len(lines)) - 1)
-            if word:
-                return word
-    return ""
+def _value_text(value: Fraction) -> str:
+    return str(value) if value.denominator == 1 else f"{float(value):.6g}"

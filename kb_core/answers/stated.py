@@ -5,7 +5,8 @@ passages themselves ("interest income increased $16.9 million"). When kb cannot 
 writes, the question takes the ordinary path; its answer is kept only when every number it states (beyond the
 question's own) is written in a passage line that names the operation asked: a change word for a change, "average"
 for an average, "total" for a total, a percent or share for a ratio. In a table, the number's own cell counts: its
-row's label or its column's heading ("Change" over a column of changes). A number from any other line is a number
+row's label or its column's heading ("Change" over a column of changes), or for a percent cell the table's title
+("Percent Change" above the table, where a PDF's text puts a heading that spans the columns). A number from any other line is a number
 of the passages that the question did not ask about: the small model's usual guess, refused. When no line of the
 passages could state it (:func:`can_be_stated`), kb refuses without asking the model for an answer in words.
 
@@ -41,6 +42,8 @@ NAMING: dict[Operation, str] = {
     "extreme": r"largest|highest|lowest|smallest|most|least|maximum|minimum",
 }
 _MARKER = regex.compile(r"\[#\d+\]")
+_PERCENT = regex.compile(r"percent|per cent|%", regex.IGNORECASE)
+_TITLE_LINES = 3
 #: Why an answer in words to a question kb would compute is refused.
 NOT_STATED = "the answer states a number no passage gives for what the question asks, and kb could not work it out"
 #: Why such a question is refused before the model writes an answer in words: none could be kept.
@@ -109,7 +112,7 @@ def _holds(text: str, value: Fraction) -> bool:
 def _names(rows: list[str], index: int, value: Fraction, naming: regex.Pattern[str]) -> bool:
     """Whether line ``index``, which holds ``value``, names the operation there: a sentence that names it, or a
     table cell whose row label or column heading (a header row above: the table's first, or one with an empty first
-    cell) names it."""
+    cell) names it, or a percent cell under a title that names a percent and the operation ("Percent Change")."""
     line = rows[index]
     if "|" not in line:
         return bool(naming.search(line))
@@ -125,8 +128,24 @@ def _names(rows: list[str], index: int, value: Fraction, naming: regex.Pattern[s
         if not rows[above].split("|")[0].strip() or above == 0 or "|" not in rows[above - 1]:
             headings.append(rows[above])
         above -= 1
-    return any(
+    if any(
         column < len(heading.split("|")) and naming.search(heading.split("|")[column])
         for heading in headings
         for column in columns
-    )
+    ):
+        return True
+    # a title over the table that names a percent and the operation ("Percent Change") heads its percent cells
+    title = _title_above(rows, above)
+    return any("%" in cells[column] for column in columns) and bool(_PERCENT.search(title) and naming.search(title))
+
+
+def _title_above(rows: list[str], index: int) -> str:
+    """The title lines above a table whose first row is under line ``index``: up to three lines of text, one
+    blank line between them and the table allowed."""
+    if index >= 0 and not rows[index].strip():
+        index -= 1
+    title: list[str] = []
+    while index >= 0 and len(title) < _TITLE_LINES and rows[index].strip() and "|" not in rows[index]:
+        title.append(rows[index])
+        index -= 1
+    return " ".join(reversed(title))

@@ -25,14 +25,21 @@ _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")  # a year heading a column
 _DIGIT = re.compile(r"\d")
 _WORDS = re.compile(r"[^\W\d_]{2,}")
 _SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")  # a Markdown table's |---|---|
-_SCALE = re.compile(r"\bin (thousands|millions|billions)\b|(\$?\s?'000)|\b(thousand|million|billion)s?\b", re.I)
+#: A column heading that is a currency and a scale: ``€m``, ``$bn``, ``£'000``.
+HEADING_UNIT = re.compile(r"(?<![\w$€£¥])(?P<sign>[$€£¥])\s?(?P<short>m|mn|bn|'000)(?![\w'])", re.I)
+_SCALE = re.compile(
+    r"\bin (thousands|millions|billions)\b|([$€£¥]?\s?'000)|\b(thousand|million|billion)s?\b"
+    r"|(?<![\w$€£¥])[$€£¥]\s?(m|mn|bn)(?![\w'])",
+    re.I,
+)
+_SHORT_SCALES = {"m": "million", "mn": "million", "bn": "billion"}
 #: How many lines above a number its table's or sentence's scale word ("(in millions)") may be.
 SCALE_LINES = 12
 
 
 def scale_above(lines: list[str], index: int) -> str:
     """The scale word (``thousand``, ``million``, ``billion``) nearest above line ``index`` of ``lines``, the line
-    itself included, within :data:`SCALE_LINES` lines ("(in millions)", "$'000"), or ''.
+    itself included, within :data:`SCALE_LINES` lines ("(in millions)", "$'000", "€m"), or ''.
 
     >>> scale_above(["(in millions)", "| 2019", "Sales | 5"], 2)
     'million'
@@ -40,6 +47,8 @@ def scale_above(lines: list[str], index: int) -> str:
     for line in reversed(lines[max(0, index - SCALE_LINES + 1) : index + 1]):
         match = _SCALE.search(line)
         if match:
+            if match.group(4):
+                return _SHORT_SCALES[match.group(4).lower()]
             word = (match.group(1) or match.group(3) or "thousand").lower().rstrip("s")
             return "thousand" if match.group(2) else word
     return ""

@@ -144,6 +144,10 @@ def print_computation(computation: ComputedAnswer) -> None:
     for operand in computation.operands:
         where = words.operand_place(attrs.asdict(operand), f"[#{operand.marker}]")
         click.echo(dim(f"  {shown(operand.literal):>14}  {where}"))
+    if computation.stated is not None:
+        stated = computation.stated
+        line = words.say("stated_as", number=shown(stated.literal), marker=f"[#{stated.marker}]", line=stated.line)
+        click.echo(dim(f"  {line}"))
 
 
 def print_explain(answer: Answer) -> None:

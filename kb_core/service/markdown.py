@@ -111,6 +111,10 @@ def computation_part(answer: Answer) -> str:
     for operand in computation["operands"]:
         marker = f"[[{operand['marker']}]][kb-{operand['marker']}]"
         lines.append(f"- `{operand['literal'].replace('`', '')}`: {words.operand_place(operand, marker)}")
+    stated = computation.get("stated")
+    if stated:
+        number, marker = f"`{stated['literal'].replace('`', '')}`", f"[[{stated['marker']}]][kb-{stated['marker']}]"
+        lines.append(words.say("stated_as", number=number, marker=marker, line=stated["line"]))
     return "\n".join(lines)
 
 

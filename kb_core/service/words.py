@@ -39,6 +39,7 @@ WORDS: dict[str, str] = {
     "operand_in_passage": "{marker}, line {line}",
     "operand_in_question": "from the question",
     "operand_constant": "a constant of the formula",
+    "stated_as": "The passage states it as {number}: {marker}, line {line}",
     "line": "{path}, line {start}",
     "lines": "{path}, lines {start}–{end}",
 }

@@ -75,13 +75,13 @@ def test_hovering_a_computed_result_lights_its_operands_lines_and_cells(
     tab.ask(SUM)
     answer = tab.page.locator("#answer")
     expect(answer.locator(".verdict")).to_contain_text("Grounded")
-    expect(answer.locator(".answer-text")).to_contain_text("1,613 million (914 + 699) [#")
+    expect(answer.locator(".answer-text")).to_contain_text("$1,613 million (914 + 699) [#")
     result = answer.locator(".computation .calc-result")
-    expect(result).to_have_text("1,613 million")
+    expect(result).to_have_text("$1,613 million")
     expect(answer.locator(".computation .calc-working")).to_have_text("914 + 699")
     expect(answer.locator(".calc-operand")).to_have_count(2)
     # in kb_core.service.words' words, as every front end says them
-    expect(answer.locator(".computation .calc-head")).to_have_text("Worked out by kb: 914 + 699 = 1,613 million")
+    expect(answer.locator(".computation .calc-head")).to_have_text("Worked out by kb: 914 + 699 = $1,613 million")
     expect(answer.locator(".calc-operand").first).to_have_text(re.compile(r"^914: \[#\d\], line \d+$"))
     # the passage's lines that hold the operands, below the header row with the years
     expect(answer.locator("tr.calc-line[data-operand]")).to_have_count(2)

@@ -166,6 +166,15 @@ function operandItem(index, operand, byMarker, link) {
   );
 }
 
+/** The report's own figure for the result, rounded, and where it is written (null when no passage states it). */
+function statedItem(stated, byMarker, link) {
+  const item = stated ? byMarker.get(stated.marker) : null;
+  if (!item) return null;
+  const number = el("span", { className: "calc-literal" }, stated.literal);
+  const marker = link(item, `[#${stated.marker}]`);
+  return el("p", { className: "calc-stated" }, ...sayWith("stated_as", { number, marker, line: String(stated.line) }));
+}
+
 /** Light the operands named by the ``data-lights`` of the element under the pointer or focus (none: unlight). */
 function lightOperands(root, lines) {
   const light = (trigger) => {
@@ -210,6 +219,7 @@ export function renderComputation(answer, byMarker, root, link) {
       }),
     ),
     el("ol", { className: "calc-operands" }, computation.operands.map((operand, index) => operandItem(index, operand, byMarker, link))),
+    statedItem(computation.stated, byMarker, link),
     passages,
     el("p", { className: "hint muted small" }, "Hover over or focus the result (or one operand) to light where each number is written."),
   );
