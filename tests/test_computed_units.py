@@ -15,7 +15,6 @@ import jsonschema
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from kbtest import store_chunks
 
 from kb_core.answers.amounts import amount_unit
 from kb_core.answers.computation import Computation, check_computation
@@ -26,7 +25,7 @@ from kb_core.output import envelope, schema
 from kb_core.service.markdown import computation_part
 from kb_core.storage.store import StoreOfRecord
 from kb_core.testing import ScriptedLanguageModel
-from kb_core.types import Answer, Chunk, Hit, ModelRef, SearchQuery
+from kb_core.types import Answer, Chunk, Document, Hit, ModelRef, SearchQuery
 
 FINANCING = """Net financing costs
 | 2019 | 2018
@@ -87,7 +86,7 @@ def test_a_percentage_a_ratio_or_a_count_carries_no_unit(expression: str) -> Non
 )
 def test_only_a_sentence_naming_the_row_and_operation_with_the_result_rounded_is_its_statement(sentence: str) -> None:
     passages = {1: FINANCING, 2: sentence}
-    assert stated_as(_checked("1,655 - 389", passages), "million", passages, QUESTION) is None
+    assert stated_as(_checked("1,655 - 389", passages), "million", passages, QUESTION, {}) is None
 
 
 _FACTORS = {"": 1, "thousand": 10**3, "million": 10**6, "billion": 10**9}
@@ -115,7 +114,7 @@ def test_a_statement_kb_accepts_is_the_result_rounded_as_written(
     done = check_computation(f"{new:,} - {old:,}", passages)
     assume(isinstance(done, Computation) and new != old)  # 100 is a constant of a formula, not an operand
     assert isinstance(done, Computation)
-    found = stated_as(done, "million", passages, "By how much did net costs increase?")
+    found = stated_as(done, "million", passages, "By how much did net costs increase?", {})
     significant = sum(ch.isdigit() for ch in written.lstrip("0.,")) >= 2
     if found is not None:
         factors = [1, 10**6] if not found.number.scale else [_FACTORS[found.number.scale]]
@@ -132,7 +131,7 @@ def test_any_passage_text_gives_a_unit_and_a_statement_or_none_never_an_exceptio
     done = _checked("1,655 - 389", passages)
     currency, scale = amount_unit(done, passages, {1: "a", 2: "a"})
     assert currency in ("", "$", "€", "£", "¥") and scale in ("", "thousand", "million", "billion")
-    stated_as(done, scale, passages, question)
+    stated_as(done, scale, passages, question, {1: "a", 2: "b"})
 
 
 @pytest.fixture
@@ -142,30 +141,35 @@ def store(tmp_path: Path) -> Iterator[StoreOfRecord]:
     db.close()
 
 
-def _ask(store: StoreOfRecord, chunks: list[Chunk], question: str, reply: str) -> Answer:
-    store_chunks(store, chunks)
+TABLE_CHUNK = Chunk("fin.pdf#0", "fin.pdf", 0, FINANCING, "h0", 1, 5, ("Financing",))
+STATEMENT_CHUNK = Chunk("fin.pdf#1", "fin.pdf", 1, STATEMENT, "h1", 6, 6, ("Financing",))
+
+
+def _ask(store: StoreOfRecord, chunks: list[Chunk], hits: list[Chunk], reply: str, most: int = 10) -> Answer:
+    """QUESTION over ``chunks`` (stored by document), retrieved as ``hits`` in that order, ``most`` packed."""
+    with store.transaction():
+        for path in dict.fromkeys(c.doc_path for c in chunks):
+            own = [c for c in chunks if c.doc_path == path]
+            store.replace_document(Document(path, f"hash-{path}", 10, path, "text", "docs"), own)
     config = load_config(
-        kb_dir=store.kb_dir, overrides={"rag.max_chunks": 10, "rag.min_relative_score": 0.0}, environ={}
+        kb_dir=store.kb_dir, overrides={"rag.max_chunks": most, "rag.min_relative_score": 0.0}, environ={}
     )
-    hits = [Hit(c.chunk_id, c.doc_path, 0.9 - i / 10, i + 1, c.citation, c.heading_path) for i, c in enumerate(chunks)]
+    found = [Hit(c.chunk_id, c.doc_path, 0.9 - i / 10, i + 1, c.citation, c.heading_path) for i, c in enumerate(hits)]
     llm = ScriptedLanguageModel(lambda request: [reply])
 
     def retrieve(query: SearchQuery) -> list[Hit]:
-        return hits
+        return found
 
     pipeline = RagPipeline(config, store, retrieve, lambda: llm, lambda: ModelRef("embedder", "onnx", 384))
-    return pipeline.ask(question, AskOptions())
+    return pipeline.ask(QUESTION, AskOptions(explain=True))
 
 
 def test_a_computed_change_is_said_with_its_unit_and_the_reports_rounded_figure_cited(store: StoreOfRecord) -> None:
-    chunks = [
-        Chunk("fin.pdf#0", "fin.pdf", 0, FINANCING, "h0", 1, 5, ("Financing",)),
-        Chunk("review.md#0", "review.md", 0, STATEMENT, "h1", 1, 1, ("Financial review",)),
-    ]
-    answer = _ask(store, chunks, QUESTION, "CALC: 1,655 - 389 [#1]")
+    chunks = [TABLE_CHUNK, STATEMENT_CHUNK]
+    answer = _ask(store, chunks, chunks, "CALC: 1,655 - 389 [#1]")
     assert answer.grounded, answer.note
     assert answer.answer == "€1,266 million (1,655 - 389) [#1], stated as €1.3 billion [#2]"
-    assert [c.citation.path for c in answer.citations] == ["fin.pdf", "review.md"]
+    assert [(c.marker, c.citation.start_line) for c in answer.citations] == [(1, 1), (2, 6)]
     stated = answer.computation.stated if answer.computation else None
     assert stated is not None and (stated.literal, stated.marker, stated.line) == ("€1.3 billion", 2, 1)
     jsonschema.validate(envelope("answer.v1", answer), schema("answer.v1"))
@@ -173,8 +177,17 @@ def test_a_computed_change_is_said_with_its_unit_and_the_reports_rounded_figure_
     assert "The passage states it as `€1.3 billion`: [[2]][kb-2], line 1" in shown
 
 
-def test_a_result_no_sentence_states_is_said_alone(store: StoreOfRecord) -> None:
-    chunks = [Chunk("fin.pdf#0", "fin.pdf", 0, FINANCING, "h0", 1, 5, ("Financing",))]
-    answer = _ask(store, chunks, QUESTION, "CALC: 1,655 - 389 [#1]")
+def test_the_reports_statement_is_read_even_when_the_model_was_not_given_it(store: StoreOfRecord) -> None:
+    """Retrieval ranks the statement first; the computation reads the table (one passage): kb reads the statement
+    beside it, and cites it as a passage the model did not read (0 tokens)."""
+    answer = _ask(store, [TABLE_CHUNK, STATEMENT_CHUNK], [STATEMENT_CHUNK, TABLE_CHUNK], "CALC: 1,655 - 389 [#1]", 1)
+    assert answer.answer == "€1,266 million (1,655 - 389) [#1], stated as €1.3 billion [#2]", answer.note
+    assert [(p.marker, p.chunk_id, p.tokens) for p in answer.packed][1:] == [(2, "fin.pdf#1", 0)]
+    assert answer.prompt is not None and "€1.3 billion" not in answer.prompt.user
+
+
+def test_another_reports_sentence_is_no_statement_of_the_result(store: StoreOfRecord) -> None:
+    review = Chunk("review.md#0", "review.md", 0, STATEMENT, "h1", 1, 1, ("Review",))
+    answer = _ask(store, [TABLE_CHUNK, review], [TABLE_CHUNK, review], "CALC: 1,655 - 389 [#1]")
     assert answer.grounded and answer.answer == "€1,266 million (1,655 - 389) [#1]"
     assert answer.computation is not None and answer.computation.stated is None

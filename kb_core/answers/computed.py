@@ -142,12 +142,18 @@ def read_reply(raw: str) -> Reply | None:
 
 
 def computed(
-    reply: Reply, passages: Mapping[int, str], question: str, documents: Mapping[int, str] | None = None
+    reply: Reply,
+    passages: Mapping[int, str],
+    question: str,
+    documents: Mapping[int, str] | None = None,
+    beside: Mapping[int, str] | None = None,
 ) -> tuple[ComputedAnswer, str] | ComputationRefusal | None:
     """The checked computation of ``reply`` over ``passages`` and the answer's text, or why it is refused; None
     when it only restates one number of the passages (:func:`restates_one_number`: the passage states the answer).
     ``documents`` names each passage's document: another document with a row that fits the question as well
-    makes the question ambiguous (refused, both named), since it does not say which report it means."""
+    makes the question ambiguous (refused, both named), since it does not say which report it means. A sentence
+    of ``passages`` or ``beside`` (retrieved passages the model did not read) in an operand's document that
+    states the result as the report rounds it is said and cited (:mod:`kb_core.answers.restated`)."""
     passages = {marker: stored_rows(text) for marker, text in passages.items()}  # a Markdown table's rows too
     done = check_computation(reply.expression, passages, question=question)
     if isinstance(done, ComputationRefusal):
@@ -176,7 +182,7 @@ def computed(
     currency, scale = amount_unit(done, passages, documents or {})
     result = done.result_text(currency or None, scale)
     text = f"{result} ({done.working}) {''.join(f'[#{m}]' for m in markers)}"
-    also = stated_as(done, scale, passages, question)
+    also = stated_as(done, scale, {**passages, **(beside or {})}, question, documents or {})
     if also is not None:  # the report's own figure for it, rounded: said, and cited
         text += f", stated as {also.number.text} [#{also.marker}]"
     return _record(done, markers, result, also), text
@@ -216,9 +222,11 @@ def work_out(
     temperature: float,
     seed: int | None,
     started: float,
+    beside: Mapping[int, str] | None = None,
 ) -> WorkedOut | None:
     """Ask ``llm`` for the computation over the packed ``entries`` and check it against ``passages`` (their text
-    by marker, instructions removed; ``documents`` their paths); None when it writes none (``CALC: none``, or no
+    by marker, instructions removed; ``documents`` their paths, and those of ``beside``, passages it did not read
+    that may state the result: :func:`computed`); None when it writes none (``CALC: none``, or no
     ``CALC:`` line). A count of periods over a threshold kb writes itself, and asks the model only when its own
     is refused (:mod:`kb_core.answers.counted`)."""
     rows = {m: stored_rows(t) for m, t in passages.items()}
@@ -232,7 +240,7 @@ def work_out(
     reply = read_reply(raw) if done.finish_reason != "error" else None
     if reply is None:
         return None
-    outcome = computed(reply, passages, question, documents)
+    outcome = computed(reply, passages, question, documents, beside)
     if outcome is None:
         return None
     if isinstance(outcome, ComputationRefusal):

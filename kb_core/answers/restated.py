@@ -12,7 +12,7 @@ number of a table's row, are not a statement of the result.
 >>> table = "| €m | €m\\nNet financing costs | (1,655) | (389)"
 >>> done = check_computation("1,655 - 389", {1: table})
 >>> found = stated_as(done, "million", {1: table, 2: "Net financing costs increased by €1.3 billion."},
-...     "How much did net financing costs increase by between 2018 and 2019?")
+...     "How much did net financing costs increase by between 2018 and 2019?", {1: "a.pdf", 2: "a.pdf"})
 >>> (found.marker, found.line, found.number.text)
 (2, 1, '€1.3 billion')
 """
@@ -47,9 +47,13 @@ class StatedResult:
     number: WrittenNumber
 
 
-def stated_as(done: Computation, scale: str, passages: Mapping[int, str], question: str) -> StatedResult | None:
+def stated_as(
+    done: Computation, scale: str, passages: Mapping[int, str], question: str, documents: Mapping[int, str]
+) -> StatedResult | None:
     """The first sentence of ``passages`` that states ``done``'s result (in ``scale``, its operands' scale word) as
-    rounded there, naming the operation ``question`` asks and one of its row words; None when none does."""
+    rounded there, naming the operation ``question`` asks and one of its row words; None when none does. Only a
+    passage of an operand's document counts, when ``documents`` names them (by marker): another report's figure
+    is no statement of this one's."""
     asked = asked_operations(question)
     words = words_of(question)
     if not asked or not words:
@@ -57,7 +61,10 @@ def stated_as(done: Computation, scale: str, passages: Mapping[int, str], questi
     naming = re.compile("|".join(NAMING[operation] for operation in sorted(asked)), re.I)
     operands = {abs(o.value) for o in done.operands} | {abs(n.value) for n in read_numbers(question)}
     result = abs(done.result)
+    own = {documents.get(o.passage) for o in done.operands if o.passage is not None} - {None}
     for marker, text in passages.items():
+        if own and documents.get(marker) not in own:
+            continue
         for line_number, line in enumerate(text.splitlines(), 1):
             if _ROW.search(line) or not naming.search(line) or not words & words_of(line):
                 continue

@@ -6,9 +6,10 @@ writes, the question takes the ordinary path; its answer is kept only when every
 question's own) is written in a passage line that names the operation asked: a change word for a change, "average"
 for an average, "total" for a total, a percent or share for a ratio. In a table, the number's own cell counts: its
 row's label or its column's heading ("Change" over a column of changes), or for a percent cell the table's title
-("Percent Change" above the table, where a PDF's text puts a heading that spans the columns). A number from any other line is a number
-of the passages that the question did not ask about: the small model's usual guess, refused. When no line of the
-passages could state it (:func:`can_be_stated`), kb refuses without asking the model for an answer in words.
+("Percent Change" above the table, where a PDF's text puts a heading that spans the columns). A number from any
+other line is a number of the passages that the question did not ask about: the small model's usual guess,
+refused. When no line of the passages could state it (:func:`can_be_stated`), kb refuses without asking the
+model for an answer in words.
 
 >>> states_operation("Interest income rose by $16.9 million [#1].", "What was the increase in interest income?",
 ...     {1: "Interest income increased $16.9 million, to $30.2 million."})
