@@ -93,3 +93,26 @@ def test_kb_asks_for_an_answer_in_words_whenever_one_could_be_kept(
     )
     if stated_answer(answer, question, passages):
         assert can_be_stated(question, passages)
+
+
+TITLED = "Interest Expense:\n\nYear Ended May 31,\nPercent Change\n\n(Dollars in millions) | 2019 Actual | Constant | | 2018\n"
+
+
+@pytest.mark.parametrize(
+    ("title", "answer", "kept"),
+    [
+        (TITLED, "The actual and constant changes were 3% [#1] and 3% [#1].", True),  # a heading over the columns
+        (TITLED, "Interest expense changed by $2,082 [#1].", False),  # a percent heading heads no amount
+        ("Group margins (%)\n\n | 2019 Actual | Constant | | 2018\n", "It changed by 3% [#1].", False),  # "up"
+        (
+            "The table below shows the percent change in our interest expense for the year.\n | 2019 | A | | 2018\n",
+            "It changed by 3% [#1].",
+            False,  # a sentence is no heading
+        ),
+    ],
+)
+def test_a_percent_cell_is_named_by_a_short_heading_above_its_table_that_names_the_operation(
+    title: str, answer: str, kept: bool
+) -> None:
+    passages = {1: f"{title}Interest expense | $2,082 | 3% | 3% | $2,025"}
+    assert stated_answer(answer, "How much was the percentage change in interest expense?", passages) is kept

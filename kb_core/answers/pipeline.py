@@ -19,7 +19,8 @@ Everything else is a refusal with a reason:
 ``generation_error`` the model's stream ended with an error.
 ``computation``      a number to be worked out could not be checked (:mod:`kb_core.answers.computed`: the
                      model writes the computation, kb works it out and checks every operand), and the
-                     ordinary answer it falls back to states no number a passage gives for what is asked,
+                     ordinary answer it falls back to (from the passages any question reads) states no
+                     number a passage gives for what is asked,
                      or no passage line could state one, so none is asked for (:mod:`kb_core.answers.stated`;
                      ``refusal_detail`` ``not_stated``).
 
@@ -51,19 +52,12 @@ from kb_core.answers import computed
 from kb_core.answers.citations import CitableSource, citation_grammar
 from kb_core.answers.computation import asks_for_computation
 from kb_core.answers.counted import threshold_of
+from kb_core.answers.evidence import Evidence, packed_evidence, read_beside
 from kb_core.answers.evidence_fit import COMPUTATION_CANDIDATES, by_evidence_fit
 from kb_core.answers.injection import without_instructions
 from kb_core.answers.judge import answer_check, check_first
 from kb_core.answers.operations import counts_rows
-from kb_core.answers.packing import (
-    WHOLE,
-    evidence_budget,
-    format_entry,
-    pack,
-    select,
-    unread_note,
-    with_whole_document,
-)
+from kb_core.answers.packing import WHOLE, select, unread_note, with_whole_document
 from kb_core.answers.prompts import question_prompt
 from kb_core.answers.questions import kind_of, verdict_of
 from kb_core.answers.release import CheckedRelease
@@ -89,7 +83,6 @@ from kb_core.types import (
     NOT_ANSWERED,
     Answer,
     AnswerCitation,
-    Chunk,
     ComputedAnswer,
     GenerateRequest,
     Hit,
@@ -221,7 +214,8 @@ class RagPipeline:
         document = self.store.chunks_of([chosen[0].doc_path]) if whole else []
         chosen = with_whole_document(chosen, document, run.hits)
         run.hits += [hit for hit in chosen if hit.retriever == WHOLE]  # cited like the retrieved ones
-        evidence = self._pack(run, llm, chosen, candidates)
+        limits = (self.config.models.llm.max_tokens, rag.max_context_tokens)
+        evidence = packed_evidence(self.store, llm, run, chosen, candidates, limits)
         if evidence is None:
             log.warning("every retrieved chunk disappeared from the store before packing")
             return self._refusal(
@@ -231,19 +225,19 @@ class RagPipeline:
                 "the retrieved chunks no longer exist (re-run kb ingest)",
             )
         constrained = rag.constrained if run.options.constrained is None else run.options.constrained
-        items, entries, packed_chunks = evidence
+        items, entries, packed_chunks = evidence.items, evidence.entries, evidence.chunks
         unread = len({c.chunk_id for c in document} - {item.chunk_id for item in items})
         computing = run.computed and any(holds_table(chunk.text) for chunk in packed_chunks.values())
         not_worked_out: Answer | None = None  # a computation kb refused: the ordinary answer must state the number
         if computing:
             beside = [h for h in ordinary if h.chunk_id not in {i.chunk_id for i in items}] if over_tables else []
-            worked_out = self._compute(run, llm, (entries, items, packed_chunks), on_token, unread, beside)
+            worked_out = self._compute(run, llm, evidence, on_token, unread, beside)
             if worked_out is not None and (worked_out.grounded or unread):
                 return worked_out
             not_worked_out = worked_out
             if over_tables and not whole:  # answered in words: from the passages any question reads
-                evidence = self._pack(run, llm, ordinary, candidates) or evidence
-                items, entries, packed_chunks = evidence
+                evidence = packed_evidence(self.store, llm, run, ordinary, candidates, limits) or evidence
+                items, entries, packed_chunks = evidence.items, evidence.entries, evidence.chunks
         # Instructions hidden in a passage are not evidence: claims are checked against the rest.
         passages = {m: without_instructions(chunk.text) for m, chunk in packed_chunks.items()}
         if computing and not can_be_stated(run.question, passages):  # no answer in words could be kept
@@ -314,25 +308,11 @@ class RagPipeline:
         release.finish(answer.answer, answer.grounded)  # the rest of a grounded answer; a refusal shows nothing
         return answer
 
-    def _pack(
-        self, run: QuestionRun, llm: LanguageModel, chosen: list[Hit], known: dict[str, Chunk]
-    ) -> tuple[list[PackedChunk], list[str], dict[int, Chunk]] | None:
-        """The ``chosen`` hits packed into the evidence budget: the packed items, their entries (as the model reads
-        them) and their chunks by marker; None when none of their chunks is left. ``known``: chunks already read."""
-        chunks = {h.chunk_id: known[h.chunk_id] for h in chosen if h.chunk_id in known}
-        chunks |= self.store.get_chunks([h.chunk_id for h in chosen if h.chunk_id not in chunks])
-        budget = evidence_budget(llm, run.prompt, self.config.models.llm.max_tokens, self.config.rag.max_context_tokens)
-        packed = pack(chosen, chunks, budget, llm.count_tokens, run.template)
-        if not packed:
-            return None
-        items = [item for item, _ in packed]
-        return items, [entry for _, entry in packed], {item.marker: chunks[item.chunk_id] for item in items}
-
     def _compute(
         self,
         run: QuestionRun,
         llm: LanguageModel,
-        evidence: tuple[list[str], list[PackedChunk], dict[int, Chunk]],
+        evidence: Evidence,
         on_token: TokenCallback | None,
         unread: int = 0,
         beside: Sequence[Hit] = (),
@@ -342,15 +322,15 @@ class RagPipeline:
         ordinary path). Only the checked answer reaches ``on_token``. A count over a document ``unread`` passages of
         which did not fit is refused: it would count a share. ``beside``: retrieved hits not given to the model
         that kb reads for the report's own statement of the result (cited when one states it, tokens 0)."""
-        entries, items, chunks = evidence
+        items, chunks = evidence.items, evidence.chunks
         llm_cfg, options = self.config.models.llm, run.options
         if unread:
             note = unread_note(items[0].ref, unread)
             return self._refusal(run, "computation", computed.REFUSAL, note, detail="rows_unread")
-        extra = self._read_beside(run, beside, first_marker=len(items) + 1)
+        extra = read_beside(self.store, run, beside, first_marker=len(items) + 1)
         worked = computed.work_out(
             llm,
-            entries,
+            evidence.entries,
             run.question,
             {m: without_instructions(chunk.text) for m, chunk in chunks.items()},
             {m: chunk.doc_path for m, chunk in (chunks | {m: c for m, (_, c) in extra.items()}).items()},
@@ -376,22 +356,6 @@ class RagPipeline:
         )
         computed.show(answer, on_token)
         return answer
-
-    def _read_beside(
-        self, run: QuestionRun, hits: Sequence[Hit], first_marker: int
-    ) -> dict[int, tuple[PackedChunk, Chunk]]:
-        """The chunks of ``hits`` (retrieved, not given to the model) by the markers they take after the packed
-        ones, each with its packed item (0 tokens: the model did not read it)."""
-        chunks = self.store.get_chunks([hit.chunk_id for hit in hits])
-        found = [(hit, chunks[hit.chunk_id]) for hit in hits if hit.chunk_id in chunks]
-        beside: dict[int, tuple[PackedChunk, Chunk]] = {}
-        for marker, (hit, chunk) in enumerate(found, first_marker):
-            entry = format_entry(marker, chunk, header=run.template.entry_header)
-            beside[marker] = (
-                PackedChunk(marker, chunk.chunk_id, str(chunk.citation), round(hit.score, 4), 0, False, entry),
-                chunk,
-            )
-        return beside
 
     def _citations(
         self, run: QuestionRun, items: Sequence[PackedChunk], markers: Sequence[int]

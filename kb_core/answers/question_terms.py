@@ -15,7 +15,7 @@ import regex
 
 from kb_core.answers.numbers import read_numbers
 
-__all__ = ["PERIOD", "periods_of", "respective_period", "sentence_periods", "words_of"]
+__all__ = ["PERIOD", "periods_of", "respective_period", "sentence_at", "sentence_periods", "words_of"]
 
 #: A period as questions and table headings write it: 2019, FY2019, FY 19, F19, fiscal 2019, fiscal year 2019.
 PERIOD = regex.compile(
@@ -72,7 +72,7 @@ _DAY = regex.compile(
 )
 
 
-def _sentence_at(text: str, position: int) -> tuple[str, int]:
+def sentence_at(text: str, position: int) -> tuple[str, int]:
     """The sentence of prose ``text`` that holds ``position``, and where ``position`` is in it."""
     start = 0
     for end in [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
@@ -87,7 +87,7 @@ def respective_period(line: str, position: int) -> int | None:
     by "respectively" ("$2.3 million, $2.1 million and $1.9 million in 2019, 2018 and 2017, respectively": the
     first with 2019), or None when its sentence pairs none (no "respectively", or not as many numbers as periods;
     a date's day, "March 31", is no number)."""
-    sentence, at = _sentence_at(line, position)
+    sentence, at = sentence_at(line, position)
     if "respectively" not in sentence.lower():
         return None
     periods = [m.span() for m in PERIOD.finditer(sentence)] + [m.span("day") for m in _DAY.finditer(sentence)]

@@ -45,6 +45,7 @@ NAMING: dict[Operation, str] = {
 _MARKER = regex.compile(r"\[#\d+\]")
 _PERCENT = regex.compile(r"percent|per cent|%", regex.IGNORECASE)
 _TITLE_LINES = 3
+_TITLE_WORDS = 5
 #: Why an answer in words to a question kb would compute is refused.
 NOT_STATED = "the answer states a number no passage gives for what the question asks, and kb could not work it out"
 #: Why such a question is refused before the model writes an answer in words: none could be kept.
@@ -66,7 +67,7 @@ def can_be_stated(question: str, passages: Mapping[int, str]) -> bool:
     """
     if names_no_row(question):
         return False
-    naming = _naming(asked_operations(question))
+    naming = naming_pattern(asked_operations(question))
     own = _own_numbers(question)
     for passage in passages.values():
         rows = stored_rows(passage).splitlines()
@@ -81,7 +82,7 @@ def states_operation(text: str, question: str, passages: Mapping[int, str]) -> b
     """Whether every number ``text`` states (those of the question aside, whatever their sign) is written in one of
     ``passages``' lines that names an operation ``question`` asks for (any line, when it names none); False when it
     states none."""
-    naming = _naming(asked_operations(question))
+    naming = naming_pattern(asked_operations(question))
     own = _own_numbers(question)
     stated = [value for number in read_numbers(_MARKER.sub(" ", text)) if (value := abs(number.value)) not in own]
     lines = [stored_rows(passage).splitlines() for passage in passages.values()]
@@ -99,11 +100,13 @@ def _own_numbers(question: str) -> set[Fraction]:
     return {abs(number.value) for number in read_numbers(question)}
 
 
-def _naming(asked: frozenset[Operation]) -> regex.Pattern[str] | None:
-    """The words that name the ``asked`` operations in a passage line (None: it asks none, any line will do)."""
+def naming_pattern(asked: frozenset[Operation]) -> regex.Pattern[str] | None:
+    """The words that name the ``asked`` operations in a passage line, each at a word's start ("up" in "Group" and
+    "chang" in "exchange" name nothing); None: it asks none, any line will do."""
     if not asked:
         return None
-    return regex.compile("|".join(NAMING[operation] for operation in sorted(asked)), regex.IGNORECASE)
+    stems = "|".join(NAMING[operation] for operation in sorted(asked))
+    return regex.compile(rf"(?<![^\W\d_])(?:{stems})", regex.IGNORECASE)  # a digit before "%" is no letter
 
 
 def _holds(text: str, value: Fraction) -> bool:
@@ -135,18 +138,18 @@ def _names(rows: list[str], index: int, value: Fraction, naming: regex.Pattern[s
         for column in columns
     ):
         return True
-    # a title over the table that names a percent and the operation ("Percent Change") heads its percent cells
-    title = _title_above(rows, above)
-    return any("%" in cells[column] for column in columns) and bool(_PERCENT.search(title) and naming.search(title))
+    # a heading over the table that names a percent and the operation ("Percent Change") heads its percent cells
+    percent_cell = any("%" in cells[column] for column in columns)
+    return percent_cell and any(_PERCENT.search(title) and naming.search(title) for title in _titles_above(rows, above))
 
 
-def _title_above(rows: list[str], index: int) -> str:
-    """The title lines above a table whose first row is under line ``index``: up to three lines of text, one
-    blank line between them and the table allowed."""
+def _titles_above(rows: list[str], index: int) -> list[str]:
+    """The short heading lines (a few words, no sentence) above a table whose first row is under line ``index``:
+    up to three lines of text, one blank line between them and the table allowed."""
     if index >= 0 and not rows[index].strip():
         index -= 1
-    title: list[str] = []
-    while index >= 0 and len(title) < _TITLE_LINES and rows[index].strip() and "|" not in rows[index]:
-        title.append(rows[index])
+    titles: list[str] = []
+    while index >= 0 and len(titles) < _TITLE_LINES and rows[index].strip() and "|" not in rows[index]:
+        titles.append(rows[index])
         index -= 1
-    return " ".join(reversed(title))
+    return [t for t in titles if len(t.split()) <= _TITLE_WORDS and not t.rstrip().endswith((".", ";"))]

@@ -20,19 +20,23 @@ from __future__ import annotations
 
 import re
 
-_ROW = re.compile(r"(^|\s)\|(\s|$)")  # a bar between cells, or at a row's start or end
+#: A bar between cells, or at a row's start or end: a line of a table.
+TABLE_ROW = re.compile(r"(^|\s)\|(\s|$)")
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")  # a year heading a column
 _DIGIT = re.compile(r"\d")
 _WORDS = re.compile(r"[^\W\d_]{2,}")
 _SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")  # a Markdown table's |---|---|
-#: A column heading that is a currency and a scale: ``€m``, ``$bn``, ``£'000``.
-HEADING_UNIT = re.compile(r"(?<![\w$€£¥])(?P<sign>[$€£¥])\s?(?P<short>m|mn|bn|'000)(?![\w'])", re.I)
-_SCALE = re.compile(
-    r"\bin (thousands|millions|billions)\b|([$€£¥]?\s?'000)|\b(thousand|million|billion)s?\b"
-    r"|(?<![\w$€£¥])[$€£¥]\s?(m|mn|bn)(?![\w'])",
-    re.I,
-)
-_SHORT_SCALES = {"m": "million", "mn": "million", "bn": "billion"}
+#: A column heading that is a currency and a scale: ``€m``, ``$bn``, ``£'000``, ``£000``, ``US$m``, ``$k``.
+HEADING_UNIT = re.compile(r"(?<![\w$€£¥])(?:[A-Z]{1,3})?(?P<sign>[$€£¥])\s?(?P<short>mn|m|bn|k|'000|000)(?![\w'])")
+_SCALE = re.compile(r"\bin (thousands|millions|billions)\b|([$€£¥]?\s?'000)|\b(thousand|million|billion)s?\b", re.I)
+_SHORT_SCALES = {
+    "m": "million",
+    "mn": "million",
+    "bn": "billion",
+    "k": "thousand",
+    "'000": "thousand",
+    "000": "thousand",
+}
 #: How many lines above a number its table's or sentence's scale word ("(in millions)") may be.
 SCALE_LINES = 12
 
@@ -45,19 +49,27 @@ def scale_above(lines: list[str], index: int) -> str:
     'million'
     """
     for line in reversed(lines[max(0, index - SCALE_LINES + 1) : index + 1]):
+        heading = HEADING_UNIT.search(line)
+        if heading:
+            return _SHORT_SCALES[heading.group("short")]
         match = _SCALE.search(line)
         if match:
-            if match.group(4):
-                return _SHORT_SCALES[match.group(4).lower()]
             word = (match.group(1) or match.group(3) or "thousand").lower().rstrip("s")
             return "thousand" if match.group(2) else word
     return ""
 
 
+def _in_table(line: str) -> bool:
+    """Whether ``line`` is a table's: a row of cells, or a Markdown table's ``|---|`` line."""
+    return bool(TABLE_ROW.search(line) or _SEPARATOR.match(line.strip()))
+
+
 def holds_table(text: str) -> bool:
     """Whether ``text`` holds a table: two consecutive lines of cells."""
     lines = text.split("\n")
-    return any(_ROW.search(line) and _ROW.search(after) for line, after in zip(lines, lines[1:], strict=False))
+    return any(
+        TABLE_ROW.search(line) and TABLE_ROW.search(after) for line, after in zip(lines, lines[1:], strict=False)
+    )
 
 
 def readable_tables(text: str) -> str:
@@ -72,7 +84,9 @@ def readable_tables(text: str) -> str:
     fenced = False
     while index < len(lines):
         end = index
-        while not fenced and end < len(lines) and (_ROW.search(lines[end]) or _SEPARATOR.match(lines[end].strip())):
+        while (
+            not fenced and end < len(lines) and (TABLE_ROW.search(lines[end]) or _SEPARATOR.match(lines[end].strip()))
+        ):
             end += 1
         table = lines[index:end]
         markdown = any(_SEPARATOR.match(line.strip()) for line in table)
@@ -120,7 +134,7 @@ def _headers_aligned(lines: list[str]) -> list[str]:
     start = 0
     while start < len(lines):
         end = start
-        while end < len(lines) and _ROW.search(lines[end]):
+        while end < len(lines) and TABLE_ROW.search(lines[end]):
             end += 1
         first_row = next((i for i in range(start, end) if _labelled_row(lines[i])), None)
         if first_row is not None:
@@ -183,7 +197,7 @@ def _block(lines: list[str], index: int) -> list[int]:
     rows = []
     for step in (-1, 1):
         at = index + step
-        while 0 <= at < len(lines) and _ROW.search(lines[at]):
+        while 0 <= at < len(lines) and TABLE_ROW.search(lines[at]):
             rows.append(at)
             at += step
     return rows

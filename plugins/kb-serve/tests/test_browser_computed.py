@@ -31,6 +31,7 @@ Sensors | 914 | 918 | 814
 Energy | 699 | 712 | {HOSTILE}
 Appliances | 680 | 774 | 676
 Total | $ 13,448 | $ 13,988 | $ 12,185
+Sensors and Energy net sales totalled $1.6 billion in 2019.
 """
 # (kb works numbers out only over passages that hold a table: this one's operands are in its prose)
 PROSE = (
@@ -80,6 +81,9 @@ def test_hovering_a_computed_result_lights_its_operands_lines_and_cells(
     expect(result).to_have_text("$1,613 million")
     expect(answer.locator(".computation .calc-working")).to_have_text("914 + 699")
     expect(answer.locator(".calc-operand")).to_have_count(2)
+    # the report's own figure for the result, rounded, and where it is written
+    stated = answer.locator(".computation .calc-stated")
+    expect(stated).to_have_text(re.compile(r"^The passage states it as \$1\.6 billion: \[#\d\], line 8$"))
     # in kb_core.service.words' words, as every front end says them
     expect(answer.locator(".computation .calc-head")).to_have_text("Worked out by kb: 914 + 699 = $1,613 million")
     expect(answer.locator(".calc-operand").first).to_have_text(re.compile(r"^914: \[#\d\], line \d+$"))
