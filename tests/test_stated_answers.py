@@ -95,7 +95,10 @@ def test_kb_asks_for_an_answer_in_words_whenever_one_could_be_kept(
         assert can_be_stated(question, passages)
 
 
-TITLED = "Interest Expense:\n\nYear Ended May 31,\nPercent Change\n\n(Dollars in millions) | 2019 Actual | Constant | | 2018\n"
+TITLED = (
+    "Interest Expense:\n\nYear Ended May 31,\nPercent Change\n\n"
+    "(Dollars in millions) | 2019 Actual | Constant | | 2018\n"
+)
 
 
 @pytest.mark.parametrize(
