@@ -60,6 +60,7 @@ def _checked(expression: str, passages: dict[int, str]) -> Computation:
             ("", ""),
         ),
         ({1: " | 2019 | 2018\nCosts | $1,655 | €389"}, {}, ("", "")),  # two currencies: neither
+        ({1: "(in millions)\n | 2019\nCosts | 1,655", 2: "In 2018 costs were 389."}, {}, ("", "million")),  # one says
         ({1: "US$m | 2019 | 2018\nCosts | 1,655 | 389"}, {}, ("$", "million")),
         ({1: "£000 | 2019 | 2018\nCosts | 1,655 | 389"}, {}, ("£", "thousand")),
         ({1: " | $bn | $bn\nCosts | 1,655 | 389"}, {}, ("$", "billion")),

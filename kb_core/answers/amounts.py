@@ -5,9 +5,9 @@ not "1,266"); a percentage, a ratio and a count carry neither, nor does a row of
 ("Employees", "Earnings per share"). The scale is the nearest scale word above an operand ("(in millions)",
 "$'000", a "€m" column heading: :func:`~kb_core.answers.tables.scale_above`); for a table's row, else a caption
 just below its table or in a passage of its document that holds no table ("... is comprised of the following (in
-thousands):", where a PDF's text often puts a table's caption). Operands in different scales give none. The
-currency is the operand's own sign (``$2,082``), else the one sign its table's amounts are written with (a report
-signs only a column's first and total rows), else a heading's (``€m``).
+thousands):", where a PDF's text often puts a table's caption). Operands in different scales give none (one whose
+scale no line says takes the others'). The currency is the operand's own sign (``$2,082``), else the one sign its
+table's amounts are written with (a report signs only a column's first and total rows), else a heading's (``€m``).
 
 >>> from kb_core.answers.computation import check_computation
 >>> done = check_computation("1,655 - 389", {1: "€m | 2019 | 2018\\nNet financing costs | (1,655) | (389)"})
@@ -45,7 +45,7 @@ def amount_unit(done: Computation, passages: Mapping[int, str], documents: Mappi
     placed = [o for o in done.operands if o.source == "passage" and o.passage is not None and o.line is not None]
     if not placed or any(_of_no_amount(o, passages) for o in placed):
         return "", ""
-    scales = {_scale(o, passages, documents) for o in placed}
+    scales = {_scale(o, passages, documents) for o in placed} - {""}  # an operand whose scale no line says: no other
     signs = {_currency(o, passages) for o in placed} - {""}
     return (signs.pop() if len(signs) == 1 else ""), (scales.pop() if len(scales) == 1 else "")
 
