@@ -52,12 +52,10 @@ def packed_evidence(
 
 
 def read_beside(
-    store: RecordStore, run: QuestionRun, hits: Sequence[Hit], first_marker: int
+    run: QuestionRun, found: Sequence[tuple[Hit, Chunk]], first_marker: int
 ) -> dict[int, tuple[PackedChunk, Chunk]]:
-    """The chunks of ``hits`` (retrieved, not given to the model) by the markers they take from ``first_marker``
-    on, each with its packed item (0 tokens: the model did not read it)."""
-    chunks = store.get_chunks([hit.chunk_id for hit in hits])
-    found = [(hit, chunks[hit.chunk_id]) for hit in hits if hit.chunk_id in chunks]
+    """The chunks ``found`` (retrieved hits with their chunks, not given to the model) by the markers they take
+    from ``first_marker`` on, each with its packed item (0 tokens: the model did not read it)."""
     beside: dict[int, tuple[PackedChunk, Chunk]] = {}
     for marker, (hit, chunk) in enumerate(found, first_marker):
         entry = format_entry(marker, chunk, header=run.template.entry_header)

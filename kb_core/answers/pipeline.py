@@ -83,6 +83,7 @@ from kb_core.types import (
     NOT_ANSWERED,
     Answer,
     AnswerCitation,
+    Chunk,
     ComputedAnswer,
     GenerateRequest,
     Hit,
@@ -230,7 +231,8 @@ class RagPipeline:
         computing = run.computed and any(holds_table(chunk.text) for chunk in packed_chunks.values())
         not_worked_out: Answer | None = None  # a computation kb refused: the ordinary answer must state the number
         if computing:
-            beside = [h for h in ordinary if h.chunk_id not in {i.chunk_id for i in items}] if over_tables else []
+            packed_ids = {item.chunk_id for item in items}  # retrieval's others, already read with the candidates
+            beside = [(h, candidates[h.chunk_id]) for h in ordinary if h.chunk_id in candidates.keys() - packed_ids]
             worked_out = self._compute(run, llm, evidence, on_token, unread, beside)
             if worked_out is not None and (worked_out.grounded or unread):
                 return worked_out
@@ -315,19 +317,19 @@ class RagPipeline:
         evidence: Evidence,
         on_token: TokenCallback | None,
         unread: int = 0,
-        beside: Sequence[Hit] = (),
+        beside: Sequence[tuple[Hit, Chunk]] = (),
     ) -> Answer | None:
         """The answer kb works out from the computation the model writes over the packed ``evidence`` (entries,
         items, chunks by marker), or its refusal; None when the model writes none (the question then takes the
         ordinary path). Only the checked answer reaches ``on_token``. A count over a document ``unread`` passages of
-        which did not fit is refused: it would count a share. ``beside``: retrieved hits not given to the model
-        that kb reads for the report's own statement of the result (cited when one states it, tokens 0)."""
+        which did not fit is refused: it would count a share. ``beside``: retrieved hits (with their chunks) not given
+        to the model that kb reads for the report's own statement of the result (cited when one states it)."""
         items, chunks = evidence.items, evidence.chunks
         llm_cfg, options = self.config.models.llm, run.options
         if unread:
             note = unread_note(items[0].ref, unread)
             return self._refusal(run, "computation", computed.REFUSAL, note, detail="rows_unread")
-        extra = read_beside(self.store, run, beside, first_marker=len(items) + 1)
+        extra = read_beside(run, beside, first_marker=len(items) + 1)
         worked = computed.work_out(
             llm,
             evidence.entries,
