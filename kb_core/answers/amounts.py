@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from kb_core.answers.computation import Computation, Operand
 from kb_core.answers.numbers import Call, read_numbers
 from kb_core.answers.operations import performed_operation
-from kb_core.answers.tables import HEADING_UNIT, TABLE_ROW, holds_table, scale_above
+from kb_core.answers.tables import HEADING_UNIT, TABLE_ROW, holds_table, scale_above, table_block
 
 __all__ = ["amount_unit"]
 
@@ -65,12 +65,8 @@ def _of_no_amount(operand: Operand, passages: Mapping[int, str]) -> bool:
 
 def _table_span(lines: list[str], index: int) -> tuple[int, int]:
     """The first and last index of the table rows around line ``index``."""
-    start = end = index
-    while start > 0 and TABLE_ROW.search(lines[start - 1]):
-        start -= 1
-    while end + 1 < len(lines) and TABLE_ROW.search(lines[end + 1]):
-        end += 1
-    return start, end
+    rows = [index, *table_block(lines, index)]
+    return min(rows), max(rows)
 
 
 def _scale(operand: Operand, passages: Mapping[int, str], documents: Mapping[int, str]) -> str:

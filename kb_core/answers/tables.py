@@ -84,9 +84,7 @@ def readable_tables(text: str) -> str:
     fenced = False
     while index < len(lines):
         end = index
-        while (
-            not fenced and end < len(lines) and (TABLE_ROW.search(lines[end]) or _SEPARATOR.match(lines[end].strip()))
-        ):
+        while not fenced and end < len(lines) and _in_table(lines[end]):
             end += 1
         table = lines[index:end]
         markdown = any(_SEPARATOR.match(line.strip()) for line in table)
@@ -118,7 +116,7 @@ def stored_rows(text: str) -> str:
             continue
         width = len(_cells(line, True))
         lines[index] = " | ".join([""] * width)
-        for row in _block(lines, index):
+        for row in table_block(lines, index):
             lines[row] = " | ".join(_cells(lines[row], True))
     return "\n".join(_headers_aligned(lines))
 
@@ -192,7 +190,7 @@ def _heads_values_only(line: str) -> bool:
     return bool(_YEAR.search(cells[0])) and all(_YEAR.search(cell) or not _DIGIT.search(cell) for cell in cells)
 
 
-def _block(lines: list[str], index: int) -> list[int]:
+def table_block(lines: list[str], index: int) -> list[int]:
     """The indexes of the lines with cells around line ``index``, ``index`` left out."""
     rows = []
     for step in (-1, 1):
